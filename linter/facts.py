@@ -1,0 +1,241 @@
+"""The run's context: what cross-resource rules know about the other objects.
+
+Single-object rules only read `ctx.profile` and their options. Bundle rules ask the
+context: NodePools that could host a pod, objects by kind and namespace, label selector
+matches. Everything is indexed once per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable, Iterator
+
+from . import instances
+from .extract import (ACCELERATOR_RESOURCES, PodTemplate, Profile, Requirement, effective_tolerations,
+                      pod_node_requirements, requirements_from_terms, untolerated)
+from .model import K8sObject, as_dict, as_list, get_in, iter_dicts
+
+
+def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
+    """A LabelSelector (matchLabels + matchExpressions) or a plain map against labels.
+
+    An empty selector matches everything; a non-mapping matches nothing.
+    """
+    if not isinstance(selector, dict):
+        return False
+    labels = {str(k): str(v) for k, v in labels.items()}
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        ml = as_dict(selector.get("matchLabels"))
+        exprs = as_list(selector.get("matchExpressions"))
+    else:
+        ml, exprs = selector, []
+    for k, v in ml.items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for _, e in iter_dicts(exprs):
+        key, op = str(e.get("key")), e.get("operator")
+        vals = [str(v) for v in as_list(e.get("values"))]
+        have = labels.get(key)
+        if op == "In" and have not in vals:
+            return False
+        if op == "NotIn" and have in vals:
+            return False
+        if op == "Exists" and have is None:
+            return False
+        if op == "DoesNotExist" and have is not None:
+            return False
+    return True
+
+
+@dataclass(eq=False)
+class NodePoolView:
+    """A Karpenter / EKS Auto Mode NodePool, read once."""
+
+    obj: K8sObject
+
+    @property
+    def name(self) -> str:
+        return self.obj.name or ""
+
+    @cached_property
+    def taints(self) -> list[dict[str, Any]]:
+        return [t for _, t in iter_dicts(self.obj.get("spec", "template", "spec", "taints"))]
+
+    @cached_property
+    def requirements(self) -> list[Requirement]:
+        return requirements_from_terms(self.obj.get("spec", "template", "spec", "requirements"))
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in as_dict(self.obj.get("spec", "template", "metadata", "labels")).items()}
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return as_dict(self.obj.get("spec", "limits"))
+
+    @property
+    def node_class_ref(self) -> dict[str, Any]:
+        return as_dict(self.obj.get("spec", "template", "spec", "nodeClassRef"))
+
+    @property
+    def is_auto_mode(self) -> bool:
+        return self.node_class_ref.get("group") == "eks.amazonaws.com"
+
+    @cached_property
+    def allowed_types(self) -> set[str] | None:
+        """Known table types the pool can launch; None when its requirements do not say."""
+        return instances.matching_types(self.requirements)
+
+    @cached_property
+    def can_launch_accelerators(self) -> bool:
+        """The pool's requirements allow accelerator types, or it carries an accelerator taint."""
+        for r in self.requirements:
+            if r.key.endswith(("instance-gpu-count", "instance-accelerator-count")) and r.operator in ("Gt", "Exists"):
+                return True
+            if r.key.startswith(instances.ACCELERATOR_LABEL_PREFIXES) and r.operator in ("In", "Exists", "Gt"):
+                return True
+        types = self.allowed_types
+        if types:
+            return True
+        if any(str(t.get("key")) in ACCELERATOR_RESOURCES for t in self.taints):
+            return True
+        return False
+
+    def label_value(self, key: str) -> tuple[bool, set[str] | None]:
+        """(known, values): what values nodes of this pool can carry for `key`.
+
+        `known` is False when the pool says nothing about the key (not a template label,
+        not a requirement, not an instance label the table can answer).
+        """
+        if key in self.labels:
+            return True, {self.labels[key]}
+        if key == "karpenter.sh/nodepool":
+            return True, {self.name}
+        vals: set[str] | None = None
+        known = False
+        for r in self.requirements:
+            if r.key == key and r.operator == "In":
+                known = True
+                vals = set(r.values) if vals is None else vals & set(r.values)
+        if known:
+            return True, vals
+        if key in instances.INSTANCE_KEYS:
+            types = self.allowed_types
+            if types is None:
+                return False, None
+            return True, {instances.get(t).labels().get(key, "") for t in types if instances.get(t)}  # type: ignore[union-attr]
+        return False, None
+
+    def compatible_with(self, reqs: list[Requirement]) -> bool:
+        """Could a node of this pool satisfy the pod's node requirements (one term)?"""
+        for r in reqs:
+            known, vals = self.label_value(r.key)
+            if not known:
+                if r.key.startswith(("karpenter.k8s.aws/", "eks.amazonaws.com/", "topology.kubernetes.io/",
+                                     "kubernetes.io/", "node.kubernetes.io/", "karpenter.sh/")):
+                    continue  # well-known labels Karpenter sets on every node
+                if r.operator in ("NotIn", "DoesNotExist"):
+                    continue
+                return False  # a custom label no node of this pool carries
+            if vals is None:
+                continue
+            if r.operator in ("In", "Gt", "Lt", "Exists") and not any(r.allows(v) for v in vals):
+                return False
+        return True
+
+
+@dataclass
+class Context:
+    """Everything the rules may know beyond the object they check."""
+
+    objects: list[K8sObject] = field(default_factory=list)
+    profile: Profile = field(default_factory=Profile)
+    bundle: bool = True  # False in the webhook: one object, no neighbours
+
+    @cached_property
+    def _by_kind(self) -> dict[str, list[K8sObject]]:
+        idx: dict[str, list[K8sObject]] = {}
+        for o in self.objects:
+            idx.setdefault(o.kind, []).append(o)
+        return idx
+
+    def of_kind(self, *kinds: str, namespace: str | None = None, group: str | None = None) -> Iterator[K8sObject]:
+        for k in kinds:
+            for o in self._by_kind.get(k, ()):
+                if group is not None and not o.group.startswith(group):
+                    continue
+                if namespace is not None and (o.namespace or "default") != namespace:
+                    continue
+                yield o
+
+    @cached_property
+    def nodepools(self) -> list[NodePoolView]:
+        return [NodePoolView(o) for o in self.of_kind("NodePool") if o.group == "karpenter.sh"]
+
+    def nodepool(self, name: str) -> NodePoolView | None:
+        for p in self.nodepools:
+            if p.name == name:
+                return p
+        return None
+
+    def pools_for(self, pod: PodTemplate, *, check_taints: bool = True) -> list[NodePoolView]:
+        """NodePools in the run that could host this pod (selectors; taints when asked)."""
+        terms = pod_node_requirements(pod)
+        tols = effective_tolerations(pod, self.profile.flag("extendedResourceToleration")) if check_taints else []
+        out = []
+        for pool in self.nodepools:
+            if not any(pool.compatible_with(t) for t in terms):
+                continue
+            if check_taints and untolerated(pool.taints, tols):
+                continue
+            out.append(pool)
+        return out
+
+    def target_types(self, pod: PodTemplate) -> set[str] | None:
+        """The pod's target instance set (spec section 0), restricted to the known table.
+
+        None means unknown: no pool in the run hosts the pod and its own selectors say
+        nothing about instance types, or a pool allows types outside the table.
+        """
+        terms = pod_node_requirements(pod)
+        pod_types: set[str] | None = None
+        for t in terms:
+            m = instances.matching_types(t)
+            if m is None:
+                pod_types = None
+                break
+            pod_types = m if pod_types is None else pod_types | m
+        pools = self.pools_for(pod)
+        if not pools:
+            if any(instances.names_unknown_type(t) for t in terms):
+                return None
+            return pod_types
+        out: set[str] = set()
+        for pool in pools:
+            allowed = pool.allowed_types
+            if allowed is None or instances.names_unknown_type(pool.requirements):
+                return None
+            out |= allowed
+        if pod_types is not None:
+            out &= pod_types
+        return out
+
+    def pods_in(self, namespace: str | None) -> Iterator[tuple[K8sObject, PodTemplate]]:
+        from .extract import pod_templates, is_pod_kind
+
+        for o in self.objects:
+            if is_pod_kind(o) and (namespace is None or (o.namespace or "default") == (namespace or "default")):
+                for pod in pod_templates(o):
+                    yield o, pod
+
+
+def namespace_of(obj: K8sObject) -> str:
+    return obj.namespace or "default"
+
+
+def objects_selected_by(selector: Any, candidates: Iterable[tuple[K8sObject, PodTemplate]]) -> list[tuple[K8sObject, PodTemplate]]:
+    return [(o, p) for o, p in candidates if selector_matches(selector, p.labels)]
+
+
+__all__ = ["Context", "NodePoolView", "selector_matches", "namespace_of", "objects_selected_by", "get_in"]

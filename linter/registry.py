@@ -1,0 +1,237 @@
+"""The one registry of rules: metadata, discovery, documentation and selection.
+
+A rule is a module under `rules/<family>/` that defines `RULE = Rule(...)` and a
+`check(obj, ctx, opts)` generator; the module docstring is its documentation, in the
+sections What it does / Why is this bad? / Example / Use instead / Options / Fix /
+References. The CLI listing, `ailint rule CODE`, `docs/rules/`, SARIF `rules[]` and the
+config schema are all generated from here; the engine knows no rule by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .model import Applicability, Edit, Finding, Fix, FixAvailability, K8sObject, Severity, Span
+
+FAMILIES = {
+    "GPU": "GPU scheduling and resources",
+    "SRV": "Serving and inference",
+    "TRN": "Training and Ray",
+    "KRP": "Karpenter and nodes",
+    "NET": "Networking and IPs",
+    "STO": "Storage and model caching",
+    "SEC": "Security, agents and RBAC",
+    "REL": "Reliability and disruption",
+    "OBS": "Observability and cost",
+    "YML": "Unreadable input",
+    "SCH": "Schema validation",
+    "AIL": "The linter itself",
+}
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Options", "Fix", "References")
+
+
+class Scope(str, Enum):
+    """`object` rules see one object; `bundle` rules also read other objects of the run."""
+
+    OBJECT = "object"
+    BUNDLE = "bundle"
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    description: str
+    type: str = "string"  # JSON Schema type of the value
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    kinds: tuple[str, ...] = ("*",)  # "Kind", "group/Kind", or "*"
+    scope: Scope = Scope.OBJECT
+    fix: FixAvailability = FixAvailability.NEVER
+    options: Mapping[str, Option] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    precision: str = "high"  # SARIF precision: very-high, high, medium, low
+    security_severity: float | None = None  # SARIF security-severity for SEC rules
+    engine: bool = False  # produced by the engine (YML, SCH, AIL), not by a check function
+
+    @property
+    def family(self) -> str:
+        return self.code[:3]
+
+    def applies_to(self, obj: K8sObject) -> bool:
+        for target in self.kinds:
+            if target == "*":
+                return True
+            if "/" in target:
+                group, kind = target.rsplit("/", 1)
+                if kind == obj.kind and obj.group == group:
+                    return True
+            elif target == obj.kind:
+                return True
+        return False
+
+    # -- building findings ------------------------------------------------------------
+    def finding(self, obj: K8sObject, path: Sequence[Any], message: str, *,
+                severity: Severity | None = None, fix: Fix | None = None,
+                span: Span | None = None, anchor: str = "field") -> Finding:
+        """A finding of this rule on `obj` at `path` (anchored on the field by default).
+
+        `anchor="value"` points at the value instead of `key: value`; a missing path
+        points at its nearest existing parent, where the missing field belongs.
+        """
+        if span is None:
+            span = obj.value_span(path) if anchor == "value" else obj.span(path)
+        return Finding(self.code, self.name, severity or self.severity, message, obj.file, span,
+                       obj.ref, tuple(path), fix)
+
+
+@dataclass(frozen=True)
+class RegisteredRule:
+    rule: Rule
+    check: Callable[..., Iterator[Finding]] | None
+    doc: str
+    module: str
+
+    def __getattr__(self, item: str) -> Any:  # RegisteredRule.code etc.
+        return getattr(self.rule, item)
+
+    @property
+    def sections(self) -> dict[str, str]:
+        return parse_sections(self.doc)
+
+
+def parse_sections(doc: str) -> dict[str, str]:
+    """Split a docstring into its `## Section` blocks."""
+    out: dict[str, str] = {}
+    current = None
+    buf: list[str] = []
+    for line in (doc or "").splitlines():
+        m = re.match(r"^##\s+(.*?)\s*$", line)
+        if m:
+            if current is not None:
+                out[current] = "\n".join(buf).strip()
+            current, buf = m.group(1), []
+        elif current is not None:
+            buf.append(line)
+    if current is not None:
+        out[current] = "\n".join(buf).strip()
+    return out
+
+
+def _dedent(doc: str | None) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc or "")
+
+
+_REGISTRY: dict[str, RegisteredRule] | None = None
+
+
+def _discover() -> dict[str, RegisteredRule]:
+    from . import engine_rules
+
+    import ailint.rules as rules_pkg  # the installed `rules/` folder
+
+    found: dict[str, RegisteredRule] = {}
+    names: dict[str, str] = {}
+
+    def add(reg: RegisteredRule) -> None:
+        code, name = reg.rule.code, reg.rule.name
+        if code in found:
+            raise RuntimeError(f"duplicate rule code {code} in {reg.module} and {found[code].module}")
+        if name in names:
+            raise RuntimeError(f"duplicate rule name {name} ({code} and {names[name]})")
+        found[code] = reg
+        names[name] = code
+
+    for rule, doc in engine_rules.ENGINE_RULES:
+        add(RegisteredRule(rule, None, _dedent(doc), "ailint.engine_rules"))
+    for info in pkgutil.walk_packages(rules_pkg.__path__, rules_pkg.__name__ + "."):
+        if info.ispkg or info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        mod = importlib.import_module(info.name)
+        rule = getattr(mod, "RULE", None)
+        if not isinstance(rule, Rule):
+            continue
+        check = getattr(mod, "check", None)
+        add(RegisteredRule(rule, check, _dedent(mod.__doc__), info.name))
+    return dict(sorted(found.items()))
+
+
+def all_rules() -> dict[str, RegisteredRule]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _discover()
+    return _REGISTRY
+
+
+def find_rule(code_or_name: str) -> RegisteredRule | None:
+    rules = all_rules()
+    key = code_or_name.strip()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for reg in rules.values():
+        if reg.rule.name == key:
+            return reg
+    return None
+
+
+# -- selection -------------------------------------------------------------------------
+def _specificity(selector: str, reg: RegisteredRule) -> int:
+    """How specifically `selector` names the rule: 0 = not at all; a name counts as a code."""
+    sel = selector.strip()
+    if not sel:
+        return 0
+    if sel.upper() == "ALL":
+        return 1
+    if sel == reg.rule.name or sel.upper() == reg.rule.code:
+        return 100
+    if reg.rule.code.startswith(sel.upper()):
+        return 1 + len(sel)
+    return 0
+
+
+def is_known_selector(selector: str) -> bool:
+    sel = selector.strip()
+    return any(_specificity(sel, reg) for reg in all_rules().values())
+
+
+def select(select: Iterable[str] | None, ignore: Iterable[str] = (),
+           extend_select: Iterable[str] = ()) -> list[RegisteredRule]:
+    """Rules enabled by select/ignore: the most specific selector wins (ruff's model).
+
+    With no `select`, every rule is on. `--select GPU --ignore GPU003` keeps GPU001 and
+    drops GPU003; `--ignore GPU --select GPU003` keeps only GPU003 of the family.
+    """
+    sel = list(select) if select else ["ALL"]
+    sel += list(extend_select)
+    ign = list(ignore)
+    out = []
+    for reg in all_rules().values():
+        s = max((_specificity(x, reg) for x in sel), default=0)
+        i = max((_specificity(x, reg) for x in ign), default=0)
+        if s and s > i:
+            out.append(reg)
+        elif s and s == i:
+            pass  # equal specificity: ignore wins
+    return out
+
+
+# -- small helpers for rules ---------------------------------------------------------------
+def make_fix(title: str, edits: Iterable[Edit], unsafe: bool = False) -> Fix | None:
+    """A Fix from edits, or None when no edit could be built (then the rule offers none)."""
+    edits = tuple(e for e in edits if e is not None)
+    if not edits:
+        return None
+    return Fix(title, edits, Applicability.UNSAFE if unsafe else Applicability.SAFE)

@@ -1,0 +1,3 @@
+"""Reporters: pure consumers of findings. Each module has `render(result, ...) -> str`."""
+
+FORMATS = ("text", "json", "sarif", "github")

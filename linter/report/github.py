@@ -1,0 +1,25 @@
+"""`--format github`: workflow commands that GitHub turns into annotations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(result, **_: Any) -> str:
+    lines = []
+    for f in result.findings:
+        props = (f"file={_escape_prop(f.file)},line={f.span.line},col={f.span.col},"
+                 f"endLine={f.span.end_line},endColumn={f.span.end_col},"
+                 f"title={_escape_prop(f'{f.code} {f.name}')}")
+        lines.append(f"::{_LEVEL[f.severity.value]} {props}::{_escape_data(f'{f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")

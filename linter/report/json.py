@@ -1,0 +1,46 @@
+"""`--format json`: the machine-readable contract of `spec/cli.md`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import __version__
+from ..model import Finding, Severity
+from .common import edit_region, json_pointer
+
+
+def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
+    ref = f.object_ref
+    obj = None
+    if ref is not None:
+        obj = {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace,
+               "name": ref.name, "document": ref.document}
+        if ref.template:
+            obj["template"] = ref.template
+    fix = None
+    if f.fix is not None:
+        src = sources.get(f.file)
+        fix = {"title": f.fix.title, "applicability": f.fix.applicability.value,
+               "edits": [{**edit_region(e, src), "content": e.content} for e in f.fix.edits]}
+    return {
+        "code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
+        "file": f.file, "line": f.span.line, "column": f.span.col,
+        "end_line": f.span.end_line, "end_column": f.span.end_col,
+        "object": obj, "path": json_pointer(f.path) if f.path else "", "fix": fix,
+    }
+
+
+def render(result, **_: Any) -> str:
+    by_sev = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)}
+    for f in result.findings:
+        by_sev[f.severity.value] += 1
+    doc = {
+        "tool": {"name": "ailint", "version": __version__},
+        "files": [{"path": fs.path, "documents": fs.documents, "objects": fs.objects} for fs in result.files],
+        "findings": [finding_dict(f, result.sources) for f in result.findings],
+        "summary": {"files": len(result.files), "objects": result.object_count,
+                    "findings": len(result.findings), "by_severity": by_sev,
+                    "fixable": sum(1 for f in result.findings if f.fix is not None)},
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,105 @@
+"""`--format text`: grouped by file, the offending line with a caret, why and how to fix.
+
+Plain text when the output is not a terminal or `NO_COLOR` is set (no rich import on that
+path: pre-commit runs stay fast); rich markup and colour on a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import groupby
+from typing import Any
+
+from ..model import Finding
+
+_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _first_sentence(text: str) -> str:
+    text = re.sub(r"`([^`]*)`", r"\1", " ".join(text.split()))
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    return (m.group(1) if m else text)[:300]
+
+
+def _why_and_fix(code: str) -> tuple[str, str]:
+    from ..registry import all_rules
+
+    reg = all_rules().get(code)
+    if reg is None:
+        return "", ""
+    sec = reg.sections
+    return _first_sentence(sec.get("Why is this bad?", "")), _first_sentence(sec.get("Fix", ""))
+
+
+def _frame(f: Finding, sources: dict) -> list[str]:
+    src = sources.get(f.file)
+    if src is None:
+        return []
+    line = src.line_text(f.span.line)
+    if not line and f.span.line > len(src.line_starts):
+        return []
+    width = len(str(f.span.line))
+    end = f.span.end_col if f.span.end_line == f.span.line else len(line) + 1
+    carets = "^" * max(1, min(end, len(line) + 1) - f.span.col)
+    return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}",
+            f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
+
+
+def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> str:
+    cache: dict[str, tuple[str, str]] = {}
+    out: list[str] = []
+    for file, group in groupby(result.findings, key=lambda f: f.file):
+        findings = list(group)
+        out.append(f"[bold]{_esc(file)}[/bold]" if color else file)
+        for f in findings:
+            sev = f.severity.value
+            head = f"{f.file}:{f.span.line}:{f.span.col}: {f.code} [{sev}] {f.message}"
+            if color:
+                head = (f"{_esc(f.file)}:{f.span.line}:{f.span.col}: [{_SEV_STYLE[sev]}]{f.code}[/] "
+                        f"[{_SEV_STYLE[sev]}]\\[{sev}][/] {_esc(f.message)}")
+            out.append(head)
+            if f.object_ref is not None:
+                tpl = f" (from {f.object_ref.template})" if f.object_ref.template else ""
+                out.append(("    [dim]in " + _esc(f.object_ref.label()) + tpl + "[/dim]") if color
+                           else f"    in {f.object_ref.label()}{tpl}")
+            for line in _frame(f, result.sources):
+                out.append(_esc(line) if color else line)
+            if f.code not in cache:
+                cache[f.code] = _why_and_fix(f.code)
+            why, fix = cache[f.code]
+            if why:
+                out.append(f"    why: {_esc(why) if color else why}")
+            if f.fix is not None and show_fixes:
+                kind = "fix" if f.fix.applicability.value == "safe" else "fix (unsafe)"
+                out.append(f"    {kind}: {_esc(f.fix.title) if color else f.fix.title}")
+            elif fix and not fix.lower().startswith(("none", "no fix", "no automatic")):
+                out.append(f"    how: {_esc(fix) if color else fix}")
+            out.append("")
+    out.append(summary_line(result))
+    return "\n".join(out) + "\n"
+
+
+def summary_line(result) -> str:
+    n = len(result.findings)
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in result.findings:
+        counts[f.severity.value] += 1
+    fixable = sum(1 for f in result.findings if f.fix is not None)
+    files = len(result.files)
+    if n == 0:
+        return f"All clear: {files} file{'s' if files != 1 else ''}, {result.object_count} objects, no findings."
+    parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}" for k, v in counts.items() if v)
+    extra = f"; {fixable} fixable with --fix or --unsafe-fixes" if fixable else ""
+    sup = f"; {len(result.suppressed)} suppressed" if result.suppressed else ""
+    return (f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in {files} "
+            f"file{'s' if files != 1 else ''}{extra}{sup}.")
+
+
+def _esc(s: str) -> str:
+    return s.replace("[", "\\[")
+
+
+def print_rich(text: str) -> None:
+    from rich.console import Console
+
+    Console(highlight=False, soft_wrap=True).print(text, end="")

@@ -1,0 +1,212 @@
+"""The flow, in one place: sources -> load -> objects -> context -> rules -> suppress.
+
+`lint()` takes settings and paths and returns a `RunResult` (findings, per-file counts and
+the sources, which fixes and the text reporter need). It never prints and never exits;
+the CLI and the webhook decide what to do with the result.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from . import registry, suppress
+from .config import Settings, severity_override
+from .engine_rules import ENGINE
+from .facts import Context
+from .load import decode, load_text, yml_finding
+from .model import FileResult, Finding, K8sObject, SourceFile, Span
+from .registry import RegisteredRule, Scope
+from .sources import Candidate, discover, matches_any
+
+
+@dataclass
+class FileSummary:
+    path: str
+    documents: int
+    objects: int
+
+
+@dataclass
+class RunResult:
+    files: list[FileSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    suppressed: list[Finding] = field(default_factory=list)
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    rules: list[RegisteredRule] = field(default_factory=list)
+
+    @property
+    def object_count(self) -> int:
+        return sum(f.objects for f in self.files)
+
+
+@dataclass
+class Engine:
+    """Rules selected for a run, with their options and severities resolved once."""
+
+    settings: Settings
+    rules: list[RegisteredRule]
+    debug: bool = False
+    only_object_rules: bool = False
+    _options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for reg in self.rules:
+            opts = {k: o.default for k, o in reg.rule.options.items()}
+            for k, v in self.settings.rule_settings.get(reg.rule.code, {}).items():
+                if k != "severity":
+                    opts[k] = v
+            self._options[reg.rule.code] = opts
+        self.object_rules = [r for r in self.rules if r.check and r.rule.scope == Scope.OBJECT]
+        self.bundle_rules = [] if self.only_object_rules else [
+            r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]
+
+    def check(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
+        if not reg.rule.applies_to(obj):
+            return []
+        try:
+            found = list(reg.check(obj, ctx, self._options[reg.rule.code]))  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - one rule's bug must not end the run
+            if self.debug:
+                raise
+            r = ENGINE["AIL003"]
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            return [Finding(r.code, r.name, r.severity,
+                            f"{reg.rule.code} crashed on this object ({type(exc).__name__}: {exc} at "
+                            f"{os.path.basename(where.filename)}:{where.lineno}); please report it",
+                            obj.file, obj.span(()), obj.ref)]
+        sev = severity_override(self.settings, reg.rule.code)
+        if sev is not None:
+            found = [Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix)
+                     for f in found]
+        return found
+
+
+def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
+    """Read, decode and parse one input; every failure is a YML finding on it."""
+    if c.problem:
+        return FileResult(path=c.display, findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), c.problem)])
+    if c.path == "-":
+        text = stdin_text or ""
+        if len(text.encode("utf-8", "surrogateescape")) > settings.limits.max_file_bytes:
+            return FileResult(path=c.display, findings=[yml_finding(
+                "YML006", c.display, Span(1, 1, 1, 2),
+                f"standard input is larger than the limit of {settings.limits.max_file_bytes} bytes")])
+        source = SourceFile("-", c.display, text)
+        return load_text(source, settings.limits)
+    try:
+        size = os.path.getsize(c.path)
+        if size > settings.limits.max_file_bytes:
+            return FileResult(path=c.display, findings=[yml_finding(
+                "YML006", c.display, Span(1, 1, 1, 2),
+                f"{size} bytes is over the limit of {settings.limits.max_file_bytes} (limits.max-file-size); not parsed")])
+        with open(c.path, "rb") as fh:
+            raw = fh.read(settings.limits.max_file_bytes + 1)
+    except OSError as exc:
+        return FileResult(path=c.display, findings=[yml_finding(
+            "YML009", c.display, Span(1, 1, 1, 2), f"cannot read: {exc.strerror or exc}")])
+    text, problem = decode(raw, c.display)
+    if problem is not None:
+        return FileResult(path=c.display, findings=[problem])
+    return load_text(SourceFile(c.path, c.display, text or ""), settings.limits)
+
+
+def lint(paths: Sequence[str], settings: Settings, *, stdin_text: str | None = None,
+         stdin_filename: str | None = None, debug: bool = False, jobs: int = 1,
+         rules: list[RegisteredRule] | None = None) -> RunResult:
+    if rules is None:
+        rules = registry.select(settings.select, settings.ignore, settings.extend_select)
+    engine = Engine(settings, rules, debug)
+    candidates = list(discover(paths or ["."], settings.root if settings.config_path else os.getcwd(),
+                               settings.exclude, settings.respect_gitignore))
+    if stdin_filename:
+        candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
+    result = RunResult(rules=rules)
+    file_results: list[FileResult]
+    if jobs > 1 and len(candidates) > 1:
+        from .parallel import run_parallel
+
+        file_results = run_parallel(candidates, settings, engine, jobs)
+    else:
+        file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
+    return finish(file_results, settings, engine, result)
+
+
+def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
+    """Parse one file and run the single-object rules on its objects."""
+    fr = read_candidate(c, settings, stdin_text)
+    ctx = Context(profile=settings.profile, bundle=False)
+    for obj in fr.objects:
+        for reg in engine.object_rules:
+            fr.findings.extend(engine.check(reg, obj, ctx))
+    return fr
+
+
+def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
+    """Join the files: bundle rules over the whole run, then suppressions."""
+    objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
+    findings: list[Finding] = [f for fr in file_results for f in fr.findings]
+    ctx = Context(objects=objects, profile=settings.profile, bundle=True)
+    for obj in objects:
+        for reg in engine.bundle_rules:
+            findings.extend(engine.check(reg, obj, ctx))
+    # schema validation is an engine pass of its own (SCH), when installed and enabled
+    sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
+    if settings.schema and sch and objects:
+        try:
+            from .schema import validate_objects
+        except ImportError:
+            validate_objects = None  # type: ignore[assignment]
+        if validate_objects is not None:
+            findings.extend(validate_objects(objects, settings, {r.rule.code for r in sch}))
+    for fr in file_results:
+        result.files.append(FileSummary(fr.path, fr.documents, len(fr.objects)))
+        if fr.source is not None:
+            result.sources[fr.path] = fr.source
+    # per-file ignores from config
+    if settings.per_file_ignores:
+        kept = []
+        for f in findings:
+            drop = False
+            for pattern, codes in settings.per_file_ignores.items():
+                if matches_any(f.file, [pattern]) and any(_selector_matches(c, f) for c in codes):
+                    drop = True
+                    break
+            (result.suppressed if drop else kept).append(f)
+        findings = kept
+    sups: list[suppress.Suppression] = []
+    for fr in file_results:
+        if fr.source is not None:
+            sups.extend(suppress.comment_suppressions(fr.source))
+        for obj in fr.objects:
+            sups.extend(suppress.annotation_suppressions(obj))
+    ran_codes = {r.rule.code for r in engine.rules if r.check or r.rule.engine}
+    ran_codes |= {r.rule.code for r in engine.rules if r.rule.code.startswith("SCH")}
+
+    def ran(selector: str) -> bool:
+        named = [r for r in registry.all_rules().values() if registry._specificity(selector, r)]
+        return bool(named) and all(r.rule.code in ran_codes for r in named)
+
+    res = suppress.apply(findings, sups, _selector_matches, registry.is_known_selector, ran)
+    ail_enabled = {r.rule.code for r in engine.rules}
+    result.findings = sorted(res.kept + [f for f in res.meta if f.code in ail_enabled], key=Finding.sort_key)
+    result.suppressed.extend(res.suppressed)
+    return result
+
+
+def _selector_matches(selector: str, finding: Finding) -> bool:
+    reg = registry.all_rules().get(finding.code)
+    if reg is None:
+        return selector.upper() == finding.code
+    return registry._specificity(selector, reg) > 0
+
+
+def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
+    if fail_on == "never":
+        return 0
+    from .model import Severity
+
+    threshold = Severity.parse(fail_on).rank
+    return 1 if any(f.severity.rank >= threshold for f in findings) else 0

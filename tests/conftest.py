@@ -1,0 +1,23 @@
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+SARIF_SCHEMA = SHARED / "ref" / "sarif" / "sarif-schema-2.1.0.json"
+CRDS = SHARED / "ref" / "crds"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-snapshots", action="store_true", default=False,
+                     help="rewrite fixtures/<CODE>/<case>.expected from the current output")
+
+
+@pytest.fixture
+def update_snapshots(request):
+    return request.config.getoption("--update-snapshots")
+
+
+needs_shared = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared is absent")
