@@ -1,0 +1,82 @@
+"""Guards over the single registry: every rule is well-formed, documented and tested."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ailint.model import FixAvailability
+from ailint.registry import DOC_SECTIONS, FAMILIES, all_rules
+from fixture_harness import FIXTURES, all_cases, expected_markers, profile_for
+
+RULES = list(all_rules().values())
+CHECKED = [r for r in RULES if not r.rule.engine]
+CASES = all_cases()
+
+
+def test_codes_and_names_unique_and_well_formed():
+    codes = [r.rule.code for r in RULES]
+    names = [r.rule.name for r in RULES]
+    assert len(codes) == len(set(codes))
+    assert len(names) == len(set(names))
+    for r in RULES:
+        assert re.fullmatch(r"[A-Z]{3}\d{3}", r.rule.code), r.rule.code
+        assert r.rule.family in FAMILIES, r.rule.code
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.rule.name), r.rule.name
+        assert r.rule.summary and not r.rule.summary.endswith("."), r.rule.code
+
+
+@pytest.mark.parametrize("reg", RULES, ids=[r.rule.code for r in RULES])
+def test_docstring_has_all_sections(reg):
+    sections = reg.sections
+    missing = [s for s in DOC_SECTIONS if s not in sections]
+    assert not missing, f"{reg.rule.code} docstring lacks sections: {missing}"
+    for s in DOC_SECTIONS:
+        assert sections[s].strip(), f"{reg.rule.code}: empty section {s}"
+    for opt in reg.rule.options:
+        assert opt in sections["Options"], f"{reg.rule.code}: option {opt} undocumented"
+
+
+@pytest.mark.parametrize("reg", CHECKED, ids=[r.rule.code for r in CHECKED])
+def test_rule_has_failing_and_passing_fixtures(reg):
+    mine = [c for c in CASES if c.code == reg.rule.code and not c.is_fixed_twin]
+    failing = [c for c in mine if any(code == reg.rule.code
+                                      for _, code in expected_markers(c.path.read_text(encoding="utf-8")))]
+    passing = [c for c in mine if not expected_markers(c.path.read_text(encoding="utf-8"))]
+    assert failing, f"{reg.rule.code}: no failing fixture in {FIXTURES / reg.rule.code}"
+    assert passing, f"{reg.rule.code}: no passing fixture in {FIXTURES / reg.rule.code}"
+
+
+@pytest.mark.parametrize("reg", CHECKED, ids=[r.rule.code for r in CHECKED])
+def test_fix_availability_matches_fixtures(reg):
+    twins = [c for c in CASES if c.code == reg.rule.code and not c.is_fixed_twin and c.fixed_twin.exists()]
+    if reg.rule.fix != FixAvailability.NEVER:
+        assert twins, f"{reg.rule.code} declares fixes but has no <case>.fixed.yaml twin"
+    else:
+        assert not twins, f"{reg.rule.code} declares no fix but has a .fixed.yaml twin"
+
+
+def _yaml_block(section: str) -> str | None:
+    m = re.search(r"```ya?ml\n(.*?)```", section, re.S)
+    return m.group(1) if m else None
+
+
+@pytest.mark.parametrize("reg", CHECKED, ids=[r.rule.code for r in CHECKED])
+def test_docstring_examples_behave(reg, tmp_path):
+    from ailint.config import Settings
+    from ailint.run import lint
+
+    sections = reg.sections
+    bad, good = _yaml_block(sections.get("Example", "")), _yaml_block(sections.get("Use instead", ""))
+    assert bad is not None and good is not None, f"{reg.rule.code}: Example and Use instead need ```yaml blocks"
+    for text, should_fire in ((bad, True), (good, False)):
+        f = tmp_path / ("bad.yaml" if should_fire else "good.yaml")
+        f.write_text(text, encoding="utf-8")
+        s = Settings(root=str(tmp_path))
+        s.select = [reg.rule.code]
+        s.profile = profile_for(text)
+        found = [x for x in lint([str(f)], s).findings if x.code == reg.rule.code]
+        assert bool(found) == should_fire, (
+            f"{reg.rule.code}: the {'Example' if should_fire else 'Use instead'} block "
+            f"{'produced no finding' if should_fire else 'produced: ' + '; '.join(x.message for x in found)}")
