@@ -232,7 +232,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                     "unrendered Helm/Go template: lint the output of `helm template` instead "
                     f"(YAML parse stopped at line {span.line}: {exc.problem or exc.context})"))
             else:
-                result.findings.append(yml_finding("YML001", display, span, _syntax_message(exc)))
+                result.findings.append(yml_finding("YML001", display, span, _syntax_message(exc, parse_text)))
             break
         except yaml.YAMLError as exc:  # reader errors: control characters and the like
             result.findings.append(yml_finding("YML001", display, Span(1, 1, 1, 2), f"cannot parse: {exc}"))
@@ -311,9 +311,13 @@ def _add_objects(result: FileResult, source: SourceFile, doc_index: int, data: A
     result.objects.append(K8sObject(source, doc_index, data, positions, (), template))
 
 
-def _syntax_message(exc: Any) -> str:
+def _syntax_message(exc: Any, text: str) -> str:
     problem = exc.problem or exc.context or "invalid YAML"
-    if "'\\t'" in str(problem):
+    mark = exc.problem_mark
+    char = ""
+    if mark is not None and 0 <= mark.index < len(text):
+        char = text[mark.index]
+    if "'\\t'" in str(problem) or char == "\t":
         return "tab character used for indentation; YAML allows only spaces"
     ctx = f" ({exc.context})" if exc.context and exc.problem else ""
     return f"YAML syntax error: {problem}{ctx}"

@@ -1,0 +1,95 @@
+"""Generate `docs/rules/<CODE>.md`, the rules index and the README's rule table from the
+registry: `python -m ailint.docs [REPO_ROOT]`. A test fails when the checked-in files are
+stale, so the docs can never drift from the rules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from .registry import FAMILIES, RegisteredRule, all_rules
+
+README_START = "<!-- rules:start -->"
+README_END = "<!-- rules:end -->"
+
+
+def rule_page(reg: RegisteredRule) -> str:
+    r = reg.rule
+    kinds = ", ".join(f"`{k}`" for k in r.kinds) if r.kinds != ("*",) else "any"
+    head = [
+        f"# {r.code} `{r.name}`",
+        "",
+        f"{r.summary}.",
+        "",
+        "| severity | fix | scope | family | kinds |",
+        "|---|---|---|---|---|",
+        f"| {r.severity.value} | {r.fix.value} | {r.scope.value} | {r.family} ({FAMILIES[r.family]}) | {kinds} |",
+        "",
+    ]
+    body = re.sub(r"^## ", "## ", reg.doc, flags=re.M)
+    return "\n".join(head) + body.rstrip() + "\n"
+
+
+def index_table(link_prefix: str = "") -> str:
+    lines = ["| Code | Name | Severity | Fix | Summary |", "|---|---|---|---|---|"]
+    for reg in all_rules().values():
+        r = reg.rule
+        lines.append(f"| [{r.code}]({link_prefix}{r.code}.md) | `{r.name}` | {r.severity.value} | "
+                     f"{r.fix.value} | {r.summary} |")
+    return "\n".join(lines) + "\n"
+
+
+def index_page() -> str:
+    n = len(all_rules())
+    return (f"# ailint rules\n\n{n} rules, generated from the registry by `python -m ailint.docs`.\n"
+            "`ailint rule CODE` prints the same documentation.\n\n" + index_table())
+
+
+def expected_files(root: str) -> dict[str, str]:
+    out = {os.path.join(root, "docs", "rules", f"{reg.rule.code}.md"): rule_page(reg) for reg in all_rules().values()}
+    out[os.path.join(root, "docs", "rules", "README.md")] = index_page()
+    return out
+
+
+def readme_with_table(readme: str) -> str:
+    table = index_table("docs/rules/")
+    if README_START not in readme or README_END not in readme:
+        return readme
+    before, rest = readme.split(README_START, 1)
+    _, after = rest.split(README_END, 1)
+    return f"{before}{README_START}\n{table}{README_END}{after}"
+
+
+def write_all(root: str) -> list[str]:
+    changed = []
+    docs_dir = os.path.join(root, "docs", "rules")
+    os.makedirs(docs_dir, exist_ok=True)
+    expected = expected_files(root)
+    for path, content in expected.items():
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if old != content:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(content)
+            changed.append(path)
+    for name in os.listdir(docs_dir):
+        p = os.path.join(docs_dir, name)
+        if name.endswith(".md") and p not in expected:
+            os.remove(p)
+            changed.append(p)
+    readme = os.path.join(root, "README.md")
+    if os.path.exists(readme):
+        old = open(readme, encoding="utf-8").read()
+        new = readme_with_table(old)
+        if new != old:
+            with open(readme, "w", encoding="utf-8") as fh:
+                fh.write(new)
+            changed.append(readme)
+    return changed
+
+
+if __name__ == "__main__":
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    for p in write_all(root):
+        print(f"wrote {p}")

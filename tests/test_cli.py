@@ -1,0 +1,197 @@
+"""The command-line contract (spec/cli.md): exit codes, stdin, formats, config errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from ailint.cli import cli
+
+BAD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+    - name: c
+      image: vllm/vllm-openai:v0.9.2
+      resources:
+        requests:
+          nvidia.com/gpu: 1
+"""
+GOOD = BAD.replace("requests:", "limits:")
+
+
+def run(args, input=None, cwd=None):
+    runner = CliRunner()
+    old = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        return runner.invoke(cli, args, input=input, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture
+def bad(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(BAD)
+    return p
+
+
+def test_exit_codes(tmp_path, bad):
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    assert run(["check", "--no-config", "--select", "GPU002", str(good)]).exit_code == 0
+    assert run(["check", "--no-config", "--select", "GPU002", str(bad)]).exit_code == 1
+    assert run(["check", "--no-config", "--select", "GPU002", "--fail-on", "never", str(bad)]).exit_code == 0
+    assert run(["check", "--no-config", "--select", "NOPE999", str(bad)]).exit_code == 2
+
+
+def test_stdin_with_filename():
+    r = run(["check", "--no-config", "--select", "GPU002", "--format", "json", "--stdin-filename", "k8s/pod.yaml", "-"],
+            input=BAD)
+    doc = json.loads(r.output)
+    assert doc["files"] == [{"path": "k8s/pod.yaml", "documents": 1, "objects": 1}]
+    (f,) = doc["findings"]
+    assert (f["file"], f["line"], f["column"]) == ("k8s/pod.yaml", 11, 11)
+    assert f["path"] == "/spec/containers/0/resources/requests/nvidia.com~1gpu"
+    assert f["object"] == {"apiVersion": "v1", "kind": "Pod", "namespace": None, "name": "p", "document": 0}
+    assert f["fix"]["applicability"] == "safe" and f["fix"]["edits"][0]["line"] == 12
+
+
+def test_json_report_matches_schema(bad):
+    import jsonschema
+
+    from tests_support import report_schema
+
+    r = run(["check", "--no-config", "--format", "json", str(bad)])
+    jsonschema.validate(json.loads(r.output), report_schema())
+
+
+def test_text_output_has_caret_why_and_summary(bad):
+    r = run(["check", "--no-config", "--select", "GPU002", str(bad)])
+    out = r.output
+    assert "bad.yaml:11:11: GPU002 [error]" in out
+    assert "^^^" in out and "why:" in out and "fix: copy the request into limits" in out
+    assert "Found 1 finding (1 error)" in out
+
+
+def test_github_format_and_escaping(tmp_path):
+    p = tmp_path / "a,b:c.yaml"
+    p.write_text(BAD)
+    r = run(["check", "--no-config", "--select", "GPU002", "--format", "github", str(p)])
+    line = r.output.strip()
+    assert line.startswith("::error file=") and "a%2Cb%3Ac.yaml" in line and ",line=11,col=11," in line
+
+
+def test_github_is_default_under_actions(bad, monkeypatch):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    r = run(["check", "--no-config", "--select", "GPU002", str(bad)])
+    assert r.output.startswith("::error ")
+
+
+def test_output_file(tmp_path, bad):
+    out = tmp_path / "report.json"
+    r = run(["check", "--no-config", "--format", "json", "-o", str(out), str(bad)])
+    assert r.output == "" and json.loads(out.read_text())["summary"]["findings"] >= 1
+
+
+def test_config_errors_name_the_key(tmp_path, bad):
+    (tmp_path / ".ailint.yaml").write_text("selct: [GPU]\n")
+    r = CliRunner().invoke(cli, ["check", "--config", str(tmp_path / ".ailint.yaml"), str(bad)])
+    assert r.exit_code == 2 and "selct" in r.output
+    (tmp_path / ".ailint.yaml").write_text("rules:\n  GPU002: {severty: info}\n")
+    r = CliRunner().invoke(cli, ["check", "--config", str(tmp_path / ".ailint.yaml"), str(bad)])
+    assert r.exit_code == 2 and "severty" in r.output
+    (tmp_path / ".ailint.yaml").write_text("fail-on: sometimes\n")
+    r = CliRunner().invoke(cli, ["check", "--config", str(tmp_path / ".ailint.yaml"), str(bad)])
+    assert r.exit_code == 2 and "fail-on" in r.output
+
+
+def test_config_is_discovered_and_applied(tmp_path, bad):
+    (tmp_path / ".ailint.yaml").write_text("select: [GPU002]\nrules:\n  gpu-request-without-limit: {severity: info}\n")
+    r = run(["check", "--format", "json", str(bad)], cwd=tmp_path)
+    doc = json.loads(r.output)
+    assert r.exit_code == 0  # info is below the default fail-on
+    assert [f["severity"] for f in doc["findings"]] == ["info"]
+
+
+def test_pyproject_config(tmp_path, bad):
+    (tmp_path / "pyproject.toml").write_text("[tool.ailint]\nignore = [\"GPU002\"]\n")
+    r = run(["check", "--format", "json", str(bad)], cwd=tmp_path)
+    assert not [f for f in json.loads(r.output)["findings"] if f["code"] == "GPU002"]
+
+
+def test_set_profile_and_errors(bad):
+    assert run(["check", "--no-config", "--set", "nope=1", str(bad)]).exit_code == 2
+    assert run(["check", "--no-config", "--select", "GPU002", "--set", "autoMode=true", str(bad)]).exit_code == 1
+
+
+def test_suppressions_comment_annotation_unused(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text(BAD.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 1  # ailint: ignore[GPU002] reviewed")
+                 + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: q\n  annotations:\n"
+                 "    ailint.io/ignore: \"GPU002: reviewed\"\nspec:\n  containers:\n    - name: c\n      image: x:1\n"
+                 "      resources:\n        requests: {nvidia.com/gpu: 1}\n"
+                 "---\n# ailint: ignore[GPU002]\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+                 "# ailint: ignore[GPU9999]\n")
+    r = run(["check", "--no-config", "--select", "GPU002,AIL", "--format", "json", str(p)])
+    found = [(f["code"], f["line"]) for f in json.loads(r.output)["findings"]]
+    assert ("GPU002", 11) not in found
+    assert not [c for c, _ in found if c == "GPU002"]
+    assert ("AIL001", 26) in found and ("AIL002", 30) in found
+
+
+def test_per_file_ignores(tmp_path, bad):
+    (tmp_path / ".ailint.yaml").write_text('per-file-ignores:\n  "*.yaml": [GPU]\n')
+    r = run(["check", "--format", "json", "bad.yaml"], cwd=tmp_path)
+    assert not [f for f in json.loads(r.output)["findings"] if f["code"].startswith("GPU")]
+
+
+def test_baseline_roundtrip(tmp_path, bad):
+    base = tmp_path / "base.json"
+    r = run(["check", "--no-config", "--write-baseline", str(base), str(bad)])
+    assert r.exit_code == 1 and base.exists()
+    r = run(["check", "--no-config", "--baseline", str(base), str(bad)])
+    assert r.exit_code == 0
+
+
+def test_rules_listing_and_rule_doc():
+    r = run(["rules", "--format", "json"])
+    rows = json.loads(r.output)
+    assert {"code", "name", "family", "severity", "fix", "summary"} <= set(rows[0])
+    assert any(x["code"] == "GPU002" and x["fix"] == "sometimes" for x in rows)
+    r = run(["rule", "gpu-request-without-limit"])
+    assert "## Why is this bad?" in r.output and "GPU002" in r.output
+    assert run(["rule", "XYZ123"]).exit_code == 2
+
+
+def test_internal_error_is_one_line(monkeypatch, bad):
+    import ailint.run as run_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(run_mod, "lint", boom)
+    r = CliRunner().invoke(cli, ["check", "--no-config", str(bad)])
+    assert r.exit_code == 2 and "internal error: RuntimeError: kaput" in r.output and "Traceback" not in r.output
+
+
+def test_python_dash_m_and_version():
+    out = subprocess.run([sys.executable, "-m", "ailint", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("ailint ")
+
+
+def test_jobs_give_identical_results(tmp_path):
+    for i in range(6):
+        (tmp_path / f"f{i}.yaml").write_text(BAD.replace("name: p", f"name: p{i}"))
+    a = run(["check", "--no-config", "--format", "json", "--jobs", "1", str(tmp_path)])
+    b = run(["check", "--no-config", "--format", "json", "--jobs", "2", str(tmp_path)])
+    assert json.loads(a.output) == json.loads(b.output)

@@ -1,0 +1,204 @@
+"""The loader: spans for keys and values, multi-document streams, Lists, Helm markers,
+and a YML finding (never an exception) for every kind of bad input."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ailint.config import Settings
+from ailint.load import Limits, decode, load_text
+from ailint.model import SourceFile, Span
+from ailint.run import lint
+
+
+def load(text: str, name: str = "t.yaml", limits: Limits = Limits()):
+    return load_text(SourceFile(name, name, text), limits)
+
+
+def codes(result):
+    return [(f.code, f.span.line, f.span.col) for f in result.findings]
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+    - name: c
+      image: nginx:1.27
+"""
+
+
+def test_spans_for_keys_values_and_missing_paths():
+    r = load(POD)
+    assert not r.findings
+    (obj,) = r.objects
+    assert obj.span(("spec", "containers", 0, "image")) == Span(8, 7, 8, 24)
+    assert obj.value_span(("spec", "containers", 0, "image")) == Span(8, 14, 8, 24)
+    assert obj.key_span(("spec", "containers")) == Span(6, 3, 6, 13)
+    assert obj.span(("spec", "containers", 0)) == Span(7, 7, 7, 14)
+    # a missing field points at its nearest existing parent
+    assert obj.span(("spec", "tolerations")) == Span(5, 1, 5, 5)
+    assert obj.span(("spec", "containers", 0, "resources", "limits")) == Span(7, 7, 7, 14)
+
+
+def test_yaml_11_resolution_like_the_api_server():
+    r = load("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  mode: 0755\n  flag: on\n  s: '0755'\n")
+    data = r.objects[0].data["data"]
+    assert data == {"mode": 493, "flag": True, "s": "0755"}
+
+
+def test_multi_document_stream_and_empty_documents():
+    r = load(POD + "---\n---\n# only a comment\n---\n" + POD.replace("name: p", "name: q"))
+    assert [o.name for o in r.objects] == ["p", "q"]
+    assert r.objects[1].doc_index == 3
+    assert r.objects[1].span(("metadata", "name")).line == 16
+
+
+def test_list_items_are_objects_with_their_own_spans():
+    text = "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Pod\n    metadata:\n      name: a\n"
+    (obj,) = load(text).objects
+    assert obj.kind == "Pod" and obj.name == "a"
+    assert obj.span(("metadata", "name")) == Span(7, 7, 7, 14)
+
+
+def test_helm_source_markers_name_the_template():
+    text = "---\n# Source: chart/templates/a.yaml\n" + POD + "---\n# Source: chart/templates/b.yaml\n" + POD
+    objs = load(text).objects
+    assert [o.template for o in objs] == ["chart/templates/a.yaml", "chart/templates/b.yaml"]
+
+
+def test_syntax_error_keeps_earlier_documents():
+    r = load(POD + "---\nmetadata:\n  name: \"unterminated\n")
+    assert [o.name for o in r.objects] == ["p"]
+    assert r.findings[0].code == "YML001"
+    assert r.findings[0].span.line >= 10
+
+
+def test_tab_indentation_is_named():
+    r = load("apiVersion: v1\nkind: Pod\nmetadata:\n\tname: x\n")
+    (f,) = r.findings
+    assert f.code == "YML001" and "tab" in f.message and f.span.line == 4
+
+
+def test_duplicate_key_is_reported_at_the_second_key():
+    r = load("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n")
+    (f,) = r.findings
+    assert (f.code, f.span.line, f.span.col) == ("YML003", 5, 3)
+    assert "first at line 4" in f.message
+
+
+def test_alias_bomb_is_refused():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]")
+    r = load("\n".join(lines) + "\n")
+    assert [f.code for f in r.findings] == ["YML004"]
+    assert not r.objects
+
+
+def test_nesting_depth_bound():
+    text = "apiVersion: v1\nkind: ConfigMap\ndata: " + "[" * 300 + "]" * 300 + "\n"
+    r = load(text, limits=Limits(max_depth=50))
+    assert [f.code for f in r.findings] == ["YML005"]
+
+
+def test_scalar_length_bound():
+    r = load("apiVersion: v1\nkind: ConfigMap\ndata:\n  a: " + "x" * 200 + "\n", limits=Limits(max_scalar_chars=100))
+    assert [f.code for f in r.findings] == ["YML011"]
+
+
+def test_document_count_bound():
+    r = load("---\na: 1\n" * 20, limits=Limits(max_documents=5))
+    assert "YML010" in [f.code for f in r.findings]
+
+
+def test_unrendered_template_points_at_the_first_marker():
+    text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n"
+    r = load(text)
+    (f,) = r.findings
+    assert (f.code, f.span.line, f.span.col) == ("YML002", 4, 9)
+
+
+def test_template_like_strings_inside_quotes_are_fine():
+    text = ("apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r}\n"
+            "spec:\n  groups:\n    - name: g\n      rules:\n        - alert: A\n"
+            "          annotations:\n            summary: \"{{ $labels.instance }} down\"\n")
+    r = load(text)
+    assert not r.findings and r.objects
+
+
+def test_not_a_kubernetes_object():
+    r = load("- a\n- b\n---\nreplicas: 3\n")
+    assert [f.code for f in r.findings] == ["YML008", "YML008"]
+    assert "no apiVersion or kind" in r.findings[1].message
+
+
+def test_complex_keys_are_findings_not_crashes():
+    r = load("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  ? [a, b]\n  : c\n")
+    assert [f.code for f in r.findings] == ["YML012"]
+
+
+def test_unknown_tags_are_never_executed():
+    r = load("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: !!python/object/apply:os.system [echo hi]\n  b: !custom text\n")
+    assert r.objects[0].data["data"]["b"] == "text"
+
+
+def test_merge_keys():
+    r = load("base: &b {cpu: 1}\napiVersion: v1\nkind: X\nspec:\n  <<: *b\n  mem: 2\n")
+    assert r.objects[0].data["spec"] == {"cpu": 1, "mem": 2}
+
+
+@pytest.mark.parametrize("raw,needle", [
+    (b"\x00\x01\x02binary", "binary"),
+    (b"\xff\xfea\x00p\x00", "UTF-16"),
+    (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: caf\xe9\n", "invalid UTF-8"),
+])
+def test_bad_encodings(raw, needle):
+    text, finding = decode(raw, "x.yaml")
+    assert text is None and finding.code == "YML007" and needle in finding.message
+
+
+def test_bad_utf8_position():
+    _, f = decode(b"a: 1\nbb: caf\xe9\n", "x.yaml")
+    assert (f.span.line, f.span.col) == (2, 8)
+
+
+def test_bom_is_dropped():
+    text, f = decode(b"\xef\xbb\xbfapiVersion: v1\n", "x.yaml")
+    assert f is None and text.startswith("apiVersion")
+
+
+def test_json_with_tabs():
+    r = load('{\n\t"apiVersion": "v1",\n\t"kind": "Pod",\n\t"metadata": {"name": "j"}\n}\n', name="p.json")
+    assert r.objects[0].name == "j"
+
+
+def test_run_survives_unreadable_inputs(tmp_path):
+    (tmp_path / "ok.yaml").write_text(POD)
+    (tmp_path / "big.yaml").write_text(POD + "# " + "x" * 2000 + "\n")
+    (tmp_path / "dir.yaml").mkdir()
+    (tmp_path / "dir.yaml" / "inner.yml").write_text(POD)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "loop").symlink_to(tmp_path)
+    s = Settings(root=str(tmp_path))
+    s.limits = Limits(max_file_bytes=1000)
+    result = lint([str(tmp_path)], s)
+    by_file = {f.file.rsplit("/", 1)[-1]: f.code for f in result.findings}
+    assert by_file["big.yaml"] == "YML006"
+    assert by_file["fifo.yaml"] == "YML009"
+    names = sorted(f.path.rsplit("/", 1)[-1] for f in result.files)
+    assert names == ["big.yaml", "fifo.yaml", "inner.yml", "ok.yaml"]
+
+
+def test_unreadable_file(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root can read anything")
+    p = tmp_path / "secret.yaml"
+    p.write_text(POD)
+    p.chmod(0)
+    result = lint([str(p)], Settings(root=str(tmp_path)))
+    assert [f.code for f in result.findings] == ["YML009"]
