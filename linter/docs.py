@@ -48,7 +48,14 @@ def index_page() -> str:
 
 
 def expected_files(root: str) -> dict[str, str]:
-    out = {os.path.join(root, "docs", "rules", f"{reg.rule.code}.md"): rule_page(reg) for reg in all_rules().values()}
+    import json
+
+    out: dict[str, str] = {}
+    schema_path = os.path.join(root, "schemas", "config.schema.json")
+    if os.path.exists(schema_path):
+        with open(schema_path, encoding="utf-8") as fh:
+            out[schema_path] = json.dumps(config_schema(json.load(fh)), indent=2) + "\n"
+    out |= {os.path.join(root, "docs", "rules", f"{reg.rule.code}.md"): rule_page(reg) for reg in all_rules().values()}
     out[os.path.join(root, "docs", "rules", "README.md")] = index_page()
     return out
 
@@ -62,12 +69,48 @@ def readme_with_table(readme: str) -> str:
     return f"{before}{README_START}\n{table}{README_END}{after}"
 
 
+def config_schema(base: dict) -> dict:
+    """The config schema with one entry per rule code and name, typed from its options."""
+    import copy
+
+    schema = copy.deepcopy(base)
+    props = {}
+    for reg in all_rules().values():
+        r = reg.rule
+        entry = {"type": "object", "additionalProperties": False,
+                 "description": f"{r.code} {r.name}: {r.summary}",
+                 "properties": {"severity": {"$ref": "#/$defs/severity"}}}
+        for name, opt in r.options.items():
+            entry["properties"][name] = {"type": opt.type, "description": opt.description}
+        props[r.code] = entry
+        props[r.name] = {"$ref": f"#/properties/rules/properties/{r.code}"}
+    schema["properties"]["rules"] = {
+        "type": "object", "additionalProperties": False,
+        "description": "Per-rule settings keyed by code or name: severity and the rule's options.",
+        "properties": props,
+    }
+    return schema
+
+
 def write_all(root: str) -> list[str]:
     changed = []
+    import json
+
+    schema_path = os.path.join(root, "schemas", "config.schema.json")
+    if os.path.exists(schema_path):
+        with open(schema_path, encoding="utf-8") as fh:
+            old = fh.read()
+        new = json.dumps(config_schema(json.loads(old)), indent=2) + "\n"
+        if new != old:
+            with open(schema_path, "w", encoding="utf-8") as fh:
+                fh.write(new)
+            changed.append(schema_path)
     docs_dir = os.path.join(root, "docs", "rules")
     os.makedirs(docs_dir, exist_ok=True)
     expected = expected_files(root)
     for path, content in expected.items():
+        if path.endswith(".json"):
+            continue
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
         if old != content:
             with open(path, "w", encoding="utf-8") as fh:

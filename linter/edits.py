@@ -1,20 +1,56 @@
 """Indentation-aware text edits for fixes: untouched bytes stay untouched.
 
 Each helper returns an `Edit` against the original text, or None when the file's layout
-makes a safe text edit impossible (flow style, an anchor, a missing parent); the rule then
-offers no fix and says what to change in its message.
+makes a safe text edit impossible (an anchor, alias, tag or merge key on the way, a block
+value where a one-line edit is needed, comments an edit would drop); the rule then offers
+no fix and says what to change in its message. No helper raises on odd input.
+
+What every helper guarantees (tests/test_edits.py):
+- bytes outside the edit stay untouched; insertions add whole lines at a line boundary
+  (or text inside a flow collection), so neighbouring lines stay byte-identical;
+- new lines use the file's line ending (CRLF stays CRLF) and a missing final newline stays
+  missing; new keys sit at the column of their sibling keys; nested blocks use the
+  indentation step of the surrounding mapping (2, 4, ...) and sequences follow the file's
+  choice of `key:\\n  - item` or `key:\\n- item`;
+- comments survive: an insertion goes right after the last content line of its block
+  (comments that follow stay attached to the next key), a replacement keeps the inline
+  comment, a deletion declines when comment lines sit inside the deleted block;
+- flow collections (`{a: 1}`, `[a]`, JSON) get flow edits (`, key: value`, JSON quoting
+  when the keys are double-quoted); anchors, aliases, tags and merge keys give None.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
-from typing import Any, Sequence
+from collections import Counter
+from typing import Any, Callable, Sequence, TypeVar
+
+import yaml
 
 from .model import Edit, K8sObject
 
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./@:+-]+$")
 _RESERVED = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~", ""}
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _never_raise(fn: _F) -> _F:
+    """Edit helpers run inside rules: an odd shape gives None (no fix), never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:  # noqa: BLE001
+            return None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def scalar(value: Any) -> str:
@@ -25,21 +61,58 @@ def scalar(value: Any) -> str:
         return "false"
     if value is None:
         return "null"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
     s = str(value)
     if (_PLAIN_SAFE.match(s) and s.lower() not in _RESERVED and not re.match(r"^[-+.]?\d", s)
-            and not s.startswith(("-", ":", "@")) and ": " not in s):
+            and not s.startswith(("-", ":", "@")) and ": " not in s and not s.endswith(":")
+            and _RESOLVER.resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG):
         return s
     return json.dumps(s)
+
+
+def _float_text(value: float) -> str:
+    """A YAML 1.1 float (libyaml needs a `.` in the mantissa and a signed exponent)."""
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    r = repr(value)
+    mant, _, exp = r.partition("e")
+    if "." not in mant:
+        mant += ".0"
+    if exp:
+        return f"{mant}e{exp if exp[0] in '+-' else '+' + exp}"
+    return mant
 
 
 def quoted(value: str) -> str:
     return json.dumps(str(value))
 
 
+def single_quoted(value: str) -> str:
+    """A single-quoted YAML scalar (a `'` is doubled); double quotes for line breaks."""
+    s = str(value)
+    if any(c in s for c in "\n\r\x85\u2028\u2029") or not s.isprintable():
+        return json.dumps(s)
+    return "'" + s.replace("'", "''") + "'"
+
+
 def _newline(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+
+
+def _newline_at(text: str, offset: int) -> str:
+    """The line ending of the line just before `offset` (mixed files keep their local style)."""
+    i = text.rfind("\n", 0, offset)
+    if i == -1:
+        i = text.find("\n", offset)
+    if i == -1:
+        return _newline(text)
+    return "\r\n" if i > 0 and text[i - 1] == "\r" else "\n"
 
 
 def _line_start(text: str, offset: int) -> int:
@@ -59,18 +132,113 @@ def is_flow(obj: K8sObject, path: Sequence[Any]) -> bool:
     return off < len(text) and text[off] in "{["
 
 
-def replace_value(obj: K8sObject, path: Sequence[Any], new_text: str) -> Edit | None:
-    """Replace the value at `path` (a scalar, or a flow collection) with `new_text`."""
+def _span(obj: K8sObject, path: Sequence[Any]) -> tuple[int, int] | None:
+    """Offsets (start, end) of the value at `path`."""
     p = _pos(obj, path)
     if p is None:
         return None
     src = obj.source
-    start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
-    if src.text[start:start + 1] in ("&", "*", "!"):
-        return None  # anchors, aliases and tags: leave them to a human
-    if p[6] != p[4] and src.text[start:start + 1] not in "\"'{[":
+    return src.offset(p[4], p[5]), src.offset(p[6], p[7])
+
+
+def editable(obj: K8sObject, path: Sequence[Any]) -> bool:
+    """Whether the value at `path` can be edited as text without side effects.
+
+    False when `path` is missing, or it or an ancestor carries an anchor (`&a`: aliases
+    would change too), is an alias (`*a`), has a tag (`!!map`, `!Ref`), or comes from a
+    merge key (`<<: *base`), or when the mapping at `path` itself merges one.
+    """
+    path = tuple(path)
+    src = obj.source
+    text = src.text
+    prev = None
+    for i in range(len(path) + 1):
+        p = _pos(obj, path[:i])
+        if p is None:
+            return False
+        s = src.offset(p[4], p[5])
+        if text[s:s + 1] in ("&", "*", "!"):
+            return False
+        if prev is not None:
+            # an alias or merged key has the span of its anchor, outside this parent
+            if (p[4], p[5]) < (prev[4], prev[5]) or (p[6], p[7]) > (prev[6], prev[7]):
+                return False
+            if i and isinstance(path[i - 1], str) and (p[4], p[5]) < (p[2], p[3]):
+                return False
+        prev = p
+    return _pos(obj, path + ("<<",)) is None
+
+
+def _flow_has_comment(text: str) -> bool:
+    """Whether flow text (several lines) may hold a comment; quoted `#` count too (declining is safe)."""
+    return "#" in text and "\n" in text
+
+
+def _block_scalar_end(text: str, start: int, end: int) -> int:
+    """End of a block scalar's last content line (trailing blank lines belong to the layout)."""
+    e = end
+    while e > start:
+        ls = _line_start(text, e - 1)
+        if text[ls:e].strip():
+            break
+        e = ls
+    while e > start and text[e - 1] in "\r\n":
+        e -= 1
+    return e
+
+
+@_never_raise
+def replace_value(obj: K8sObject, path: Sequence[Any], new_text: str) -> Edit | None:
+    """Replace the value at `path` (a scalar, or a flow collection) with `new_text`.
+
+    Plain, quoted and block (`|`, `>`) scalars, empty values (`key:`) and flow collections
+    can be replaced; block mappings and sequences cannot (None). The inline comment stays.
+    When the old scalar was single-quoted and `new_text` is a double-quoted string without
+    escapes, the new one is single-quoted too (the file's quote style wins).
+    """
+    path = tuple(path)
+    if not editable(obj, path):
+        return None
+    sp = _span(obj, path)
+    if sp is None:
+        return None
+    start, end = sp
+    text = obj.source.text
+    value = obj.get(*path)
+    first = text[start:start + 1]
+    if isinstance(value, (dict, list)) and first not in "{[":
         return None  # a block value; replacing it textually is not a one-line edit
+    if first in "{[" and _flow_has_comment(text[start:end]):
+        return None  # a comment inside a multi-line flow collection would be lost
+    if first in "|>":
+        end = _block_scalar_end(text, start, end)
+    if start == end:
+        # an empty value (`key:` or `-`): keep a space after the indicator
+        if start > 0 and text[start - 1] not in " \t":
+            new_text = " " + new_text
+        return Edit(start, end, new_text)
+    if first == "'" and len(new_text) >= 2 and new_text[0] == '"' and new_text[-1] == '"' \
+            and "\\" not in new_text[1:-1]:
+        new_text = single_quoted(new_text[1:-1])
     return Edit(start, end, new_text)
+
+
+@_never_raise
+def replace_scalar(obj: K8sObject, path: Sequence[Any], value: Any) -> Edit | None:
+    """Replace the scalar at `path` with the Python `value`, in the old scalar's quote style.
+
+    A string replacing a `'single'` or `"double"` quoted scalar keeps those quotes; a plain
+    scalar gets `scalar(value)` (quoted only when needed). Non-strings use `scalar()`.
+    """
+    sp = _span(obj, path)
+    if sp is None:
+        return None
+    first = obj.source.text[sp[0]:sp[0] + 1]
+    if isinstance(value, str) and first == "'":
+        return replace_value(obj, path, single_quoted(value))
+    if isinstance(value, str) and first == '"':
+        return replace_value(obj, path, quoted(value))
+    return replace_value(obj, path, inline(value))
 
 
 def child_indent(obj: K8sObject, path: Sequence[Any]) -> int | None:
@@ -84,8 +252,67 @@ def child_indent(obj: K8sObject, path: Sequence[Any]) -> int | None:
     return None
 
 
+_STATS: dict[int, tuple[Any, tuple[int | None, bool | None]]] = {}
+
+
+def _step(obj: K8sObject, path: Sequence[Any]) -> int | None:
+    """How far the keys of the block mapping at keyed `path` sit right of its key."""
+    p = _pos(obj, path)
+    if p is None or p[4] <= p[0]:
+        return None
+    col = child_indent(obj, path)
+    return None if col is None or col + 1 <= p[1] else col + 1 - p[1]
+
+
+def _seq_offset(obj: K8sObject, path: Sequence[Any]) -> int | None:
+    """How far the dashes of the block sequence at keyed `path` sit right of its key (0: not indented)."""
+    p = _pos(obj, path)
+    if p is None or p[4] <= p[0]:
+        return None
+    s = obj.source.offset(p[4], p[5])
+    if obj.source.text[s:s + 1] != "-":
+        return None
+    return p[5] - p[1]
+
+
+def _stats(obj: K8sObject) -> tuple[int | None, bool | None]:
+    """(indentation step, sequences indented?) as this object's own layout says, or None each."""
+    hit = _STATS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    units: Counter[int] = Counter()
+    seqs: Counter[bool] = Counter()
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), obj.data)]
+    seen = 0
+    while stack and seen < 20000:
+        path, v = stack.pop()
+        seen += 1
+        keyed = bool(path) and isinstance(path[-1], str)
+        if isinstance(v, dict):
+            stack.extend((path + (k,), sub) for k, sub in v.items())
+            if keyed and v:
+                st = _step(obj, path)
+                if st:
+                    units[st] += 1
+        elif isinstance(v, list):
+            stack.extend((path + (i,), sub) for i, sub in enumerate(v))
+            if keyed and v:
+                off = _seq_offset(obj, path)
+                if off is not None:
+                    seqs[off > 0] += 1
+    unit = max(units, key=lambda u: (units[u], u == 2)) if units else None
+    seq = max(seqs, key=lambda b: (seqs[b], b)) if seqs else None
+    if len(_STATS) > 64:
+        _STATS.clear()
+    _STATS[id(obj)] = (obj, (unit, seq))
+    return unit, seq
+
+
 def _indent_unit(obj: K8sObject) -> int:
     """The file's indentation step (2 unless the file says otherwise)."""
+    unit = _stats(obj)[0]
+    if unit:
+        return unit
     text = obj.source.text
     widths = set()
     for m in re.finditer(r"^( +)[A-Za-z_\"'-]", text[:20000], re.M):
@@ -96,33 +323,158 @@ def _indent_unit(obj: K8sObject) -> int:
     return 2
 
 
+def _local_layout(obj: K8sObject, mapping_path: Sequence[Any]) -> tuple[int, bool]:
+    """(indentation step, sequences indented?) for new lines inside the mapping at `mapping_path`:
+    its sibling blocks first, then the mapping itself, then the object, then the file."""
+    mapping_path = tuple(mapping_path)
+    mapping = obj.get(*mapping_path)
+    unit: int | None = None
+    seq: bool | None = None
+    if isinstance(mapping, dict):
+        for k, v in mapping.items():
+            if unit is None and isinstance(v, dict) and v:
+                unit = _step(obj, mapping_path + (k,)) or None
+            if seq is None and isinstance(v, list) and v:
+                off = _seq_offset(obj, mapping_path + (k,))
+                if off is not None:
+                    seq = off > 0
+    if unit is None and mapping_path and isinstance(mapping_path[-1], str):
+        unit = _step(obj, mapping_path) or None
+    if unit is None:
+        unit = _indent_unit(obj)
+    if seq is None:
+        seq = seq_indented(obj)
+    return unit, seq
+
+
 def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
-    """Offset just after the last line of the block value at `path` (before trailing
-    blank lines and comments at a lower indentation)."""
+    """Offset just after the last content line of the value at `path`: where a line that
+    follows it goes. Comment and blank lines after that line stay after the insertion (they
+    belong to what follows); a `|+` block scalar keeps its trailing blank lines."""
+    path = tuple(path)
+    src = obj.source
+    text = src.text
     p = _pos(obj, path)
     if p is None:
         return None
+    value = obj.get(*path)
+    for _ in range(10000):  # descend to the last child of block collections
+        s = src.offset(p[4], p[5])
+        if text[s:s + 1] in ("{", "[", "&", "*", "!"):
+            break
+        if isinstance(value, dict) and value:
+            best = None
+            for k in value:
+                cp = _pos(obj, path + (k,))
+                if cp is not None and (best is None or (cp[6], cp[7]) > (best[1][6], best[1][7])):
+                    best = (k, cp)
+            if best is None:
+                return None
+            path, p, value = path + (best[0],), best[1], value[best[0]]
+        elif isinstance(value, list) and value:
+            cp = _pos(obj, path + (len(value) - 1,))
+            if cp is None:
+                return None
+            path, p, value = path + (len(value) - 1,), cp, value[-1]
+        else:
+            break
+    start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
+    if text[start:start + 1] in "|>":
+        header = text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+        if "+" in header.split("#", 1)[0]:
+            return end  # keep chomping: the trailing blank lines are content
+        end = _block_scalar_end(text, start, end)
+    nl = text.find("\n", end)
+    return len(text) if nl == -1 else nl + 1
+
+
+def _join_lines(lines: list[str], nl: str) -> str:
+    return "".join((line.rstrip() + nl) if line.strip() else nl for line in lines)
+
+
+def _insertion(text: str, at: int, lines: list[str]) -> Edit:
+    """An edit adding whole lines at line boundary `at`, in the file's line-ending style;
+    at the end of a file without a final newline the result has none either."""
+    nl = _newline_at(text, at)
+    body = _join_lines(lines, nl)
+    if at >= len(text) and text and not text.endswith("\n"):
+        body = nl + body[: -len(nl)]
+    return Edit(at, at, body)
+
+
+def _key_text(obj: K8sObject, mapping_path: Sequence[Any], key: Any) -> str:
+    """The new key as its siblings would write it (JSON-style `"key"` beside quoted keys)."""
+    if isinstance(key, str) and key[:1] in ("'", '"') and len(key) > 1 and key[-1] == key[0]:
+        return key  # the caller quoted it already
+    mapping = obj.get(*mapping_path)
+    if isinstance(mapping, dict):
+        for k in mapping:
+            p = _pos(obj, tuple(mapping_path) + (k,))
+            if p is not None:
+                q = obj.source.text[obj.source.offset(p[0], p[1]):][:1]
+                if q == '"':
+                    return json.dumps(str(key))
+                if q == "'":
+                    return single_quoted(str(key))
+            break
+    return scalar(key)
+
+
+def _flow_insert(obj: K8sObject, path: Sequence[Any], item_text: str) -> Edit | None:
+    """Add `item_text` (`key: value` or an item) at the end of the flow collection at `path`."""
+    path = tuple(path)
+    sp = _span(obj, path)
+    if sp is None:
+        return None
+    start, end = sp
+    text = obj.source.text
+    close = {"{": "}", "[": "]"}.get(text[start:start + 1])
+    if close is None or text[end - 1:end] != close or _flow_has_comment(text[start:end]):
+        return None
+    value = obj.get(*path)
+    if not value:
+        if text[start + 1:end - 1].strip():
+            return None
+        return Edit(start, end, text[start] + item_text + close)
+    children = list(value) if isinstance(value, dict) else list(range(len(value)))
+    last = None
+    for c in children:
+        cp = _pos(obj, path + (c,))
+        if cp is None:
+            return None
+        if last is None or (cp[6], cp[7]) > (last[6], last[7]):
+            last = cp
+    assert last is not None
     src = obj.source
-    text = src.text
-    end = src.offset(p[6], p[7])
-    # libyaml ends a block at the next token; step back over blank and comment lines.
-    ls = _line_start(text, end)
-    if ls == end or not text[ls:end].strip():
-        end = ls
-    else:
-        nl = text.find("\n", end)
-        end = len(text) if nl == -1 else nl + 1
-        return end
-    while end > 0:
-        prev_start = _line_start(text, end - 1)
-        line = text[prev_start:end].strip()
-        if line == "" or line.startswith("#"):
-            if prev_start == 0:
-                break
-            end = prev_start
-            continue
-        break
-    return end
+    at = src.offset(last[6], last[7])
+    first = _pos(obj, path + (children[0],))
+    assert first is not None
+    p = _pos(obj, path)
+    assert p is not None
+    if p[4] != p[6] and last[4] > p[4] and (len(children) == 1 or first[0] != last[0]):
+        # one entry per line (pretty JSON): a new line at the last entry's indentation
+        line_start = src.offset(last[0], 1)
+        lead = text[line_start:src.offset(last[0], last[1])]
+        if lead.strip():
+            lead = " " * (last[1] - 1)
+        return Edit(at, at, "," + _newline_at(text, at) + lead + item_text)
+    return Edit(at, at, ", " + item_text)
+
+
+def _json_style(obj: K8sObject, path: Sequence[Any]) -> bool:
+    """Whether the flow collection at `path` is written JSON-style (double-quoted keys or items)."""
+    value = obj.get(*path)
+    if isinstance(value, dict) and value:
+        first = next(iter(value))
+        p = _pos(obj, tuple(path) + (first,))
+        return p is not None and obj.source.text[obj.source.offset(p[0], p[1])] == '"'
+    return obj.source.display.endswith(".json")
+
+
+def _flow_value(obj: K8sObject, path: Sequence[Any], value: Any) -> str:
+    if _json_style(obj, path):
+        return json.dumps(value)
+    return _inline(value)
 
 
 def insert_key(obj: K8sObject, mapping_path: Sequence[Any], key: str, value_lines: str | list[str]) -> Edit | None:

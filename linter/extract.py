@@ -21,7 +21,8 @@ from .model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 POD_KINDS = ("Pod", *WORKLOAD_KINDS, "CronJob", "LeaderWorkerSet", "RayCluster", "RayJob", "RayService",
              "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet", "TrainJob",
-             "TrainingRuntime", "ClusterTrainingRuntime", "Volcano/Job", "InferenceService", "PodTemplate")
+             "TrainingRuntime", "ClusterTrainingRuntime", "Volcano/Job", "InferenceService", "PodTemplate",
+             "Sandbox", "SandboxTemplate")
 BATCH_KINDS = ("Job", "CronJob", "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob",
                "JobSet", "TrainJob", "RayJob", "TrainingRuntime", "ClusterTrainingRuntime")
 ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron",
@@ -196,6 +197,10 @@ def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
         yield from _jobset_templates(obj, ("spec",))
     elif kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
         yield from _jobset_templates(obj, ("spec", "template", "spec"))
+    elif kind in ("Sandbox", "SandboxTemplate") and "agents.x-k8s.io" in obj.group:
+        t = _template(obj, ("spec", "podTemplate"), "", 1 if kind == "Sandbox" else None)
+        if t:
+            yield t
     elif kind == "InferenceService":
         for comp in ("predictor", "transformer", "explainer"):
             c = as_dict(spec.get(comp))
@@ -437,7 +442,7 @@ SERVING_ENGINES = {
              ("vllm", "vllm.entrypoints")),
     "sglang": (re.compile(r"sglang"), ("sglang.launch_server", "sglang")),
     "tgi": (re.compile(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
-    "triton": (re.compile(r"tritonserver|triton-inference|/triton[:-]"), ("tritonserver",)),
+    "triton": (re.compile(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
     "lmdeploy": (re.compile(r"lmdeploy"), ("lmdeploy",)),
     "llama.cpp": (re.compile(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
     "ray-serve": (re.compile(r"$^"), ("serve",)),
@@ -457,7 +462,8 @@ def serving_engine(c: Container) -> str | None:
         if engine == "vllm":
             if re.search(r"(^|\s|/)vllm serve\b|vllm\.entrypoints", " ".join(toks).lower()):
                 return engine
-            if img_re.search(image) and "vllm-router" not in image and "production-stack-router" not in image:
+            if img_re.search(image) and not any(x in image for x in (
+                    "vllm-router", "production-stack-router", "inference-scheduler", "routing-sidecar")):
                 return engine
             continue
         if img_re.search(image) or any(e in head for e in entry):
@@ -489,6 +495,13 @@ def model_id(c: Container) -> str | None:
 _TRAIN_CMD = re.compile(r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
                         r"torch\.distributed\.launch|mpirun|horovodrun)\b")
 _AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+# Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
+_INFRA_AGENT_RE = re.compile(
+    r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
+    r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
+    r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
+    r"azure-pipelines|teleport|tailscale|in-place-restart|restart|efa|neuron|dcgm)[-_]?agent|"
+    r"agent[-_]?(scheduler|injector)")
 
 
 def role_override(pod: PodTemplate) -> str | None:
@@ -557,12 +570,14 @@ def is_agent_pod(pod: PodTemplate) -> bool:
     obj = pod.obj
     if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
         return True
+    if obj.kind == "DaemonSet":
+        return False  # node agents (log shippers, device plugins, exporters)
     names = [obj.name or "", *[f"{k}={v}" for k, v in {**obj.labels, **pod.labels}.items()
                                if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")]]
     for c in pod.containers():
         names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
         names.append(c.name)
-    text = " ".join(n.lower() for n in names)
+    text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
     return bool(_AGENT_RE.search(text))
 
 

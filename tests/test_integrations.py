@@ -1,0 +1,153 @@
+"""The GitHub Action run as a runner would, the pre-commit hook, and deploy/ linting clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+GPU_BAD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+    - name: c
+      image: vllm/vllm-openai:v0.9.2
+      resources:
+        requests:
+          nvidia.com/gpu: 1
+"""
+
+
+def _substitute(text: str, inputs: dict, action_path: str) -> str:
+    def repl(m):
+        expr = m.group(1).strip()
+        if expr.startswith("inputs."):
+            return inputs.get(expr[len("inputs."):], "")
+        if expr == "github.action_path":
+            return action_path
+        return ""
+
+    return re.sub(r"\$\{\{\s*(.*?)\s*\}\}", repl, text)
+
+
+def run_action(workspace, tmp_path, **given):
+    """Execute action.yml's `run` steps like a runner: inputs substituted, GITHUB_* files set."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    inputs.update(given)
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    # the action's own install is what a runner does; here the venv under test stands in for it
+    (runner_temp / "ailint-venv").symlink_to(os.path.dirname(os.path.dirname(sys.executable)))
+    files = {n: tmp_path / n for n in ("output", "summary", "env")}
+    for f in files.values():
+        f.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AILINT_"))}
+    env.update(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(files["output"]),
+               GITHUB_STEP_SUMMARY=str(files["summary"]), GITHUB_ENV=str(files["env"]),
+               GITHUB_REPOSITORY="acme/ml-platform", GITHUB_SHA="abc123", GITHUB_WORKSPACE=str(workspace))
+    stdout, code = "", 0
+    for step in action["runs"]["steps"]:
+        if "uses" in step:
+            continue
+        step_env = dict(env)
+        for k, v in (step.get("env") or {}).items():
+            step_env[k] = _substitute(str(v), inputs, str(ROOT))
+        for line in files["env"].read_text().splitlines():
+            if "=" in line:
+                k, v = line.split("=", 1)
+                step_env[k] = v
+        proc = subprocess.run(["bash", "-e", "-c", _substitute(step["run"], inputs, str(ROOT))], cwd=workspace,
+                              env=step_env, capture_output=True, text=True, timeout=120)
+        stdout += proc.stdout
+        code = proc.returncode
+        if code:
+            break
+    outputs = dict(line.split("=", 1) for line in files["output"].read_text().splitlines() if "=" in line)
+    return code, stdout, outputs, files["summary"].read_text()
+
+
+def test_action_reports_and_fails_on_errors(tmp_path):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "pod.yaml").write_text(GPU_BAD)
+    code, stdout, outputs, summary = run_action(ws, tmp_path, **{"fail-on": "error"})
+    assert code == 1
+    sarif = json.loads(open(outputs["sarif-file"]).read())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+    assert outputs["errors"] != "0" and int(outputs["findings"]) >= 1
+    assert "::error file=pod.yaml,line=11" in stdout
+    assert "## ailint" in summary and "| error |" in summary
+    assert "https://github.com/acme/ml-platform/blob/abc123/pod.yaml#L11" in summary
+
+
+def test_action_passes_on_clean_input_and_respects_inputs(tmp_path):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "pod.yaml").write_text(GPU_BAD.replace("requests:", "limits:"))
+    sarif_path = tmp_path / "out" / "x.sarif"
+    code, stdout, outputs, summary = run_action(ws, tmp_path, **{"sarif-file": str(sarif_path),
+                                                                 "summary": "false", "annotations": "false",
+                                                                 "fail-on": "error"})
+    assert code == 0 and outputs["sarif-file"] == str(sarif_path) and sarif_path.exists()
+    assert summary == "" and "::error" not in stdout
+
+
+def test_annotations_are_capped_per_type(tmp_path):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    for i in range(14):
+        (ws / f"p{i}.yaml").write_text(GPU_BAD)
+    code, stdout, outputs, _ = run_action(ws, tmp_path, **{"fail-on": "never"})
+    assert code == 0
+    errors = [line for line in stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 10
+    assert re.search(r"::notice title=ailint::\d+ more findings", stdout)
+
+
+def test_deploy_manifests_have_no_error_findings():
+    from ailint.config import Settings
+    from ailint.run import lint
+
+    result = lint([str(ROOT / "deploy")], Settings(root=str(ROOT)))
+    assert result.files and not [f for f in result.findings if f.severity.value == "error"], result.findings
+
+
+def test_pre_commit_hooks_file():
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    ids = {h["id"]: h for h in hooks}
+    assert ids["ailint"]["entry"] == "ailint check" and ids["ailint"]["language"] == "python"
+    assert ids["ailint-fix"]["entry"].startswith("ailint check --fix")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git needed")
+def test_pre_commit_try_repo(tmp_path):
+    """`pre-commit try-repo` installs the hook from this working tree, as users would."""
+    pre_commit = shutil.which("pre-commit") or os.path.join(os.path.dirname(sys.executable), "pre-commit")
+    if not os.path.exists(pre_commit):
+        pytest.skip("pre-commit is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
+    subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
+    (repo / "bad.yaml").write_text(GPU_BAD)
+    (repo / "good.yaml").write_text(GPU_BAD.replace("requests:", "limits:"))
+    subprocess.run(git + ["add", "."], cwd=repo, check=True)
+    env = dict(os.environ, PRE_COMMIT_HOME=str(ROOT / ".pre-commit-cache"))
+    bad = subprocess.run([pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml"], cwd=repo,
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "GPU002" in bad.stdout
+    good = subprocess.run([pre_commit, "try-repo", str(ROOT), "ailint", "--files", "good.yaml"], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert good.returncode == 0, good.stdout + good.stderr
