@@ -252,7 +252,7 @@ def child_indent(obj: K8sObject, path: Sequence[Any]) -> int | None:
     return None
 
 
-_STATS: dict[int, tuple[Any, tuple[int | None, bool | None]]] = {}
+_STATS: dict[int, tuple[Any, tuple[int | None, bool | None, int]]] = {}
 
 
 def _step(obj: K8sObject, path: Sequence[Any]) -> int | None:
@@ -275,13 +275,15 @@ def _seq_offset(obj: K8sObject, path: Sequence[Any]) -> int | None:
     return p[5] - p[1]
 
 
-def _stats(obj: K8sObject) -> tuple[int | None, bool | None]:
-    """(indentation step, sequences indented?) as this object's own layout says, or None each."""
+def _stats(obj: K8sObject) -> tuple[int | None, bool | None, int]:
+    """(indentation step, sequences indented?, spaces after `-`) as this object's own layout
+    says (None when it does not say; the gap defaults to 1)."""
     hit = _STATS.get(id(obj))
     if hit is not None and hit[0] is obj:
         return hit[1]
     units: Counter[int] = Counter()
     seqs: Counter[bool] = Counter()
+    gaps: Counter[int] = Counter()
     stack: list[tuple[tuple[Any, ...], Any]] = [((), obj.data)]
     seen = 0
     while stack and seen < 20000:
@@ -300,12 +302,29 @@ def _stats(obj: K8sObject) -> tuple[int | None, bool | None]:
                 off = _seq_offset(obj, path)
                 if off is not None:
                     seqs[off > 0] += 1
+                    gap = _dash_gap(obj, path)
+                    if gap is not None:
+                        gaps[gap] += 1
     unit = max(units, key=lambda u: (units[u], u == 2)) if units else None
     seq = max(seqs, key=lambda b: (seqs[b], b)) if seqs else None
     if len(_STATS) > 64:
         _STATS.clear()
-    _STATS[id(obj)] = (obj, (unit, seq))
-    return unit, seq
+    gap = max(gaps, key=lambda g: (gaps[g], g == 1)) if gaps else 1
+    _STATS[id(obj)] = (obj, (unit, seq, gap))
+    return unit, seq, gap
+
+
+def _dash_gap(obj: K8sObject, seq_path: Sequence[Any]) -> int | None:
+    """Spaces between `-` and a mapping item in the block sequence at `seq_path` (`-   name:` is 3)."""
+    seq = obj.get(*seq_path)
+    p = _pos(obj, seq_path)
+    if not isinstance(seq, list) or not seq or not isinstance(seq[0], dict) or p is None:
+        return None
+    q = _pos(obj, tuple(seq_path) + (0,))
+    if q is None or q[4] != p[4]:
+        return None
+    gap = q[5] - p[5] - 1
+    return gap if 1 <= gap <= 8 else None
 
 
 def _indent_unit(obj: K8sObject) -> int:
@@ -323,13 +342,15 @@ def _indent_unit(obj: K8sObject) -> int:
     return 2
 
 
-def _local_layout(obj: K8sObject, mapping_path: Sequence[Any]) -> tuple[int, bool]:
-    """(indentation step, sequences indented?) for new lines inside the mapping at `mapping_path`:
-    its sibling blocks first, then the mapping itself, then the object, then the file."""
+def _local_layout(obj: K8sObject, mapping_path: Sequence[Any]) -> tuple[int, bool, int]:
+    """(indentation step, sequences indented?, gap after `-`) for new lines inside the
+    mapping at `mapping_path`: its sibling blocks first, then the mapping itself, then the
+    object, then the file."""
     mapping_path = tuple(mapping_path)
     mapping = obj.get(*mapping_path)
     unit: int | None = None
     seq: bool | None = None
+    gap: int | None = None
     if isinstance(mapping, dict):
         for k, v in mapping.items():
             if unit is None and isinstance(v, dict) and v:
@@ -338,13 +359,14 @@ def _local_layout(obj: K8sObject, mapping_path: Sequence[Any]) -> tuple[int, boo
                 off = _seq_offset(obj, mapping_path + (k,))
                 if off is not None:
                     seq = off > 0
+                    gap = _dash_gap(obj, mapping_path + (k,))
     if unit is None and mapping_path and isinstance(mapping_path[-1], str):
         unit = _step(obj, mapping_path) or None
     if unit is None:
         unit = _indent_unit(obj)
     if seq is None:
         seq = seq_indented(obj)
-    return unit, seq
+    return unit, seq, gap or _stats(obj)[2]
 
 
 def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
@@ -477,41 +499,60 @@ def _flow_value(obj: K8sObject, path: Sequence[Any], value: Any) -> str:
     return _inline(value)
 
 
+@_never_raise
 def insert_key(obj: K8sObject, mapping_path: Sequence[Any], key: str, value_lines: str | list[str]) -> Edit | None:
-    """Add `key: value` at the end of the block mapping at `mapping_path`.
+    """Add `key: value` at the end of the mapping at `mapping_path`.
 
     `value_lines` is either a scalar's text (`"true"`) or a list of lines of a nested block,
     indented relative to the new key (the helper adds the mapping's indentation).
-    The mapping must exist; to create missing parents, insert at the nearest parent with a
-    nested block.
+    The mapping must exist (`set_value` creates missing parents). A flow mapping gets
+    `, key: value` for a one-line value and None for a block. None when the key exists.
     """
+    return _insert_entry(obj, mapping_path, key, value_lines, None)
+
+
+def _insert_entry(obj: K8sObject, mapping_path: Sequence[Any], key: Any, value_lines: str | list[str],
+                  after: Sequence[Any] | None) -> Edit | None:
+    mapping_path = tuple(mapping_path)
     mapping = obj.get(*mapping_path)
-    if not isinstance(mapping, dict) or is_flow(obj, mapping_path):
+    if not isinstance(mapping, dict) or key in mapping or not editable(obj, mapping_path):
         return None
-    text = obj.source.text
-    nl = _newline(text)
+    key_text = _key_text(obj, mapping_path, key)
+    if is_flow(obj, mapping_path) or not mapping:
+        if not isinstance(value_lines, str) or "\n" in value_lines:
+            return None
+        return _flow_insert(obj, mapping_path, f"{key_text}: {value_lines}")
     indent = child_indent(obj, mapping_path)
     if indent is None:
         return None
-    if not mapping_path and obj.base:
-        return None
+    text = obj.source.text
     pad = " " * indent
     if isinstance(value_lines, str):
-        body = f"{pad}{key}: {value_lines}{nl}"
+        lines = [f"{pad}{key_text}: {value_lines}"]
     else:
-        body = f"{pad}{key}:{nl}" + "".join(f"{pad}{line}{nl}" if line else nl for line in value_lines)
-    end = _end_of_block(obj, mapping_path)
-    if end is None:
+        lines = [f"{pad}{key_text}:"] + [f"{pad}{line}" if line.strip() else "" for line in value_lines]
+    at = None
+    for sib in after or ():
+        if sib in mapping:
+            at = _end_of_block(obj, mapping_path + (sib,))
+            break
+    if at is None:
+        at = _end_of_block(obj, mapping_path)
+    if at is None:
         return None
-    if end > 0 and text[end - 1] != "\n":
-        body = nl + body
-    return Edit(end, end, body)
+    return _insertion(text, at, lines)
 
 
-def block(value: Any, indent_unit: int = 2, seq_indent: bool = True) -> list[str]:
-    """Lines of a YAML block for a plain value (dicts, lists, scalars), relative indent 0."""
+def block(value: Any, indent_unit: int = 2, seq_indent: bool = True, dash_gap: int = 1) -> list[str]:
+    """Lines of a YAML block for a plain value (dicts, lists, scalars), relative indent 0.
+
+    `indent_unit` is the step of nested mappings, `seq_indent` whether a sequence is
+    indented under its key, `dash_gap` the spaces after `-` (`-   name:` has 3).
+    """
     lines: list[str] = []
     pad = " " * indent_unit
+    dash = "-" + " " * dash_gap
+    cont = " " * (dash_gap + 1)
 
     def emit(v: Any, level: int) -> None:
         ind = pad * level
@@ -527,19 +568,19 @@ def block(value: Any, indent_unit: int = 2, seq_indent: bool = True) -> list[str
                 if isinstance(item, dict) and item:
                     first = True
                     for k, sub in item.items():
-                        lead = f"{ind}- " if first else f"{ind}  "
+                        lead = f"{ind}{dash}" if first else f"{ind}{cont}"
                         first = False
                         if isinstance(sub, (dict, list)) and sub:
                             lines.append(f"{lead}{scalar(k)}:")
                             sub_lines_start = len(lines)
                             emit(sub, 0)
-                            extra = " " * (len(ind) + 2 + (indent_unit if isinstance(sub, dict) or seq_indent else 0))
+                            extra = " " * (len(ind) + len(cont) + (indent_unit if isinstance(sub, dict) or seq_indent else 0))
                             for j in range(sub_lines_start, len(lines)):
                                 lines[j] = extra + lines[j]
                         else:
                             lines.append(f"{lead}{scalar(k)}: {_inline(sub)}")
                 else:
-                    lines.append(f"{ind}- {_inline(item)}")
+                    lines.append(f"{ind}{dash}{_inline(item)}")
         else:
             lines.append(f"{ind}{_inline(v)}")
 
@@ -555,64 +596,268 @@ def _inline(v: Any) -> str:
     return scalar(v)
 
 
+def inline(value: Any) -> str:
+    """A one-line YAML text for `value` (flow style for dicts and lists)."""
+    return _inline(value)
+
+
 def indent_unit(obj: K8sObject) -> int:
     return _indent_unit(obj)
 
 
 def seq_indented(obj: K8sObject) -> bool:
     """Whether the file indents `- item` under its key (`key:\\n  - a`) or not (`key:\\n- a`)."""
+    seq = _stats(obj)[1]
+    if seq is not None:
+        return seq
     m = re.search(r"^( *)[^\s#-][^:\n]*:\s*\n( *)- ", obj.source.text, re.M)
     if not m:
         return True
     return len(m.group(2)) > len(m.group(1))
 
 
-def insert_value(obj: K8sObject, mapping_path: Sequence[Any], key: str, value: Any) -> Edit | None:
-    """Insert `key: <value>` (any plain value) in the block mapping at `mapping_path`."""
+def _value_lines(obj: K8sObject, mapping_path: Sequence[Any], key: Any, value: Any) -> str | list[str]:
+    """The text for `key: <value>` inside the mapping: a flow text, or nested block lines."""
+    if is_flow(obj, mapping_path) or not obj.get(*mapping_path):
+        return _flow_value(obj, mapping_path, value)
     if isinstance(value, (dict, list)) and value:
-        lines = block({key: value}, _indent_unit(obj), seq_indented(obj))
-        first, rest = lines[0], lines[1:]
-        assert first.endswith(":")
-        return insert_key(obj, mapping_path, key, rest)
-    return insert_key(obj, mapping_path, key, _inline(value))
+        return block({"k": value}, *_local_layout(obj, mapping_path))[1:]
+    return _inline(value)
 
 
-def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | None:
-    """Append an item to the block sequence at `seq_path`."""
-    seq = obj.get(*seq_path)
-    if not isinstance(seq, list) or not seq or is_flow(obj, seq_path):
-        return None
-    p_first = _pos(obj, tuple(seq_path) + (0,))
-    if p_first is None:
-        return None
-    text = obj.source.text
-    nl = _newline(text)
-    item_col = p_first[5] - 1  # column of the item's content
-    dash_col = item_col - 2
-    if dash_col < 0 or text[obj.source.offset(p_first[4], dash_col + 1)] != "-":
-        return None
-    lines = block([item], _indent_unit(obj), seq_indented(obj))
-    body = "".join(" " * dash_col + line + nl for line in lines)
-    end = _end_of_block(obj, seq_path)
-    if end is None:
-        return None
-    if end > 0 and text[end - 1] != "\n":
-        body = nl + body
-    return Edit(end, end, body)
+@_never_raise
+def insert_value(obj: K8sObject, mapping_path: Sequence[Any], key: str, value: Any) -> Edit | None:
+    """Insert `key: <value>` (any plain value) at the end of the mapping at `mapping_path`.
+
+    Nested dicts and lists become a block in the layout of the surrounding mapping (its
+    indentation step, its sequence style); a flow mapping gets a flow entry.
+    """
+    return _insert_entry(obj, mapping_path, key, _value_lines(obj, mapping_path, key, value), None)
 
 
-def delete_key(obj: K8sObject, path: Sequence[Any]) -> Edit | None:
-    """Remove `key: value` lines of a block mapping entry (keeps neighbouring comments)."""
-    p = _pos(obj, path)
-    if p is None or not path or not isinstance(path[-1], str):
+@_never_raise
+def insert_key_after(obj: K8sObject, mapping_path: Sequence[Any], key: str, value: Any,
+                     after: str | Sequence[str] = ()) -> Edit | None:
+    """Insert `key: <value>` right after the first of the sibling keys `after` that exists
+    (`tolerations` after `nodeSelector`, `limits` after `requests`), else at the end.
+
+    `value` is a plain Python value, as for `insert_value`. Comment lines that follow the
+    sibling stay with the key after them. In a flow mapping the entry goes at the end.
+    """
+    if isinstance(after, str):
+        after = (after,)
+    return _insert_entry(obj, mapping_path, key, _value_lines(obj, mapping_path, key, value), tuple(after))
+
+
+@_never_raise
+def set_value(obj: K8sObject, path: Sequence[Any], value: Any, after: str | Sequence[str] = ()) -> Edit | None:
+    """Make the value at `path` equal `value`, creating missing parent mappings.
+
+    An existing scalar, empty value or flow collection is replaced (quote style kept for
+    strings); a missing key is inserted into its nearest existing ancestor mapping with the
+    missing parents as a nested block (`after` names siblings to place the first new key
+    after). An empty parent (`resources:` or `resources: {}`) is filled in. None when the
+    path crosses a list index that does not exist, a block value would have to be replaced,
+    or the layout is unsafe (anchors, aliases, tags, merge keys).
+    """
+    path = tuple(path)
+    if not path:
+        return None
+    if obj.has(path):
+        cur = obj.get(*path)
+        if cur == value and type(cur) is type(value):
+            return None
+        sp = _span(obj, path)
+        if sp is None:
+            return None
+        if isinstance(value, (dict, list)) and value and sp[0] == sp[1] and cur is None:
+            return _fill_empty(obj, path, value)
+        if isinstance(value, (dict, list)):
+            if is_flow(obj, path) or cur is None or not isinstance(cur, (dict, list)):
+                return replace_value(obj, path, _flow_value(obj, path[:-1], value) if is_flow(obj, path[:-1])
+                                     else _inline(value))
+            return None
+        return replace_scalar(obj, path, value)
+    # the nearest existing ancestor, and the nested value to put there
+    i = len(path) - 1
+    while i > 0 and not obj.has(path[:i]):
+        i -= 1
+    missing = path[i:]
+    if not all(isinstance(k, str) for k in missing):
+        return None
+    nested: Any = value
+    for k in reversed(missing[1:]):
+        nested = {k: nested}
+    parent = path[:i]
+    cur = obj.get(*parent)
+    if cur is None and parent:
+        return set_value(obj, parent, {missing[0]: nested})
+    if not isinstance(cur, dict):
+        return None
+    if isinstance(after, str):
+        after = (after,)
+    return _insert_entry(obj, parent, missing[0], _value_lines(obj, parent, missing[0], nested), tuple(after))
+
+
+def _fill_empty(obj: K8sObject, path: tuple[Any, ...], value: Any) -> Edit | None:
+    """`key:` with an empty value becomes `key:` plus a nested block (inline comment kept)."""
+    if not editable(obj, path):
         return None
     src = obj.source
     text = src.text
+    p = _pos(obj, path)
+    assert p is not None
+    if not isinstance(path[-1], str) or p[0] != p[4]:
+        return None
+    pad = " " * (p[1] - 1)
+    lines = block({"k": value}, *_local_layout(obj, path[:-1]))[1:]
+    nl_at = text.find("\n", src.offset(p[4], p[5]))
+    at = len(text) if nl_at == -1 else nl_at + 1
+    return _insertion(text, at, [pad + line for line in lines])
+
+
+@_never_raise
+def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | None:
+    """Append an item to the sequence at `seq_path` (block: same dash column and gap; flow:
+    `, item`; an empty `[]` becomes `[item]`)."""
+    seq_path = tuple(seq_path)
+    seq = obj.get(*seq_path)
+    if not isinstance(seq, list) or not editable(obj, seq_path):
+        return None
+    if is_flow(obj, seq_path) or not seq:
+        return _flow_insert(obj, seq_path, _flow_value(obj, seq_path, item))
+    p_seq = _pos(obj, seq_path)
+    p_first = _pos(obj, seq_path + (0,))
+    if p_seq is None or p_first is None:
+        return None
+    src = obj.source
+    text = src.text
+    dash = src.offset(p_seq[4], p_seq[5])
+    if text[dash:dash + 1] != "-" or p_first[4] != p_seq[4]:
+        return None
+    dash_col = p_seq[5] - 1
+    gap = p_first[5] - p_seq[5] - 1  # spaces between `-` and the item
+    if gap < 1:
+        return None
+    unit, seq_ind, _ = _local_layout(obj, seq_path[:-1]) if seq_path else (_indent_unit(obj), seq_indented(obj), 1)
+    out = [" " * dash_col + line for line in block([item], unit, seq_ind, gap)]
+    at = _end_of_block(obj, seq_path)
+    if at is None:
+        return None
+    return _insertion(text, at, out)
+
+
+def _comment_lines(text: str) -> bool:
+    return any(line.lstrip().startswith("#") for line in text.splitlines())
+
+
+def _emptied(obj: K8sObject, parent: tuple[Any, ...], empty: str, start: int, end: int) -> Edit | None:
+    """Remove text[start:end] (the only entry of the block collection at `parent`) and
+    leave `parent: {}` / `parent: []`, when nothing but blank lines separates them."""
+    src = obj.source
+    text = src.text
+    if not parent or not isinstance(parent[-1], str):
+        return None
+    pp = _pos(obj, parent)
+    if pp is None:
+        return None
+    key_end = src.offset(pp[2], pp[3])
+    line_end = text.find("\n", key_end)
+    line_end = len(text) if line_end == -1 else line_end
+    if text[line_end - 1:line_end] == "\r":
+        line_end -= 1
+    rest = text[key_end:line_end]
+    if rest.strip() != ":" or text[line_end:start].strip() or line_end >= start:
+        return None  # an inline comment or comment lines would be lost; leave it to a human
+    colon = key_end + rest.index(":") + 1
+    brk = ""
+    if text[end - 1:end] == "\n":
+        brk = "\r\n" if text[line_end:line_end + 1] == "\r" else "\n"
+    return Edit(colon, end, " " + empty + brk)
+
+
+@_never_raise
+def delete_key(obj: K8sObject, path: Sequence[Any]) -> Edit | None:
+    """Remove the `key: value` lines of a block mapping entry (comments before and after it
+    stay; None when comment lines sit inside the entry's block). Deleting the only key of a
+    mapping leaves `parent: {}`."""
+    path = tuple(path)
+    p = _pos(obj, path)
+    if p is None or not path or not isinstance(path[-1], str) or not editable(obj, path):
+        return None
+    src = obj.source
+    text = src.text
+    if is_flow(obj, path[:-1]):
+        return _flow_delete(obj, path)
     start = src.offset(p[0], p[1])
     ls = _line_start(text, start)
     if text[ls:start].strip():
-        return None  # key is not first on its line (flow mapping or `- key:`)
+        return None  # key is not first on its line (`- key:`)
     end = _end_of_block(obj, path)
-    if end is None or end <= start:
+    if end is None or end <= start or _comment_lines(text[ls:end]):
         return None
+    parent = obj.get(*path[:-1])
+    if isinstance(parent, dict) and len(parent) == 1:
+        return _emptied(obj, path[:-1], "{}", ls, end)
     return Edit(ls, end, "")
+
+
+@_never_raise
+def delete_item(obj: K8sObject, seq_path: Sequence[Any], index: int) -> Edit | None:
+    """Remove item `index` of the sequence at `seq_path` (block: its lines, None when comment
+    lines sit inside it; flow: the item and its comma). The last item leaves `key: []`."""
+    seq_path = tuple(seq_path)
+    seq = obj.get(*seq_path)
+    if not isinstance(seq, list) or not -len(seq) <= index < len(seq) or not editable(obj, seq_path):
+        return None
+    index %= len(seq)
+    if is_flow(obj, seq_path):
+        return _flow_delete(obj, seq_path + (index,))
+    p = _pos(obj, seq_path + (index,))
+    if p is None:
+        return None
+    src = obj.source
+    text = src.text
+    item = src.offset(p[4], p[5])
+    ls = _line_start(text, item)
+    dash = text[ls:item].rstrip()
+    if not dash.endswith("-") or dash[:-1].strip():
+        return None  # not `- item` at the start of its line
+    end = _end_of_block(obj, seq_path + (index,))
+    if end is None or end <= item or _comment_lines(text[ls:end]):
+        return None
+    if len(seq) == 1:
+        return _emptied(obj, seq_path, "[]", ls, end)
+    return Edit(ls, end, "")
+
+
+def _flow_delete(obj: K8sObject, path: tuple[Any, ...]) -> Edit | None:
+    """Remove one entry of a flow collection with its separating comma."""
+    parent = path[:-1]
+    coll = obj.get(*parent)
+    src = obj.source
+    text = src.text
+    sp = _span(obj, parent)
+    if sp is None or _flow_has_comment(text[sp[0]:sp[1]]):
+        return None
+    keys = list(coll) if isinstance(coll, dict) else list(range(len(coll)))
+    i = keys.index(path[-1])
+
+    def start_of(k: Any) -> int | None:
+        q = _pos(obj, parent + (k,))
+        return None if q is None else src.offset(q[0], q[1])
+
+    def end_of(k: Any) -> int | None:
+        q = _pos(obj, parent + (k,))
+        return None if q is None else src.offset(q[6], q[7])
+
+    s, e = start_of(keys[i]), end_of(keys[i])
+    if s is None or e is None:
+        return None
+    if len(keys) == 1:
+        return Edit(sp[0] + 1, sp[1] - 1, "")
+    if i + 1 < len(keys):
+        nxt = start_of(keys[i + 1])
+        return None if nxt is None else Edit(s, nxt, "")
+    prev = end_of(keys[i - 1])
+    return None if prev is None else Edit(prev, e, "")

@@ -3,13 +3,35 @@
 `apply_to_text` is the core every path shares (the CLI's `--fix`/`--diff`, the fixture
 twins, the property tests): edits of one fix apply together or not at all, a fix that
 overlaps an already accepted one waits for the next pass.
+
+`run_fixes` is `ailint check --fix / --unsafe-fixes / --diff`: per pass it applies the
+non-overlapping fixes of every file in memory, checks each result (`verify`: it parses, the
+documents differ from the old ones only where the edits are, no comment line is lost,
+no duplicate key appears), re-lints the whole run in memory (bundle rules see the fixed
+objects) and repeats until nothing changes (at most `MAX_PASSES`). Only then are files
+written, each atomically (a temporary file in the same folder, then `os.replace`), so an
+interrupted run leaves every file either old or new. Standard input and Helm-rendered
+output (`# Source:` markers) are never written: their fixes stay in the report.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import difflib
+import math
+import os
+import re
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
-from .model import Applicability, Edit, Fix
+import yaml
+
+from .model import Applicability, Edit, FileResult, Finding, Fix, SourceFile
+
+MAX_PASSES = 5
+_HELM_SOURCE = re.compile(r"^# Source: \S", re.M)
 
 
 def select_fixes(fixes: Iterable[Fix], unsafe: bool) -> list[Fix]:
@@ -26,8 +48,11 @@ def apply_to_text(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
         if not edits:
             applied.append(fix)  # identical to edits already accepted
             continue
-        if any(_overlaps(e, a) for e in edits for a in accepted):
+        if any(_overlaps(e, a) for e in edits for a in accepted) or any(
+                _overlaps(e, f) for i, e in enumerate(edits) for f in edits[i + 1:]):
             continue
+        if any(not 0 <= e.start <= e.end <= len(text) for e in edits):
+            continue  # stale offsets: never apply an edit outside the text
         accepted.extend(edits)
         seen.update((e.start, e.end, e.content) for e in edits)
         applied.append(fix)
@@ -42,3 +67,416 @@ def _overlaps(a: Edit, b: Edit) -> bool:
         return a.start == b.start  # two inserts at one point: order would be ambiguous
     return a.start < b.end and b.start < a.end or (a.start == a.end and b.start < a.start < b.end) \
         or (b.start == b.end and a.start < b.start < a.end)
+
+
+# -- checking a result --------------------------------------------------------------------
+@dataclass
+class _Doc:
+    data: Any
+    positions: dict[tuple[Any, ...], tuple[int, ...]]
+    problems: int  # duplicate keys and other YML findings inside the document
+
+
+def _documents(text: str) -> list[_Doc]:
+    """Every document of `text` as plain data with positions (raises yaml.YAMLError)."""
+    from .load import Limits, _Abort, _Converter
+
+    out = []
+    for node in yaml.compose_all(text, Loader=yaml.CSafeLoader):
+        if node is None:
+            out.append(_Doc(None, {}, 0))
+            continue
+        conv = _Converter(Limits(), "-")
+        try:
+            data, _ = conv.convert(node, (), None, 0)
+        except _Abort as exc:
+            raise yaml.YAMLError(exc.message) from None
+        out.append(_Doc(data, conv.positions, len(conv.findings)))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _canon(v: Any) -> str:
+    return repr(v) if not isinstance(v, (dict, list)) else repr(_freeze(v))
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, dict):
+        return tuple((type(k).__name__, k, _freeze(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return ("list", tuple(_freeze(x) for x in v))
+    return (type(v).__name__, v)
+
+
+def data_changes(old: Any, new: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """The minimal differences between two parsed values: ("add"|"remove"|"change", path)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in old:
+            if k not in new:
+                yield "remove", path + (k,)
+        for k in new:
+            if k not in old:
+                yield "add", path + (k,)
+            else:
+                yield from data_changes(old[k], new[k], path + (k,))
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) == len(new):
+            for i, (a, b) in enumerate(zip(old, new)):
+                yield from data_changes(a, b, path + (i,))
+            return
+        sm = difflib.SequenceMatcher(a=[_canon(x) for x in old], b=[_canon(x) for x in new], autojunk=False)
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            if op == "equal":
+                continue
+            if op == "replace" and i2 - i1 == j2 - j1:
+                for a, b in zip(range(i1, i2), range(j1, j2)):
+                    yield from data_changes(old[a], new[b], path + (a,))
+                continue
+            for a in range(i1, i2):
+                yield "remove", path + (a,)
+            for b in range(j1, j2):
+                yield "add", path + (b,)
+        return
+    if not _same(old, new):
+        yield "change", path
+
+
+def _line_end(text: str, offset: int) -> int:
+    nl = text.find("\n", offset)
+    return len(text) if nl == -1 else nl
+
+
+def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
+    """Why `new` (the old text with `edits` applied) must not be written, or None when it is fine.
+
+    The result must parse, keep the number of documents, add no duplicate key, keep every
+    comment line, and differ from the old documents only inside the edited regions: a
+    changed or removed value must overlap an edit, an added key or item must sit in a
+    collection that contains an edit.
+    """
+    edits = list(edits)
+    try:
+        new_docs = _documents(new)
+    except (yaml.YAMLError, RecursionError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        return f"the result would not parse{where}: {problem}"
+    try:
+        old_docs = _documents(old)
+    except (yaml.YAMLError, RecursionError):
+        return "the file does not parse as a whole; fixes are applied only to files that do"
+    if len(old_docs) != len(new_docs):
+        return f"the result would have {len(new_docs)} documents instead of {len(old_docs)}"
+    lost = _comment_lines(old) - _comment_lines(new)
+    if lost:
+        return f"the comment line `{next(iter(lost))}` would be lost"
+    src = SourceFile("-", "-", old)
+    for od, nd in zip(old_docs, new_docs):
+        if nd.problems > od.problems:
+            return "the result would have a duplicate key"
+        for kind, path in data_changes(od.data, nd.data):
+            if not _allowed(kind, path, od.positions, src, edits):
+                return f"the result would {kind} {_pointer(path)} outside the edited lines"
+    return None
+
+
+def _comment_lines(text: str) -> Counter[str]:
+    return Counter(s for s in (line.strip() for line in text.splitlines()) if s.startswith("#"))
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    return "/" + "/".join(str(p) for p in path) if path else "the document"
+
+
+def _allowed(kind: str, path: tuple[Any, ...], positions: dict, src: SourceFile, edits: list[Edit]) -> bool:
+    text = src.text
+    if kind == "add":
+        parent = positions.get(path[:-1])
+        if parent is None:
+            return False
+        start = src.offset(parent[4], parent[5])
+        end = src.offset(parent[6], parent[7])
+        end = max(end, _line_end(text, end) + 1)
+        return any(start <= e.start <= end for e in edits)
+    p = positions.get(path)
+    if p is None:
+        return False
+    keyed = bool(path) and isinstance(path[-1], str)
+    start = src.offset(p[0], p[1]) if (kind == "remove" and keyed) else src.offset(p[4], p[5])
+    end = src.offset(p[6], p[7])
+    if kind == "remove":
+        return any(e.start < max(end, start + 1) and e.end > start or (e.start == e.end and start <= e.start < end)
+                   for e in edits if e.end > e.start)
+    # a changed value: an edit overlapping it, or filling it from the end of its line
+    reach = _line_end(text, end) + 1
+    return any(e.start <= end and e.end >= start or (e.start == e.end and start <= e.start <= reach)
+               for e in edits)
+
+
+# -- the passes -------------------------------------------------------------------------
+def _key(f: Finding) -> tuple[Any, ...]:
+    ref = f.object_ref
+    r = (ref.kind, ref.namespace, ref.name, ref.document) if ref is not None else None
+    return (f.code, f.file, r, tuple(f.path))
+
+
+@dataclass
+class _File:
+    source: SourceFile  # as read at the start
+    text: str  # current (fixed in memory)
+    refused: str | None = None  # why it is never written
+    applied: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)  # (finding key, fix title)
+    notes: list[str] = field(default_factory=list)
+
+
+def _refusal(src: SourceFile) -> str | None:
+    if src.is_stdin:
+        return "standard input is never rewritten; run --fix on the file, or use --diff"
+    if _HELM_SOURCE.search(src.text):
+        return ("Helm-rendered output (`# Source:` markers) is not rewritten; apply the fixes "
+                "to the chart's templates or values (they are in the report)")
+    return None
+
+
+def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
+    """Lint the run again in memory with some files' texts replaced (bundle rules included)."""
+    from .facts import Context
+    from .load import load_text
+    from .run import Engine, RunResult, finish
+
+    engine = Engine(settings, base.rules)
+    frs: list[FileResult] = []
+    earlier = base.findings + base.suppressed
+    for fs in base.files:
+        src = base.sources.get(fs.path)
+        if src is None:  # unreadable: keep its file-level findings
+            frs.append(FileResult(path=fs.path, documents=fs.documents,
+                                  findings=[f for f in earlier if f.file == fs.path]))
+            continue
+        text = texts.get(fs.path, src.text)
+        fr = load_text(SourceFile(src.path, src.display, text), settings.limits)
+        ctx = Context(profile=settings.profile, bundle=False)
+        for obj in fr.objects:
+            for reg in engine.object_rules:
+                fr.findings.extend(engine.check(reg, obj, ctx))
+        frs.append(fr)
+    return finish(frs, settings, engine, RunResult(rules=base.rules))
+
+
+def _fix_file(st: _File, findings: list[Finding]) -> list[tuple[Fix, Finding]]:
+    """Apply this pass's fixes to one file in memory; return the (fix, finding) pairs applied."""
+    pairs = []
+    for f in findings:
+        assert f.fix is not None
+        if (_key(f), f.fix.title) in st.applied:
+            st.notes.append(f"{f.file}:{f.span.line}: the fix for {f.code} ({f.fix.title}) did not resolve it; "
+                            "not applied again (please report)")
+            continue
+        pairs.append((f.fix, f))
+    if not pairs:
+        return []
+    text = st.text
+    new, applied = apply_to_text(text, [p[0] for p in pairs])
+    if new == text:
+        return []
+    edits = [e for fx in applied for e in fx.edits]
+    why = verify(text, new, edits)
+    if why is None:
+        return [p for p in pairs if any(p[0] is a for a in applied)]
+    # isolate the culprit: keep the fixes that are fine on their own and together
+    good: list[tuple[Fix, Finding]] = []
+    for fx, f in pairs:
+        if not any(fx is a for a in applied):
+            continue
+        trial = [g[0] for g in good] + [fx]
+        t2, a2 = apply_to_text(text, trial)
+        if len(a2) != len(trial):
+            continue
+        reason = verify(text, t2, [e for g in trial for e in g.edits])
+        if reason is None:
+            good.append((fx, f))
+        else:
+            st.notes.append(f"{f.file}:{f.span.line}: skipped the {f.code} fix ({fx.title}): {reason}")
+    return good
+
+
+def _diff(display: str, old: str, new: str) -> str:
+    lines = []
+    for line in difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                     fromfile=f"a/{display}", tofile=f"b/{display}"):
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        lines.append(line)
+    return "".join(lines).rstrip("\n")
+
+
+def write_atomic(path: str, text: str, expected: str | None = None) -> str | None:
+    """Replace the file at `path` with `text` atomically; return why not, or None.
+
+    The new content goes to a temporary file in the same folder (same file system), is
+    flushed to disk, gets the old file's mode, then `os.replace`s the old one: a reader or
+    a crash sees the old or the new file, never a mix. A symlink's target is replaced. A
+    UTF-8 byte-order mark is kept. When `expected` is given and the file no longer holds it
+    (edited meanwhile), nothing is written.
+    """
+    target = os.path.realpath(path)
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read()
+        st = os.stat(target)
+    except OSError as exc:
+        return f"cannot read it again: {exc.strerror or exc}"
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    if expected is not None:
+        try:
+            now = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            now = None
+        if now is None or (now[1:] if bom else now) != expected:
+            return "it changed on disk while ailint ran; not written"
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogateescape")
+    folder = os.path.dirname(target) or "."
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".ailint-tmp", dir=folder)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "chown"):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def run_fixes(result: Any, settings: Any, *, unsafe: bool, diff_only: bool,
+              lint_again: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """`--fix` / `--unsafe-fixes` / `--diff`: fix, re-lint, repeat; write (or diff) at the end.
+
+    Returns the result to report (the final re-lint: what remains) and the messages for
+    the user: unified diffs (`--diff`), files refused or skipped, and a summary such as
+    "Fixed 3 findings (2 files); 5 remain".
+    """
+    files: dict[str, _File] = {}
+    current = result
+    for _ in range(MAX_PASSES):
+        by_file: dict[str, list[Finding]] = {}
+        for f in current.findings:
+            if f.fix is not None and (unsafe or f.fix.applicability == Applicability.SAFE):
+                by_file.setdefault(f.file, []).append(f)
+        changed = False
+        for display, findings in by_file.items():
+            src = current.sources.get(display)
+            if src is None:
+                continue
+            st = files.get(display)
+            if st is None:
+                st = files[display] = _File(result.sources.get(display, src), src.text)
+                st.refused = _refusal(st.source)
+            if st.text != src.text:
+                continue  # not in step with this pass's findings (cannot happen; be safe)
+            if st.refused and not diff_only:
+                continue
+            applied = _fix_file(st, findings)
+            if not applied:
+                continue
+            new, _ = apply_to_text(st.text, [a[0] for a in applied])
+            st.text = new
+            st.applied.extend((_key(f), fx.title) for fx, f in applied)
+            changed = True
+        if not changed:
+            break
+        current = _relint(result, {d: s.text for d, s in files.items()}, settings)
+
+    messages: list[str] = []
+    changed_files = {d: s for d, s in files.items() if s.text != s.source.text}
+    for d, s in files.items():
+        messages.extend(f"ailint: {n}" for n in dict.fromkeys(s.notes))
+    if diff_only:
+        for d, s in changed_files.items():
+            messages.append(_diff(d, s.source.text, s.text))
+        final = current
+        remaining = _remaining_on_disk(result, final)
+        fixed = _fixed_count(result, final)
+        messages.append(_summary(fixed, len(changed_files), remaining, final, unsafe, would=True))
+        return remaining, messages
+
+    written = 0
+    for d, s in files.items():
+        if s.refused:
+            offered = sum(1 for f in result.findings if f.file == d and f.fix is not None
+                          and (unsafe or f.fix.applicability == Applicability.SAFE))
+            if offered:
+                messages.append(f"ailint: {d}: not fixed: {s.refused}")
+            continue
+        if d not in changed_files:
+            continue
+        why = write_atomic(s.source.path, s.text, expected=s.source.text)
+        if why:
+            messages.append(f"ailint: {d}: not fixed: {why}")
+        else:
+            written += 1
+    final = lint_again() if written else result
+    fixed = _fixed_count(result, final) if written else 0
+    messages.append(_summary(fixed, written, final, final, unsafe, would=False))
+    return final, messages
+
+
+def _fixed_count(before: Any, after: Any) -> int:
+    gone = Counter(_key(f) for f in before.findings) - Counter(_key(f) for f in after.findings)
+    return sum(gone.values())
+
+
+def _remaining_on_disk(before: Any, after: Any) -> Any:
+    """For `--diff`: the findings that fixing would leave, at their places in the files as
+    they are on disk (nothing was written), plus the sources to show them."""
+    from .run import RunResult
+
+    left = Counter(_key(f) for f in after.findings)
+    kept = []
+    for f in before.findings:
+        k = _key(f)
+        if left[k] > 0:
+            left[k] -= 1
+            kept.append(f)
+    out = RunResult(files=before.files, findings=kept, suppressed=before.suppressed,
+                    sources=before.sources, rules=before.rules)
+    return out
+
+
+def _summary(fixed: int, nfiles: int, remaining: Any, final: Any, unsafe: bool, would: bool) -> str:
+    n_left = len(remaining.findings)
+    hidden = 0 if unsafe else sum(1 for f in final.findings
+                                  if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
+    verb = "Would fix" if would else "Fixed"
+    left = f"{n_left} would remain" if would else f"{n_left} remain{'s' if n_left == 1 else ''}"
+    msg = f"ailint: {verb} {_plural(fixed, 'finding')} ({_plural(nfiles, 'file')}); {left}"
+    if hidden:
+        msg += f" ({hidden} fixable with --unsafe-fixes)"
+    return msg

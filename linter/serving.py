@@ -508,11 +508,16 @@ def ray_worker_gpus(pods: Sequence[PodTemplate]) -> list[tuple[PodTemplate, int,
         if gpus <= 0:
             continue
         group = as_dict(pod.obj.get(*pod.group_path)) if pod.group_path else {}
+        cluster = as_dict(pod.obj.get(*pod.group_path[:-2])) if len(pod.group_path) >= 2 else {}
+        autoscaling = cluster.get("enableInTreeAutoscaling") is True
         hosts = to_int(group.get("numOfHosts")) or 1
         mx = to_int(group.get("maxReplicas"))
         reps = to_int(group.get("replicas"))
-        n = max(x for x in (mx, reps, to_int(group.get("minReplicas")), 0) if x is not None)
-        out.append((pod, gpus, n * hosts if (mx is not None or reps is not None) else None))
+        if autoscaling:
+            n = mx  # unset: the CRD default is maxInt32, i.e. unbounded
+        else:
+            n = reps if reps is not None else to_int(group.get("minReplicas"))
+        out.append((pod, gpus, None if n is None else n * hosts))
     return out
 
 

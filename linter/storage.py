@@ -439,7 +439,47 @@ def model_size_bytes_hint(pod: PodTemplate, mid: str | None) -> float | None:
     return n * 2.0
 
 
+# ---------------------------------------------------------------------------------------
+# Scaling of a workload (HPA, KEDA ScaledObject)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Scaling:
+    """An autoscaler targeting a workload: min and max replicas and who says so."""
+
+    min_replicas: int
+    max_replicas: int
+    source: K8sObject
+
+    @property
+    def label(self) -> str:
+        return f"{self.source.kind} {self.source.name or '<unnamed>'}"
+
+
+def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
+    """The HPA or KEDA ScaledObject (in the run) that scales `obj`, with the API defaults
+    (HPA `minReplicas` 1; KEDA `minReplicaCount` 0 and `maxReplicaCount` 100)."""
+    ns = namespace_of(obj)
+    for hpa in ctx.of_kind("HorizontalPodAutoscaler"):
+        spec = as_dict(hpa.data.get("spec"))
+        ref = as_dict(spec.get("scaleTargetRef"))
+        if namespace_of(hpa) == ns and ref.get("name") == obj.name and ref.get("kind") == obj.kind:
+            lo = _param_int(spec.get("minReplicas"))
+            hi = _param_int(spec.get("maxReplicas"))
+            if hi is not None:
+                return Scaling(1 if lo is None else lo, hi, hpa)
+    for so in ctx.of_kind("ScaledObject"):
+        spec = as_dict(so.data.get("spec"))
+        ref = as_dict(spec.get("scaleTargetRef"))
+        kind = ref.get("kind") or "Deployment"
+        if namespace_of(so) == ns and ref.get("name") == obj.name and kind == obj.kind:
+            lo = _param_int(spec.get("minReplicaCount"))
+            hi = _param_int(spec.get("maxReplicaCount"))
+            return Scaling(0 if lo is None else lo, 100 if hi is None else hi, so)
+    return None
+
+
 __all__ = [
+    "Scaling", "scaling_of",
     "GiB", "FSX", "EFS", "EBS", "fsx_table", "is_storage_class", "storage_classes", "default_storage_class",
     "storage_class_named", "storage_class_of", "provisioner_name", "persistent_volume_named", "pv_driver",
     "provisioner_of", "pvc_named", "claim_of_volume", "ClaimTemplate", "claim_templates", "FsxParams",

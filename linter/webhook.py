@@ -87,29 +87,27 @@ class Reviewer:
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ailint-review")
 
     def findings_for(self, obj: dict[str, Any]) -> list[Any]:
-        import yaml
+        """Findings for one object as the API server sent it (JSON, already parsed).
 
-        from .facts import Context
-        from .load import load_text
-        from .model import SourceFile
-
-        kind = obj.get("kind", "object")
-        name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
-        text = yaml.dump(obj, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False)
-        source = SourceFile("-", f"{kind}/{name}", text)
-        fr = load_text(source, self.settings.limits)
-        ctx = Context(profile=self.settings.profile, bundle=False)
-        out = list(fr.findings)
-        for o in fr.objects:
-            for reg in self.engine.object_rules:
-                out.extend(self.engine.check(reg, o, ctx))
-        # suppressions by annotation still apply
+        The object is checked as is, without a YAML round trip: positions do not matter
+        in a warning, so every span falls back to the object itself.
+        """
         from . import suppress
+        from .facts import Context
+        from .model import K8sObject, SourceFile
         from .run import _selector_matches
 
-        sups = [s for o in fr.objects for s in suppress.annotation_suppressions(o)]
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        name = meta.get("name") or meta.get("generateName") or ""
+        source = SourceFile("-", f"{obj.get('kind', 'object')}/{name}", "")
+        o = K8sObject(source, 0, obj, {})
+        ctx = Context(profile=self.settings.profile, bundle=False)
+        out = []
+        for reg in self.engine.object_rules:
+            out.extend(self.engine.check(reg, o, ctx))
+        sups = suppress.annotation_suppressions(o)
         res = suppress.apply(out, sups, _selector_matches, lambda s: True, lambda s: False)
-        return sorted(res.kept, key=lambda f: (-f.severity.rank, f.code, f.span.line))
+        return sorted(res.kept, key=lambda f: (-f.severity.rank, f.code, f.message))
 
     def review(self, review: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]:
         req = review["request"]
@@ -219,6 +217,13 @@ def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr):
                 self._error(400, "bad Content-Length", started)
                 return
             if length > MAX_BODY:
+                # drain what a sane client sends, so it reads our 413 instead of a reset
+                remaining = min(length, 8 * MAX_BODY)
+                while remaining > 0:
+                    chunk = self.rfile.read(min(65536, remaining))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
                 self.close_connection = True
                 self._error(413, f"body over {MAX_BODY} bytes", started)
                 return

@@ -153,3 +153,35 @@ def test_enforce_mode_denies_errors(certs):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_serve_command_starts_and_stops_on_sigterm(certs):
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ailint", "webhook", "serve", "--host", "127.0.0.1", "--port", "0",
+                             "--tls-cert", str(certs[0]), "--tls-key", str(certs[1])],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(proc.stderr.readline())
+        assert first["msg"] == "ailint webhook listening" and first["tls"] is True and first["mode"] == "dry-run"
+        port = first["port"]
+        ctx = ssl.create_default_context(cafile=str(certs[0]))
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+        conn.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_serve_requires_tls_or_insecure_flag():
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ailint", "webhook", "serve", "--port", "0"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "--tls-cert" in out.stderr

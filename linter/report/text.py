@@ -102,4 +102,5 @@ def _esc(s: str) -> str:
 def print_rich(text: str) -> None:
     from rich.console import Console
 
-    Console(highlight=False, soft_wrap=True).print(text, end="")
+    # colour was decided by the caller (a terminal, or --color): render it either way
+    Console(highlight=False, soft_wrap=True, force_terminal=True).print(text, end="")

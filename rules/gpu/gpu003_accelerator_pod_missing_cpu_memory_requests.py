@@ -1,0 +1,179 @@
+"""
+## What it does
+Flags containers that request an accelerator (`nvidia.com/gpu`, `amd.com/gpu`,
+`aws.amazon.com/neuron*`, `vpc.amazonaws.com/efa`) but set no `cpu` or no `memory`
+request. A limit counts as the request, since Kubernetes copies a limit into an unset
+request. Containers in a namespace whose `LimitRange` (in the run) gives container
+defaults for the missing resource are skipped.
+
+## Why is this bad?
+Karpenter sizes nodes from requests only, and the scheduler packs by requests. A GPU pod
+that asks for no memory can land on the smallest instance that has a GPU, or next to other
+pods that already took the host RAM. Loading tens of gigabytes of weights then runs the node
+out of memory: the pod is OOM-killed or evicted and the GPU sits idle while it restarts.
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Use instead
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            requests:
+              cpu: "3"
+              memory: 12Gi
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Options
+None.
+
+## Fix
+Unsafe, offered when the pod's target instance set is known (its selectors, or the
+NodePools that can host it, pin instance types): adds the missing requests as the
+container's share of the smallest fitting type's allocatable (its devices over the type's
+devices), rounded down to whole cores and GiB. Review the values: DaemonSets and
+sidecars need room too.
+
+## References
+- https://karpenter.sh/docs/concepts/scheduling/#resource-requests
+- https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/
+- https://kubernetes.io/docs/concepts/policy/limit-range/
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+from ailint import gpu_facts, instances
+from ailint.extract import POD_KINDS, pod_templates
+from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
+from ailint.registry import Rule, Scope, make_fix
+
+RULE = Rule(
+    code="GPU003",
+    name="accelerator-pod-missing-cpu-memory-requests",
+    severity=Severity.WARNING,
+    summary="An accelerator container has no cpu or no memory request, so nodes are sized without host RAM for it",
+    kinds=POD_KINDS,
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("gpu", "resources", "karpenter"),
+    precision="high",
+)
+
+
+def _limitrange_defaults(ctx: Any, namespace: str) -> set[str]:
+    """Resources a LimitRange of the run defaults for containers in `namespace`."""
+    out: set[str] = set()
+    for lr in ctx.of_kind("LimitRange"):
+        if (lr.namespace or "default") != namespace:
+            continue
+        for _, item in iter_dicts(lr.get("spec", "limits")):
+            if item.get("type") not in (None, "Container"):
+                continue
+            for key in ("defaultRequest", "default"):
+                out |= set(as_dict(item.get(key)))
+    return out
+
+
+def _share(c: Any, types: set[str]) -> dict[str, str] | None:
+    """The container's share of the smallest type (by allocatable) that has its devices."""
+    acc = c.accelerators()
+    best = None
+    for t in sorted(types, key=lambda x: (instances.get(x).allocatable_cpu_m, x) if instances.get(x) else (0, x)):
+        it = instances.get(t)
+        if it is None:
+            continue
+        fractions = []
+        for res, n in acc.items():
+            total = gpu_facts.device_count(it, res)
+            if res == "vpc.amazonaws.com/efa":
+                continue
+            if total < n:
+                fractions = None
+                break
+            fractions.append(n / total)
+        if fractions is None:
+            continue
+        frac = max(fractions) if fractions else None
+        if frac is None:
+            continue
+        best = (it, frac)
+        break
+    if best is None:
+        return None
+    it, frac = best
+    cores = it.allocatable_cpu_m * frac / 1000
+    cpu = str(int(cores)) if cores >= 1 else f"{int(cores * 10) * 100}m"
+    mem_gi = math.floor(it.allocatable_memory_mib * frac / 1024)
+    if cpu in ("0", "0m") or mem_gi < 1:
+        return None
+    return {"cpu": cpu, "memory": f"{mem_gi}Gi", "_type": it.type}
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    defaults = _limitrange_defaults(ctx, obj.namespace or "default")
+    for pod in pod_templates(obj):
+        types: set[str] | None | bool = False  # computed lazily
+        for c in pod.containers():
+            acc = c.accelerators()
+            if not acc:
+                continue
+            missing = [r for r in ("cpu", "memory") if c.request(r) in (None, "") and r not in defaults]
+            if not missing:
+                continue
+            if types is False:
+                types = gpu_facts.target_types(ctx, pod)
+            res = sorted(acc, key=lambda r: (r not in ("nvidia.com/gpu", "aws.amazon.com/neuron"), r))[0]
+            count = acc[res]
+            count_text = str(int(count)) if count == int(count) else str(count)
+            what = " or ".join(missing)
+            name = c.name or ("init container" if c.init else "container")
+            needs = " and ".join({"cpu": "CPU", "memory": "host RAM"}[r] for r in missing)
+            msg = (f"container {name} requests {count_text} {res} but no {what} request; nodes are sized "
+                   f"from requests, so its {needs} {'are' if len(missing) > 1 else 'is'} not reserved")
+            fix = None
+            share = _share(c, types) if types else None
+            if share:
+                values = {r: share[r] for r in missing}
+                edits_ = gpu_facts.set_map_values(obj, c.path_of("resources", "requests"), values)
+                if edits_:
+                    desc = ", ".join(f"{k} {v}" for k, v in values.items())
+                    fix = make_fix(f"request {desc} (the container's share of {share['_type']})", edits_,
+                                   unsafe=True)
+            path = c.path_of("resources", "requests") if isinstance(c.data.get("resources"), dict) else c.path
+            yield RULE.finding(obj, path, msg, fix=fix)

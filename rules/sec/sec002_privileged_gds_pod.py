@@ -1,0 +1,215 @@
+"""
+## What it does
+Finds GPU workload pods that show GPUDirect Storage (GDS) or FSx for Lustre fast-load signs
+and run privileged. The signs are: a PVC on an `fsx.csi.aws.com` StorageClass or
+PersistentVolume (or an inline `fsx.csi.aws.com` CSI volume); a hostPath of `/dev`,
+`/run/nvidia-fs`, `/etc/cufile.json` or `/usr/local/cuda/gds`; a `CUFILE_*` environment
+variable; vLLM `--load-format instanttensor` or `fastsafetensors`; or an image whose name
+mentions gds or cufile. It reports each of `securityContext.privileged: true`,
+`capabilities.add` with `SYS_ADMIN` or `ALL`, `allowPrivilegeEscalation: true`, and
+`hostPID`, `hostIPC` or `hostNetwork: true`.
+
+Node-agent DaemonSets in `gpu-operator`, `kube-system` or `nvidia-*` namespaces are
+skipped: that is where the nvidia-fs driver belongs.
+
+## Why is this bad?
+GDS needs the `nvidia-fs` kernel module on the node. Samples that build and load it from the
+serving pod run that pod privileged, so every model server, and anything that compromises
+it, owns the GPU node: host devices, host processes and every other tenant's weights.
+`hostIPC` is often added for NCCL shared memory; a `/dev/shm` `emptyDir` with
+`medium: Memory` gives the same without sharing the host's IPC namespace.
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-gds
+  namespace: inference
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: vllm-gds}
+  template:
+    metadata:
+      labels: {app: vllm-gds}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "/fsx/llama", "--load-format", "fastsafetensors"]
+          securityContext:
+            privileged: true
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Use instead
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-gds
+  namespace: inference
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: vllm-gds}
+  template:
+    metadata:
+      labels: {app: vllm-gds}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "/fsx/llama", "--load-format", "fastsafetensors"]
+          securityContext:
+            allowPrivilegeEscalation: false
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Options
+None.
+
+## Fix
+Unsafe: sets `privileged`, `allowPrivilegeEscalation`, `hostPID` or `hostNetwork` to
+`false`. Review before applying: move the nvidia-fs module build and load to the node image
+or the GPU Operator (`gds.enabled: true`) first, or the pod loses GDS. No fix for
+capabilities or for `hostIPC` (mount a `/dev/shm` `emptyDir` with `medium: Memory` instead).
+
+## References
+- https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-rdma.html
+- https://docs.nvidia.com/gpudirect-storage/
+- https://kubernetes.io/docs/concepts/security/pod-security-standards/
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.extract import POD_KINDS, all_containers, flag_value, pod_accelerators, pod_templates, volumes
+from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
+from ailint.registry import Rule, Scope, make_fix
+
+RULE = Rule(
+    code="SEC002",
+    name="privileged-gds-pod",
+    severity=Severity.ERROR,
+    summary="A GPU pod with GPUDirect Storage or FSx fast-load signs runs privileged or with host namespaces",
+    kinds=POD_KINDS,
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("security", "gpu", "storage"),
+    precision="high",
+    security_severity=8.1,
+)
+
+FSX_DRIVER = "fsx.csi.aws.com"
+GDS_HOSTPATHS = ("/dev", "/run/nvidia-fs", "/etc/cufile.json", "/usr/local/cuda/gds")
+FAST_LOAD_FORMATS = ("instanttensor", "fastsafetensors")
+_GDS_IMAGE = re.compile(r"(^|[^a-z0-9])(gds|cufile|nvidia-fs|gpudirect)([^a-z0-9]|$)", re.I)
+_NODE_AGENT_NS = re.compile(r"^(gpu-operator|kube-system|nvidia-.*|nvidia)$")
+
+
+def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
+    """PVC name -> how it reaches FSx, for PVCs of `namespace` in the run."""
+    classes = {sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == FSX_DRIVER}
+    pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume")}
+    out = {}
+    for pvc in ctx.of_kind("PersistentVolumeClaim"):
+        if (pvc.namespace or "default") != namespace or not pvc.name:
+            continue
+        sc = pvc.get("spec", "storageClassName")
+        vol = pvc.get("spec", "volumeName")
+        if isinstance(sc, str) and sc in classes:
+            out[pvc.name] = f"PVC {pvc.name} on StorageClass {sc} ({FSX_DRIVER})"
+        elif isinstance(vol, str) and vol in pvs and pvs[vol].get("spec", "csi", "driver") == FSX_DRIVER:
+            out[pvc.name] = f"PVC {pvc.name} on an {FSX_DRIVER} PersistentVolume"
+    for pv in pvs.values():
+        ref = as_dict(pv.get("spec", "claimRef"))
+        if pv.get("spec", "csi", "driver") == FSX_DRIVER and ref.get("name") and \
+                (ref.get("namespace") or "default") == namespace:
+            out.setdefault(str(ref["name"]), f"PVC {ref['name']} bound to an {FSX_DRIVER} PersistentVolume")
+    return out
+
+
+def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
+    signs: list[str] = []
+    fsx = _fsx_claims(ctx, obj.namespace or "default") if ctx.bundle else {}
+    for name, (_, v) in volumes(pod).items():
+        claim = as_dict(v.get("persistentVolumeClaim")).get("claimName")
+        if isinstance(claim, str) and claim in fsx:
+            signs.append(fsx[claim])
+        if as_dict(v.get("csi")).get("driver") == FSX_DRIVER:
+            signs.append(f"inline {FSX_DRIVER} volume {name}")
+        hp = as_dict(v.get("hostPath")).get("path")
+        if isinstance(hp, str):
+            p = hp.rstrip("/") or "/"
+            if any(p == g or (g != "/dev" and p.startswith(g + "/")) for g in GDS_HOSTPATHS):
+                signs.append(f"hostPath {hp}")
+    for c in pod.containers():
+        for e in c.env:
+            if str(e.get("name", "")).startswith("CUFILE_"):
+                signs.append(f"env {e.get('name')}")
+                break
+        fmt = flag_value(c.tokens, "--load-format")
+        if fmt and fmt.lower() in FAST_LOAD_FORMATS:
+            signs.append(f"--load-format {fmt}")
+        if _GDS_IMAGE.search(c.image.rsplit("/", 1)[-1]) or _GDS_IMAGE.search(c.image):
+            signs.append(f"image {c.image}")
+    return list(dict.fromkeys(signs))
+
+
+def _bool_fix(obj: Any, path: tuple, field: str):
+    return make_fix(f"set {field}: false (review: GDS needs the nvidia-fs module on the node)",
+                    [edits.replace_value(obj, path, "false")], unsafe=True)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    if obj.kind == "DaemonSet" and _NODE_AGENT_NS.match(obj.namespace or "default"):
+        return
+    for pod in pod_templates(obj):
+        acc = pod_accelerators(pod)
+        if not any(k in acc for k in ("nvidia.com/gpu", "amd.com/gpu")):
+            continue
+        signs = gds_signs(obj, pod, ctx)
+        if not signs:
+            continue
+        why = signs[0] + (f" +{len(signs) - 1} more" if len(signs) > 1 else "")
+        spec = pod.spec
+        for field in ("hostPID", "hostIPC", "hostNetwork"):
+            if spec.get(field) is True:
+                path = pod.path(field)
+                if field == "hostIPC":
+                    msg = (f"GDS pod ({why}) shares the host IPC namespace; mount a /dev/shm emptyDir with "
+                           "medium: Memory for NCCL instead")
+                    yield RULE.finding(obj, path, msg)
+                else:
+                    yield RULE.finding(obj, path, f"GDS pod ({why}) sets {field}: true; it sees the node's "
+                                                  f"{'processes' if field == 'hostPID' else 'network'}",
+                                       fix=_bool_fix(obj, path, field))
+        for c in pod.containers():
+            sc = as_dict(c.data.get("securityContext"))
+            if sc.get("privileged") is True:
+                path = c.path_of("securityContext", "privileged")
+                yield RULE.finding(obj, path, f"container {c.name} runs privileged for GDS ({why}); load nvidia-fs "
+                                              "on the node (GPU Operator gds) and drop privileged",
+                                   fix=_bool_fix(obj, path, "privileged"))
+            if sc.get("allowPrivilegeEscalation") is True:
+                path = c.path_of("securityContext", "allowPrivilegeEscalation")
+                yield RULE.finding(obj, path, f"container {c.name} allows privilege escalation in a GDS pod ({why})",
+                                   fix=_bool_fix(obj, path, "allowPrivilegeEscalation"))
+            for i, cap in enumerate(as_list(as_dict(sc.get("capabilities")).get("add"))):
+                name = str(cap).upper()
+                if name in ("SYS_ADMIN", "CAP_SYS_ADMIN", "ALL"):
+                    yield RULE.finding(obj, c.path_of("securityContext", "capabilities", "add", i),
+                                       f"container {c.name} adds capability {cap} in a GDS pod ({why}); "
+                                       "that is root on the node", anchor="value")
+
+
+__all__ = ["RULE", "check", "gds_signs"]

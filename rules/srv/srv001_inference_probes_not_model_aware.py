@@ -1,0 +1,256 @@
+"""
+## What it does
+Checks that every inference server container (vLLM, SGLang, TGI, Triton, llama.cpp,
+LMDeploy, Ray Serve; detected by image or command, with or without a GPU request) has
+probes that wait for the model:
+
+- (a) a `readinessProbe` that asks the server (`httpGet`, `exec` or `grpc`), not none and
+  not only a `tcpSocket` check;
+- (b) when it has a `livenessProbe`, either a `startupProbe` or a liveness window
+  (`initialDelaySeconds + failureThreshold × periodSeconds`, with Kubernetes' defaults 0,
+  3 and 10) at least as long as the expected load time: 600 s by default, 1200 s when the
+  model is over 30 GB or is downloaded at start (a Hugging Face or S3 id with no
+  persistent volume mounted).
+
+It also checks RayClusters that run Ray Serve (`serve run|deploy|start`): KubeRay injects
+readiness probes that check only the raylet and GCS there, and adds the Serve proxy check
+(`/-/healthz`) only for RayService workers. RayServices are not checked.
+
+In a LeaderWorkerSet only the leader template is checked (workers join the leader's
+engine and serve no HTTP).
+
+## Why is this bad?
+Loading weights takes minutes (28 to 30+ minutes for large models fetched at start). Without
+a model-aware readiness probe the pod turns Ready while the server cannot answer, and the
+Service sends it traffic that fails. A liveness probe without a startup probe restarts the
+container before the model has loaded, so it never becomes Ready at all (a restart loop
+that costs GPU hours).
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct"]
+          ports:
+            - containerPort: 8000
+          livenessProbe:
+            httpGet: {path: /health, port: 8000}
+```
+
+## Use instead
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct"]
+          ports:
+            - containerPort: 8000
+          startupProbe:
+            httpGet: {path: /health, port: 8000}
+            periodSeconds: 10
+            failureThreshold: 180
+          readinessProbe:
+            httpGet: {path: /health, port: 8000}
+          livenessProbe:
+            httpGet: {path: /health, port: 8000}
+```
+
+## Options
+- `expected-load-seconds` (integer, default 600): the load time a liveness window must cover.
+- `large-model-load-seconds` (integer, default 1200): the load time for models over 30 GB
+  or downloaded at start.
+
+## Fix
+Unsafe (the thresholds are a choice): adds a `readinessProbe` (`httpGet` on `/health` for
+vLLM, SGLang, TGI and llama.cpp, `/v2/health/ready` for Triton, `/-/healthz` for Ray Serve)
+or a `startupProbe` on the same path with `periodSeconds: 10` and `failureThreshold: 180`
+(30 minutes). No fix when the port is unknown or the probe exists as a `tcpSocket` check
+(replace it by hand).
+
+## References
+- https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/
+- https://docs.vllm.ai/en/stable/serving/openai_compatible_server.html
+- https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from ailint import edits, models, serving
+from ailint.extract import pod_templates, role_override, serving_engine
+from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, get_in
+from ailint.registry import Option, Rule, make_fix
+
+RULE = Rule(
+    code="SRV001",
+    name="inference-probes-not-model-aware",
+    severity=Severity.WARNING,
+    summary="An inference server has no model-aware readiness probe, or a liveness probe that can kill it mid-load",
+    kinds=("Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"),
+    fix=FixAvailability.SOMETIMES,
+    options={
+        "expected-load-seconds": Option(600, "load time a liveness window must cover", "integer"),
+        "large-model-load-seconds": Option(1200, "load time for models over 30 GB or downloaded at start",
+                                           "integer"),
+    },
+    tags=("serving", "probes"),
+)
+
+_SERVE_CMD = re.compile(r"(^|\s|/)serve (run|deploy|start)\b")
+_REMOTE_MODEL = re.compile(r"^(s3|gs|hf|https?)://|^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    if obj.kind == "RayCluster":
+        yield from _ray_cluster(obj)
+        return
+    pods = list(pod_templates(obj))
+    if obj.kind == "LeaderWorkerSet" and any(p.role == "leader" for p in pods):
+        pods = [p for p in pods if p.role == "leader"]
+    for pod in pods:
+        ov = role_override(pod)
+        if ov and ov != "serving":
+            continue
+        for c in pod.containers(include_init=False):
+            engine = serving_engine(c)
+            if engine:
+                yield from _check_container(obj, c, engine, opts)
+
+
+def _probe_kind(probe: Any) -> str | None:
+    p = as_dict(probe)
+    for k in ("httpGet", "exec", "grpc", "tcpSocket"):
+        if k in p:
+            return k
+    return None
+
+
+def _num(probe: dict[str, Any], key: str, default: int) -> int:
+    v = serving.to_int(probe.get(key))
+    return default if v is None else v
+
+
+def _check_container(obj: Any, c: Any, engine: str, opts: dict[str, Any]) -> Iterator[Finding]:
+    name = c.name or "<unnamed>"
+    path = serving.data()["health_paths"].get(engine)
+    port = serving.serving_port(c, engine)
+    ready = c.data.get("readinessProbe")
+    kind = _probe_kind(ready)
+    if not isinstance(ready, dict):
+        hint = f"; probe httpGet {path}" if path else ""
+        yield RULE.finding(
+            obj, c.path_of("readinessProbe"),
+            f"{engine} container {name} has no readinessProbe, so the pod turns Ready before the model is "
+            f"loaded{hint}",
+            fix=_add_probe(obj, c, "readinessProbe", path, port, 3))
+    elif kind == "tcpSocket":
+        hint = f"httpGet {path}" if path else "an httpGet or exec probe that asks the server"
+        yield RULE.finding(
+            obj, c.path_of("readinessProbe", "tcpSocket"),
+            f"{engine} container {name} has only a tcpSocket readinessProbe, which passes before the model "
+            f"answers; use {hint}")
+    live = c.data.get("livenessProbe")
+    if isinstance(live, dict) and not isinstance(c.data.get("startupProbe"), dict):
+        window = (_num(live, "initialDelaySeconds", 0)
+                  + _num(live, "failureThreshold", 3) * _num(live, "periodSeconds", 10))
+        expected, why = _expected_load(c, engine, opts)
+        if window < expected:
+            sev = Severity.ERROR if window < 300 else Severity.WARNING
+            yield RULE.finding(
+                obj, c.path_of("livenessProbe"),
+                f"livenessProbe of {name} restarts the container after {window}s with no startupProbe, shorter "
+                f"than the expected load time ({expected}s{why}); add a startupProbe",
+                severity=sev, fix=_add_probe(obj, c, "startupProbe", path, port, 180))
+
+
+def _expected_load(c: Any, engine: str, opts: dict[str, Any]) -> tuple[int, str]:
+    base = serving.to_int(opts.get("expected-load-seconds")) or 600
+    large = serving.to_int(opts.get("large-model-load-seconds")) or 1200
+    args = serving.engine_args(c, engine)
+    model = serving.served_model(c, args)
+    size = _model_bytes(c, model)
+    if size is not None and size > 30e9:
+        return large, f", model about {size / 1e9:.0f} GB"
+    if model and _REMOTE_MODEL.search(model) and not _has_persistent_volume(c):
+        return large, f", {model} is downloaded at start"
+    return base, ""
+
+
+def _model_bytes(c: Any, model: str | None) -> float | None:
+    try:
+        est = models.estimate(c, c.pod)
+    except Exception:  # noqa: BLE001 - an estimate, never a crash
+        return None
+    return est.bytes if est is not None else None
+
+
+def _has_persistent_volume(c: Any) -> bool:
+    vols = {str(v.get("name")): v for v in as_list(c.pod.spec.get("volumes")) if isinstance(v, dict)}
+    for m in c.volume_mounts:
+        v = vols.get(str(m.get("name")), {})
+        if any(k in v for k in ("persistentVolumeClaim", "hostPath", "csi", "nfs", "ephemeral")):
+            return True
+    return False
+
+
+def _add_probe(obj: Any, c: Any, key: str, path: str | None, port: Any, failures: int):
+    if not path or not port or not isinstance(obj.get(*c.path), dict):
+        return None
+    probe = {"httpGet": {"path": path, "port": port}, "periodSeconds": 10, "failureThreshold": failures}
+    what = "startupProbe (30 min)" if key == "startupProbe" else "readinessProbe"
+    return make_fix(f"add a {what} on {path}", [edits.insert_value(obj, c.path, key, probe)], unsafe=True)
+
+
+def _ray_cluster(obj: Any) -> Iterator[Finding]:
+    pods = list(pod_templates(obj))
+    runs_serve = False
+    for pod in pods:
+        for c in pod.containers(include_init=False):
+            text = " ".join(c.tokens)
+            post = as_list(get_in(c.data, ("lifecycle", "postStart", "exec", "command")))
+            text += " " + " ".join(str(x) for x in post)
+            if _SERVE_CMD.search(text.lower()):
+                runs_serve = True
+    if not runs_serve:
+        return
+    for pod in pods:
+        if pod.role == "submitter":
+            continue
+        first = next(iter(pod.containers(include_init=False)), None)
+        if first is None or isinstance(first.data.get("readinessProbe"), dict):
+            continue
+        port = None
+        for p in as_list(first.data.get("ports")):
+            if isinstance(p, dict) and p.get("name") == "serve":
+                port = serving.to_int(p.get("containerPort"))
+        port = port or 8000
+        yield RULE.finding(
+            obj, first.path_of("readinessProbe"),
+            f"RayCluster runs Ray Serve but the {pod.role or 'ray'} container {first.name or '<unnamed>'} relies on "
+            "KubeRay's injected readiness probe, which checks only the raylet/GCS; probe the Serve proxy /-/healthz",
+            fix=_add_probe(obj, first, "readinessProbe", "/-/healthz", port, 3))

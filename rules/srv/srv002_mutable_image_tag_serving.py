@@ -1,0 +1,148 @@
+"""
+## What it does
+Checks the images of serving and training pods (every container, init containers
+included) for references that can change under the same name: no tag (`:latest`),
+`:latest`, a floating tag (`stable`, `main`, `nightly`, `edge`, a `-latest` suffix...) or
+a major-only tag (`:2`, `:v1`), without an `@sha256:` digest. On accelerator pods it also
+says when `imagePullPolicy: Always` (explicit, or the default for `:latest`) re-pulls the
+image on every start.
+
+Serving pods are found by image or command (vLLM, SGLang, TGI, Triton, LMDeploy,
+llama.cpp, Ray Serve, RayService); training pods by owner kind or launcher command.
+
+## Why is this bad?
+Inference images move fast (vLLM went from one minor release to the next in weeks, with
+changed flags and metrics), so a floating tag deploys whatever was pushed last: replicas
+of one Deployment can run different engine versions, a node replacement silently
+upgrades, and a rollback cannot go back. With `imagePullPolicy: Always` every restart
+pulls the 10-20 GB image again, which slows recovery and costs egress.
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:latest
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Use instead
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Options
+- `pins` (object, default `{}`): image repository -> tag or `sha256:` digest to pin to
+  (for example `{"vllm/vllm-openai": "v0.9.2"}`); enables the fix for those images.
+
+## Fix
+Unsafe: replaces the reference with the pinned tag or digest from the `pins` option, or,
+for `vllm/vllm-openai`, with `v<vllmVersion>` when the cluster profile sets `vllmVersion`.
+Otherwise no fix: pinning needs registry access (look up the digest with
+`crane digest IMAGE` or `docker buildx imagetools inspect IMAGE`).
+
+## References
+- https://kubernetes.io/docs/concepts/containers/images/#image-names
+- https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting
+- https://docs.aws.amazon.com/deep-learning-containers/latest/devguide/
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits, serving
+from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_templates,
+                            serving_engine)
+from ailint.model import FixAvailability, Finding, Severity, as_dict
+from ailint.registry import Option, Rule, make_fix
+
+RULE = Rule(
+    code="SRV002",
+    name="mutable-image-tag-serving",
+    severity=Severity.WARNING,
+    summary="A serving or training image uses :latest, no tag or a floating tag instead of a pinned version",
+    kinds=POD_KINDS,
+    fix=FixAvailability.SOMETIMES,
+    options={"pins": Option({}, "image repository -> tag or sha256 digest to pin to", "object")},
+    tags=("serving", "training", "images"),
+)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    seen: set[tuple] = set()
+    for pod in pod_templates(obj):
+        serving_pod = is_serving_pod(pod)
+        if not serving_pod and not is_training_pod(pod):
+            continue
+        accel = is_accelerator_pod(pod)
+        role = "serving" if serving_pod else "training"
+        for c in pod.containers():
+            if c.path in seen:
+                continue
+            seen.add(c.path)
+            ref = serving.parse_image(c.data.get("image"))
+            if ref is None:
+                continue
+            reason = serving.mutable_tag_reason(ref)
+            if reason is None:
+                continue
+            engine = serving_engine(c) if not c.init else None
+            severe = serving_pod and (engine in ("vllm", "sglang") or serving.dlc_engine(ref) is not None)
+            kind = "init" if c.init and not c.sidecar else role
+            msg = (f"image {c.image} {reason}; the {kind} container {c.name or '<unnamed>'} can change version "
+                   f"between pulls: pin a version tag or an @sha256 digest")
+            policy = c.data.get("imagePullPolicy")
+            if accel and (policy == "Always" or (policy is None and (ref.tag is None or ref.tag == "latest"))):
+                why = "imagePullPolicy: Always" if policy == "Always" else "the default pull policy (Always)"
+                msg = (f"image {c.image} {reason}, and {why} re-pulls it on every start of accelerator pod "
+                       f"container {c.name or '<unnamed>'}; pin a version tag or an @sha256 digest")
+            yield RULE.finding(obj, c.path_of("image"), msg, anchor="value",
+                               severity=Severity.ERROR if severe else Severity.WARNING,
+                               fix=_pin(obj, c, ref, ctx, opts))
+
+
+def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: dict[str, Any]):
+    pins = as_dict(opts.get("pins"))
+    pin = pins.get(ref.full_repository, pins.get(ref.repository))
+    if pin is None and ref.repository == "vllm/vllm-openai" and ref.registry in ("", "docker.io"):
+        version = ctx.profile.get("vllmVersion") if ctx is not None else None
+        if isinstance(version, (str, int, float)) and not isinstance(version, bool) and str(version).strip():
+            v = str(version).strip()
+            pin = v if v.startswith("v") else "v" + v
+    if not isinstance(pin, str) or not pin.strip():
+        return None
+    pin = pin.strip().lstrip(":@")
+    new = f"{ref.full_repository}@{pin}" if pin.startswith("sha256:") else f"{ref.full_repository}:{pin}"
+    if serving.parse_image(new) is None or serving.mutable_tag_reason(serving.parse_image(new)) is not None:
+        return None
+    return make_fix(f"pin the image to {new}", [edits.replace_value(obj, c.path_of("image"), edits.scalar(new))],
+                    unsafe=True)

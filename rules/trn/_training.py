@@ -1,0 +1,226 @@
+"""Training-job helpers shared by the TRN rules (not a rule: the registry skips `_` modules).
+
+- torchrun / `python -m torch.distributed.run|launch` flags in a container;
+- Kubeflow TrainJob (trainer.kubeflow.org/v1alpha1): `spec.trainer.numNodes`,
+  `numProcPerNode`, `resourcesPerNode`, merged with the referenced (Cluster)TrainingRuntime
+  (`runtimeRef.kind` defaults to ClusterTrainingRuntime; `spec.mlPolicy.numNodes`,
+  `spec.mlPolicy.torch.numProcPerNode`; the trainer runs in the replicated job `node`);
+- Kubeflow PyTorchJob (kubeflow.org/v1): `spec.nprocPerNode` (string: auto, cpu, gpu or an
+  int; "Defaults to auto"), `pytorchReplicaSpecs.{Master,Worker}.replicas` (default 1);
+- gang-scheduling signals (Kueue, Volcano, KAI, scheduler-plugins coscheduling, YuniKorn,
+  KubeRay batch-scheduler labels).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ailint.extract import Container, PodTemplate, command_tokens, flag_value, parse_quantity, pod_templates
+from ailint.model import K8sObject, Path, as_dict, as_list, iter_dicts
+
+NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node")
+NNODES_FLAGS = ("--nnodes",)
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def runs_torchrun(c: Container) -> bool:
+    toks = c.tokens
+    for i, t in enumerate(toks):
+        base = t.rsplit("/", 1)[-1]
+        if base == "torchrun":
+            return True
+        if t in ("torch.distributed.run", "torch.distributed.launch") and i > 0 and toks[i - 1] == "-m":
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class FlagUse:
+    value: str
+    path: Path  # the list item holding the flag (or its value)
+    inline: bool  # `--flag=value` or inside a longer string, versus a separate value item
+
+
+def find_flag(c: Container, flags: tuple[str, ...]) -> FlagUse | None:
+    """The last value of a torchrun flag in the container, with where it is written."""
+    value = flag_value(c.tokens, *flags)
+    if value is None:
+        return None
+    for key in ("args", "command"):
+        items = as_list(c.data.get(key))
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
+            if not isinstance(item, str):
+                continue
+            if item in flags and i + 1 < len(items):
+                return FlagUse(value, c.path_of(key, i + 1), False)
+            if any(re.search(rf"(^|\s){re.escape(f)}(=|\s)", item) for f in flags):
+                return FlagUse(value, c.path_of(key, i), True)
+    return FlagUse(value, c.path, True)
+
+
+def replace_flag_text(text: str, flags: tuple[str, ...], new: str) -> str | None:
+    """`text` with the value of the last occurrence of a flag replaced; None when not found."""
+    pattern = re.compile(r"(" + "|".join(re.escape(f) for f in flags) + r")(=|\s+)([^\s\"']+)")
+    matches = list(pattern.finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    return text[:m.start(3)] + new + text[m.end(3):]
+
+
+def as_int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return None
+
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuroncore")
+
+
+def container_devices(c: Container) -> tuple[str, int] | None:
+    """(resource, count) of the GPUs (or NeuronCores) this container gets; None if none."""
+    for res in GPU_RESOURCES:
+        q = parse_quantity(c.limit(res))
+        if q is None:
+            q = parse_quantity(c.request(res))
+        if q is not None and q > 0 and q == int(q):
+            return res, int(q)
+    return None
+
+
+def resources_devices(resources: Any) -> tuple[str, int] | None:
+    """Same as `container_devices` for a bare ResourceRequirements mapping."""
+    lim, req = as_dict(as_dict(resources).get("limits")), as_dict(as_dict(resources).get("requests"))
+    for res in GPU_RESOURCES:
+        q = parse_quantity(lim.get(res, req.get(res)))
+        if q is not None and q > 0 and q == int(q):
+            return res, int(q)
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# TrainJob
+# ---------------------------------------------------------------------------------------
+def trainjob_runtime(obj: K8sObject, ctx: Any) -> K8sObject | None:
+    """The (Cluster)TrainingRuntime a TrainJob references, when it is in the run."""
+    if ctx is None or not getattr(ctx, "bundle", False):
+        return None
+    ref = as_dict(obj.get("spec", "runtimeRef"))
+    name = ref.get("name")
+    kind = ref.get("kind") or "ClusterTrainingRuntime"
+    if not isinstance(name, str):
+        return None
+    for o in ctx.of_kind(str(kind)):
+        if o.name != name:
+            continue
+        if kind == "TrainingRuntime" and (o.namespace or "default") != (obj.namespace or "default"):
+            continue
+        return o
+    return None
+
+
+def runtime_trainer_template(runtime: K8sObject | None) -> PodTemplate | None:
+    """The pod template of the runtime's trainer job (`node`, else the only replicated job)."""
+    if runtime is None:
+        return None
+    pods = list(pod_templates(runtime))
+    for p in pods:
+        if p.role == "node":
+            return p
+    return pods[0] if len(pods) == 1 else None
+
+
+def trainjob_num_nodes(obj: K8sObject, runtime: K8sObject | None) -> tuple[int | None, Path | None]:
+    v = obj.get("spec", "trainer", "numNodes")
+    if as_int(v) is not None:
+        return as_int(v), ("spec", "trainer", "numNodes")
+    if runtime is not None:
+        rv = as_int(runtime.get("spec", "mlPolicy", "numNodes"))
+        if rv is not None:
+            return rv, None
+        return 1, None
+    return None, None
+
+
+def trainjob_devices(obj: K8sObject, runtime: K8sObject | None) -> tuple[str, int] | None:
+    """GPUs per TrainJob node: `trainer.resourcesPerNode`, else the runtime's trainer container."""
+    rpn = obj.get("spec", "trainer", "resourcesPerNode")
+    if isinstance(rpn, dict):
+        return resources_devices(rpn)
+    tpl = runtime_trainer_template(runtime)
+    if tpl is None:
+        return None
+    for c in tpl.containers(include_init=False):
+        d = container_devices(c)
+        if d:
+            return d
+    return None
+
+
+def trainjob_command_tokens(obj: K8sObject) -> list[str]:
+    return command_tokens(as_dict(obj.get("spec", "trainer")))
+
+
+# ---------------------------------------------------------------------------------------
+# Gang scheduling
+# ---------------------------------------------------------------------------------------
+GANG_SCHEDULERS = re.compile(r"volcano|kai-scheduler|scheduler-plugins|coscheduling|yunikorn|"
+                             r"kube-batch|run-ai|runai|koord|godel", re.I)
+GANG_KEYS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name",
+             "volcano.sh/", "yunikorn.apache.org/", "ray.io/gang-scheduling-enabled", "ray.io/scheduler-name",
+             "kai.scheduler/", "runai/queue", "kueue.x-k8s.io/pod-group-name")
+
+
+def has_queue_label(obj: K8sObject) -> bool:
+    if QUEUE_LABEL in obj.labels or QUEUE_LABEL in obj.annotations:
+        return True
+    for p in pod_templates(obj):
+        if QUEUE_LABEL in p.labels:
+            return True
+    return False
+
+
+def gang_mechanism(obj: K8sObject) -> str | None:
+    """A gang-scheduling mechanism visible on the object: a gang scheduler's schedulerName,
+    pod-group labels or annotations, PyTorchJob `runPolicy.schedulingPolicy`, or KubeRay's
+    batch-scheduler labels. Returns a short description, or None."""
+    if obj.kind == "PyTorchJob" and isinstance(obj.get("spec", "runPolicy", "schedulingPolicy"), dict):
+        return "runPolicy.schedulingPolicy"
+    metas = [obj.labels, obj.annotations]
+    for p in pod_templates(obj):
+        sched = p.spec.get("schedulerName")
+        if isinstance(sched, str) and GANG_SCHEDULERS.search(sched):
+            return f"schedulerName {sched}"
+        metas += [p.labels, p.annotations]
+    for m in metas:
+        for k in m:
+            if str(k).startswith(GANG_KEYS):
+                return str(k)
+    return None
+
+
+def local_queues(ctx: Any, namespace: str) -> list[K8sObject]:
+    if ctx is None or not getattr(ctx, "bundle", False):
+        return []
+    return [o for o in ctx.of_kind("LocalQueue") if o.group.startswith("kueue.x-k8s.io")
+            and (o.namespace or "default") == namespace]
+
+
+def iter_replica_specs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
+    return [(str(k), v) for k, v in as_dict(obj.get("spec", "pytorchReplicaSpecs")).items() if isinstance(v, dict)]
+
+
+def replica_count(rs: dict[str, Any]) -> int | None:
+    if "replicas" not in rs:
+        return 1
+    return as_int(rs.get("replicas"))
+
+
+__all__ = ["iter_dicts"]

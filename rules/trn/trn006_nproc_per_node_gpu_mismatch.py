@@ -1,0 +1,244 @@
+"""
+## What it does
+Compares the processes started per node with the GPUs each pod gets:
+
+- `torchrun --nproc_per_node N` (also `--nproc-per-node`, `python -m torch.distributed.run`)
+  against the `nvidia.com/gpu` (or `aws.amazon.com/neuroncore`) limit of the container that
+  runs it, in any pod-bearing kind;
+- `PyTorchJob.spec.nprocPerNode` against the GPUs of its Master and Worker pods;
+- `TrainJob.spec.trainer.numProcPerNode` (or the runtime's `mlPolicy.torch.numProcPerNode`)
+  against `trainer.resourcesPerNode` (or the runtime's trainer container).
+
+It also compares `torchrun --nnodes N` with the pods that actually run: Master + Worker
+replicas of a PyTorchJob, `numNodes` of a TrainJob, or the completions of an Indexed Job.
+`auto`, `gpu`, elastic ranges (`1:4`) and values from env vars are not checked.
+
+## Why is this bad?
+With fewer processes than GPUs, the extra GPUs sit idle and are billed. With more, ranks
+share a device or fail with CUDA "invalid device ordinal". A `--nnodes` that differs from the
+number of pods makes the rendezvous wait for nodes that never come (or start with the
+wrong world size), so the job hangs until its timeout.
+
+## Example
+```yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ddp
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: trainer
+          image: nvcr.io/nvidia/pytorch:24.07-py3
+          command: ["torchrun", "--nproc_per_node=4", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Use instead
+```yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ddp
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: trainer
+          image: nvcr.io/nvidia/pytorch:24.07-py3
+          command: ["torchrun", "--nproc_per_node=8", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Options
+None.
+
+## Fix
+Safe: sets the per-node process count to the GPU limit (the flag in a one-line command
+item, `nprocPerNode`, or `numProcPerNode`). Multi-line scripts and `--nnodes` mismatches
+get no fix: say which of the two is right.
+
+## References
+- https://pytorch.org/docs/stable/elastic/run.html
+- https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/pytorch_types.go
+- https://github.com/kubeflow/trainer/blob/master/pkg/apis/trainer/v1alpha1/trainjob_types.go
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.extract import POD_KINDS, Container, flag_value, pod_templates
+from ailint.model import FixAvailability, Finding, Severity
+from ailint.registry import Rule, Scope, make_fix
+from ailint.rules.trn import _training as tr
+
+RULE = Rule(
+    code="TRN006",
+    name="nproc-per-node-gpu-mismatch",
+    severity=Severity.ERROR,
+    summary="Processes per node or --nnodes do not match the GPUs per pod or the pods that run",
+    kinds=POD_KINDS,
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("training", "gpu"),
+)
+
+
+def _short(res: str) -> str:
+    return {"nvidia.com/gpu": "GPU", "amd.com/gpu": "GPU", "aws.amazon.com/neuroncore": "NeuronCore"}.get(res, res)
+
+
+def _consequence(procs: int, devices: int, res: str) -> str:
+    unit = _short(res)
+    if procs < devices:
+        return f"{devices - procs} {unit}{'s' if devices - procs != 1 else ''} sit idle"
+    return f"{procs - devices} extra rank{'s' if procs - devices != 1 else ''} have no {unit} of their own"
+
+
+def _flag_fix(obj: Any, use: tr.FlagUse, new: int):
+    if not use.inline:
+        return make_fix(f"set --nproc_per_node to {new}", [edits.replace_value(obj, use.path, edits.quoted(str(new)))])
+    text = obj.get(*use.path)
+    if not isinstance(text, str) or "\n" in text:
+        return None
+    repl = tr.replace_flag_text(text, tr.NPROC_FLAGS, str(new))
+    if repl is None:
+        return None
+    return make_fix(f"set --nproc_per_node to {new}", [edits.replace_value(obj, use.path, edits.scalar(repl))])
+
+
+def _container_checks(obj: Any, c: Container) -> Iterator[Finding]:
+    if not tr.runs_torchrun(c):
+        return
+    nproc = tr.find_flag(c, tr.NPROC_FLAGS)
+    dev = tr.container_devices(c)
+    if nproc is not None and dev is not None:
+        n = tr.as_int(nproc.value)
+        res, count = dev
+        if n is not None and n != count:
+            yield RULE.finding(obj, nproc.path,
+                               f"torchrun starts {n} process{'es' if n != 1 else ''} per node but container "
+                               f"{c.name!r} has {count} {res}: {_consequence(n, count, res)}",
+                               fix=_flag_fix(obj, nproc, count))
+
+
+def _expected_nodes(obj: Any, pod: Any, ctx: Any) -> tuple[int | None, str]:
+    kind = obj.kind
+    if kind == "PyTorchJob":
+        if obj.get("spec", "elasticPolicy") is not None:
+            return None, ""
+        total, parts = 0, []
+        for role, rs in tr.iter_replica_specs(obj):
+            n = tr.replica_count(rs)
+            if n is None:
+                return None, ""
+            total += n
+            parts.append(f"{role} {n}")
+        return total, "the PyTorchJob runs " + " + ".join(parts) + f" = {total} pod{'s' if total != 1 else ''}"
+    if kind == "Job" and obj.get("spec", "completionMode") == "Indexed":
+        comp = tr.as_int(obj.get("spec", "completions"))
+        if comp is not None:
+            return comp, f"the Indexed Job has {comp} completion{'s' if comp != 1 else ''}"
+    return None, ""
+
+
+def _nnodes_checks(obj: Any, ctx: Any) -> Iterator[Finding]:
+    seen = set()
+    for pod in pod_templates(obj):
+        expected, why = _expected_nodes(obj, pod, ctx)
+        if expected is None:
+            continue
+        for c in pod.containers(include_init=False):
+            if not tr.runs_torchrun(c):
+                continue
+            use = tr.find_flag(c, tr.NNODES_FLAGS)
+            if use is None or use.path in seen:
+                continue
+            n = tr.as_int(use.value)
+            if n is not None and n != expected:
+                seen.add(use.path)
+                yield RULE.finding(obj, use.path,
+                                   f"torchrun --nnodes={n} but {why}: the rendezvous waits for nodes that "
+                                   "never join" if n > expected else
+                                   f"torchrun --nnodes={n} but {why}: pods beyond {n} fail to join the rendezvous")
+
+
+def _pytorchjob(obj: Any) -> Iterator[Finding]:
+    raw = obj.get("spec", "nprocPerNode")
+    n = tr.as_int(raw)
+    if n is None:
+        return
+    mismatched, counts = [], set()
+    for pod in pod_templates(obj):
+        for c in pod.containers(include_init=False):
+            dev = tr.container_devices(c)
+            if dev is None:
+                continue
+            counts.add(dev)
+            if dev[1] != n:
+                mismatched.append((pod.role, c, dev))
+            break
+    if not mismatched:
+        return
+    role, c, (res, count) = mismatched[0]
+    fix = None
+    if len(counts) == 1:
+        fix = make_fix(f'set nprocPerNode to "{count}"',
+                       [edits.replace_value(obj, ("spec", "nprocPerNode"), edits.quoted(str(count)))])
+    yield RULE.finding(obj, ("spec", "nprocPerNode"),
+                       f"nprocPerNode is {raw!r} but {role} pods have {count} {res}: {_consequence(n, count, res)}",
+                       fix=fix)
+
+
+def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
+    runtime = tr.trainjob_runtime(obj, ctx)
+    dev = tr.trainjob_devices(obj, runtime)
+    raw = obj.get("spec", "trainer", "numProcPerNode")
+    path = ("spec", "trainer", "numProcPerNode")
+    if raw is None and runtime is not None:
+        raw = runtime.get("spec", "mlPolicy", "torch", "numProcPerNode")
+        path = None
+    n = tr.as_int(raw)
+    if dev is not None and n is not None and n != dev[1]:
+        res, count = dev
+        src = "numProcPerNode" if path else f"the runtime {runtime.name!r} sets numProcPerNode"  # type: ignore[union-attr]
+        new = count if isinstance(raw, int) else edits.quoted(str(count))
+        fix = make_fix(f"set numProcPerNode to {count}", [edits.replace_value(obj, path, str(new))]) if path else None
+        yield RULE.finding(obj, path or ("spec", "trainer"),
+                           f"{src} is {raw!r} but each node gets {count} {res}: {_consequence(n, count, res)}",
+                           fix=fix)
+    toks = tr.trainjob_command_tokens(obj)
+    if any(t.rsplit("/", 1)[-1] == "torchrun" for t in toks):
+        nn = tr.as_int(flag_value(toks, *tr.NNODES_FLAGS))
+        nodes, npath = tr.trainjob_num_nodes(obj, runtime)
+        if nn is not None and nodes is not None and nn != nodes:
+            yield RULE.finding(obj, npath or ("spec", "trainer"),
+                               f"torchrun --nnodes={nn} but the TrainJob runs {nodes} node{'s' if nodes != 1 else ''}"
+                               ": the rendezvous never completes" if nn > nodes else
+                               f"torchrun --nnodes={nn} but the TrainJob runs {nodes} nodes: extra nodes fail to join")
+        np_ = tr.as_int(flag_value(toks, *tr.NPROC_FLAGS))
+        if np_ is not None and dev is not None and np_ != dev[1] and n is None:
+            yield RULE.finding(obj, ("spec", "trainer"),
+                               f"torchrun starts {np_} processes per node but each node gets {dev[1]} {dev[0]}: "
+                               f"{_consequence(np_, dev[1], dev[0])}")
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    if obj.kind == "TrainJob":
+        yield from _trainjob(obj, ctx)
+        return
+    if obj.kind == "PyTorchJob":
+        yield from _pytorchjob(obj)
+    for pod in pod_templates(obj):
+        for c in pod.containers(include_init=False):
+            yield from _container_checks(obj, c)
+    yield from _nnodes_checks(obj, ctx)
