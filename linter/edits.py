@@ -622,7 +622,28 @@ def _value_lines(obj: K8sObject, mapping_path: Sequence[Any], key: Any, value: A
         return _flow_value(obj, mapping_path, value)
     if isinstance(value, (dict, list)) and value:
         return block({"k": value}, *_local_layout(obj, mapping_path))[1:]
-    return _inline(value)
+    return _styled(obj, mapping_path, value)
+
+
+def _styled(obj: K8sObject, coll_path: Sequence[Any], value: Any) -> str:
+    """`scalar(value)`, single-quoted instead of double-quoted when the quoted scalars of
+    the collection at `coll_path` are single-quoted."""
+    out = _inline(value)
+    if not isinstance(value, str) or not out.startswith('"') or "\\" in out:
+        return out
+    coll = obj.get(*coll_path)
+    keys = list(coll) if isinstance(coll, dict) else range(len(coll)) if isinstance(coll, list) else []
+    votes = Counter()
+    src = obj.source
+    for k in keys:
+        p = _pos(obj, tuple(coll_path) + (k,))
+        if p is not None:
+            c = src.text[src.offset(p[4], p[5]):][:1]
+            if c in ("'", '"'):
+                votes[c] += 1
+    if votes["'"] > votes['"']:
+        return single_quoted(value)
+    return out
 
 
 @_never_raise
@@ -740,7 +761,10 @@ def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | No
     if gap < 1:
         return None
     unit, seq_ind, _ = _local_layout(obj, seq_path[:-1]) if seq_path else (_indent_unit(obj), seq_indented(obj), 1)
-    out = [" " * dash_col + line for line in block([item], unit, seq_ind, gap)]
+    lines = block([item], unit, seq_ind, gap)
+    if not isinstance(item, (dict, list)):
+        lines = ["-" + " " * gap + _styled(obj, seq_path, item)]
+    out = [" " * dash_col + line for line in lines]
     at = _end_of_block(obj, seq_path)
     if at is None:
         return None

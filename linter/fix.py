@@ -38,18 +38,37 @@ def select_fixes(fixes: Iterable[Fix], unsafe: bool) -> list[Fix]:
     return [f for f in fixes if f.applicability == Applicability.SAFE or unsafe]
 
 
+def _own_edits(fix: Fix) -> list[Edit] | None:
+    """A fix's edits in order, insertions at one point joined in the fix's order; None when
+    two of its edits overlap otherwise (the fix is then never applied)."""
+    out: list[Edit] = []
+    for e in sorted(fix.edits, key=lambda e: e.start):  # stable: equal points keep their order
+        if out and e.start == e.end == out[-1].start == out[-1].end:
+            out[-1] = Edit(e.start, e.end, out[-1].content + e.content)
+            continue
+        if out and _overlaps(out[-1], e):
+            return None
+        out.append(e)
+    return out
+
+
 def apply_to_text(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
-    """Apply every fix whose edits overlap no earlier accepted edit; return (text, applied)."""
+    """Apply every fix whose edits overlap no earlier accepted edit; return (text, applied).
+
+    Several insertions at one point inside one fix are applied in the fix's order.
+    """
     accepted: list[Edit] = []
     applied: list[Fix] = []
     seen: set[tuple[int, int, str]] = set()
-    for fix in sorted(fixes, key=lambda f: min(e.start for e in f.edits)):
-        edits = [e for e in fix.edits if (e.start, e.end, e.content) not in seen]
+    for fix in sorted((f for f in fixes if f.edits), key=lambda f: min(e.start for e in f.edits)):
+        own = _own_edits(fix)
+        if own is None:
+            continue
+        edits = [e for e in own if (e.start, e.end, e.content) not in seen]
         if not edits:
             applied.append(fix)  # identical to edits already accepted
             continue
-        if any(_overlaps(e, a) for e in edits for a in accepted) or any(
-                _overlaps(e, f) for i, e in enumerate(edits) for f in edits[i + 1:]):
+        if any(_overlaps(e, a) for e in edits for a in accepted):
             continue
         if any(not 0 <= e.start <= e.end <= len(text) for e in edits):
             continue  # stale offsets: never apply an edit outside the text
@@ -168,7 +187,7 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
     except (yaml.YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["invalid YAML"])[0]
         return f"the result would not parse{where}: {problem}"
     try:
         old_docs = _documents(old)

@@ -244,6 +244,10 @@ def _fmt_params(p: float) -> str:
     return f"{p:.0f}"
 
 
+def _how(params: float, bpp: float, why: str) -> str:
+    return f"{_fmt_params(params)} params x {bpp:g} byte{'' if bpp == 1 else 's'}, {why}"
+
+
 def estimate(container: Container | None, pod: PodTemplate, *, on_disk: bool = False) -> Estimate | None:
     """The model's size in bytes, or None when neither an annotation nor the model id says.
 
@@ -262,7 +266,7 @@ def estimate(container: Container | None, pod: PodTemplate, *, on_disk: bool = F
         params = parse_params(ann[0])
         if params is not None:
             bpp, why = _bytes_per_param(tokens, ids[0] if ids else None, on_disk)
-            return Estimate(params * bpp, f"{_fmt_params(params)} params x {bpp:g} bytes ({why})",
+            return Estimate(params * bpp, _how(params, bpp, why),
                             "params-annotation", ids[0] if ids else None, params, bpp)
     best: Estimate | None = None
     for mid in ids:
@@ -270,7 +274,7 @@ def estimate(container: Container | None, pod: PodTemplate, *, on_disk: bool = F
         if params is None:
             continue
         bpp, why = _bytes_per_param(tokens, mid, on_disk)
-        est = Estimate(params * bpp, f"{_fmt_params(params)} params x {bpp:g} bytes ({why})", "model-id",
+        est = Estimate(params * bpp, _how(params, bpp, why), "model-id",
                        mid, params, bpp)
         if container is not None and mid == ids[0]:
             return est  # the container's own --model wins over aliases

@@ -188,6 +188,7 @@ def core_store(kube_version: str) -> _CoreStore | None:
 @dataclass
 class _CrdSchema:
     schema: dict[str, Any]
+    compiler: _Compiler
     checker: Callable[[Any], bool]
     validator: Any = None
 
@@ -213,7 +214,8 @@ class _CrdStore:
         s = self.loaded.get(fname)
         if s is None:
             schema = json.loads(self.base.joinpath(fname).read_text("utf-8"))
-            s = self.loaded[fname] = _CrdSchema(schema, _Compiler(schema).compile(schema))
+            compiler = _Compiler(schema)
+            s = self.loaded[fname] = _CrdSchema(schema, compiler, compiler.compile(schema))
         return s
 
     def validator(self, s: _CrdSchema) -> Any:
@@ -277,6 +279,31 @@ def _is_type(x: Any, t: str) -> bool:
     return False
 
 
+_CLASSES = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _type_check(types: tuple[str, ...]) -> Callable[[Any], bool]:
+    """A fast isinstance-based check for a JSON Schema `type` (null is handled by the caller)."""
+    types = tuple(t for t in types if t != "null")
+    if not types:
+        return _never_unless_null
+    if all(t in _CLASSES for t in types):
+        classes = tuple(_CLASSES[t] for t in types)  # bool is no subclass of str, dict or list
+        return lambda x: isinstance(x, classes)
+    return lambda x: any(_is_type(x, t) for t in types)
+
+
+def _items_check(f: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def items_check(x: Any) -> bool:
+        if x.__class__ is list:
+            for i in x:
+                if not f(i):
+                    return False
+        return True
+
+    return items_check
+
+
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
@@ -302,6 +329,20 @@ class _Compiler:
                 node = node[part.replace("~1", "/").replace("~0", "~")]
         return node
 
+    def defaulted(self, node: dict[str, Any], name: str) -> bool:
+        """Whether property `name` of `node` has a default (following `$ref`s)."""
+        sub = (node.get("properties") or {}).get(name)
+        for _ in range(20):
+            if not isinstance(sub, dict):
+                return False
+            if "default" in sub:
+                return True
+            ref = sub.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                return False
+            sub = self.resolve(ref)
+        return False
+
     def compile(self, node: Any) -> Callable[[Any], bool]:
         if node is True or node == {}:
             return _always
@@ -324,23 +365,18 @@ class _Compiler:
             if k in _IGNORED or k.startswith("x-") or k in ("properties", "additionalProperties", "format"):
                 continue
             if k == "$ref":
-                checks.append(self.compile(self.resolve(v)))
+                checks.append(self.lazy(self.resolve(v)))
             elif k == "type":
-                types = tuple(v) if isinstance(v, list) else (v,)
-                if len(types) == 1:
-                    t = types[0]
-                    checks.append(lambda x, t=t: _is_type(x, t))
-                else:
-                    checks.append(lambda x, ts=types: any(_is_type(x, t) for t in ts))
+                checks.append(_type_check(tuple(v) if isinstance(v, list) else (v,)))
             elif k == "required":
-                req = tuple(v)
+                # the API server applies defaults before it checks required fields
+                req = tuple(r for r in v if not self.defaulted(node, r))
                 checks.append(lambda x, req=req: not isinstance(x, dict) or all(r in x for r in req))
             elif k == "enum":
                 allowed = list(v)
                 checks.append(lambda x, a=allowed: any(_equal(x, e) for e in a))
             elif k == "items":
-                item = self.compile(v)
-                checks.append(lambda x, f=item: not isinstance(x, list) or all(f(i) for i in x))
+                checks.append(_items_check(self.lazy(v)))
             elif k == "pattern":
                 rx = re.compile(v)
                 checks.append(lambda x, rx=rx: not isinstance(x, str) or rx.search(x) is not None)
@@ -379,28 +415,7 @@ class _Compiler:
         props = node.get("properties")
         addl = node.get("additionalProperties", True)
         if props is not None or addl is not True:
-            pf = {k: self.compile(s) for k, s in (props or {}).items()}
-            if addl is False:
-                def obj_check(x: Any, pf=pf) -> bool:
-                    if not isinstance(x, dict):
-                        return True
-                    for k, v in x.items():
-                        f = pf.get(k)
-                        if f is None or not f(v):
-                            return False
-                    return True
-            else:
-                af = self.compile(addl) if addl is not True else None
-
-                def obj_check(x: Any, pf=pf, af=af) -> bool:
-                    if not isinstance(x, dict):
-                        return True
-                    for k, v in x.items():
-                        f = pf.get(k, af)
-                        if f is not None and not f(v):
-                            return False
-                    return True
-            checks.append(obj_check)
+            checks.append(self._object_check(props or {}, addl))
         if not checks:
             return _always
         if len(checks) == 1:
@@ -410,7 +425,61 @@ class _Compiler:
             a, b = checks
             return lambda x: x is None or (a(x) and b(x))
         tup = tuple(checks)
-        return lambda x: x is None or all(c(x) for c in tup)
+
+        def node_check(x: Any) -> bool:
+            if x is None:
+                return True
+            for c in tup:
+                if not c(x):
+                    return False
+            return True
+
+        return node_check
+
+
+    def _object_check(self, props: dict[str, Any], addl: Any) -> Callable[[Any], bool]:
+        """properties + additionalProperties; each property compiled on first use."""
+        compiled: dict[str, Callable[[Any], bool]] = {}
+        compile_ = self.compile
+        rest = None if addl is True else (_never_unless_null if addl is False else None)
+
+        def obj_check(x: Any) -> bool:
+            nonlocal rest
+            if not isinstance(x, dict):
+                return True
+            for k, v in x.items():
+                f = compiled.get(k)
+                if f is None:
+                    sub = props.get(k)
+                    if sub is not None:
+                        f = compiled[k] = compile_(sub)
+                    elif addl is True:
+                        continue
+                    else:
+                        if rest is None:
+                            rest = compile_(addl)
+                        f = rest
+                if not f(v):
+                    return False
+            return True
+
+        return obj_check
+
+    def lazy(self, node: Any) -> Callable[[Any], bool]:
+        """A checker for `node` compiled on its first call (most of a schema is never used)."""
+        if node is True or node == {}:
+            return _always
+        fn = self.memo.get(id(node))
+        if fn is not None:
+            return fn
+        cell: list[Callable[[Any], bool]] = []
+
+        def run(x: Any) -> bool:
+            if not cell:
+                cell.append(self.compile(node))
+            return cell[0](x)
+
+        return run
 
 
 def _always(x: Any) -> bool:
@@ -430,6 +499,7 @@ class _Out:
 
     settings: Any
     enabled: set[str]
+    patch_names: set[str] = field(default_factory=set)  # files named as patches by a Kustomization
     findings: list[Finding] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)
     rules: dict[str, Any] = field(default_factory=dict)
@@ -454,7 +524,8 @@ class _Out:
 
 def validate_objects(objects: Iterable[K8sObject], settings: Any, enabled_codes: Iterable[str]) -> list[Finding]:
     """Every SCH finding on `objects` (only for the codes in `enabled_codes`)."""
-    out = _Out(settings, set(enabled_codes))
+    objects = list(objects)
+    out = _Out(settings, set(enabled_codes), _kustomize_patches(objects))
     if not out.enabled:
         return []
     for obj in objects:
@@ -478,7 +549,7 @@ def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
         s = crds.get(group, version, kind)
         if s is not None:
             if not s.checker(obj.data):
-                _report(obj, crds.validator(s), out)
+                _report(obj, crds.validator(s), out, s.compiler)
             _cel_findings(obj, out)
             return
         _crd_version_finding(obj, group, version, kind, entry, crds, out)
@@ -604,13 +675,25 @@ def _suggest(name: str, candidates: Iterable[str]) -> str | None:
     return m[0] if m else None
 
 
-def _report(obj: K8sObject, validator: Any, out: _Out) -> None:
+def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | None = None) -> None:
     errors = list(validator.iter_errors(obj.data))
     suggested: dict[Path, set[str]] = {}
-    pending_required: list[tuple[Path, str]] = []
+    pending_required: list[tuple[Path, str, dict[str, Any]]] = []
     for e in errors:
         _one_error(obj, e, out, suggested, pending_required)
-    for path, name in pending_required:
+    partial = None
+    for path, name, schema in pending_required:
+        if compiler is not None and compiler.defaulted(schema, name):
+            continue  # defaulted by the API server before validation
+        if (_generic(path), name) in _DEFAULTED_REQUIRED.get((obj.group, obj.kind), ()):
+            continue  # a defaulter or the operator's mutating webhook fills it before validation
+        if partial is None:
+            partial = _is_partial(obj, out)
+        if partial:
+            continue  # a kustomize patch or a template: incomplete by design
+        if name == "selector" and path == ("spec",) and obj.kind in _SELECTOR_KINDS and \
+                not as_dict(obj.get("spec", "template", "metadata")).get("labels"):
+            continue  # neither selector nor pod labels: a kustomize base that commonLabels completes
         if name in suggested.get(path, ()):
             continue  # `sise:` was reported with "did you mean `size`?"; the missing `size` is the same mistake
         out.add(CODES["required"], obj, path, f"{_where(path)} is missing the required field `{name}`",
@@ -618,19 +701,21 @@ def _report(obj: K8sObject, validator: Any, out: _Out) -> None:
 
 
 def _one_error(obj: K8sObject, e: Any, out: _Out, suggested: dict[Path, set[str]],
-               pending_required: list[tuple[Path, str]]) -> None:
+               pending_required: list[tuple[Path, str, dict[str, Any]]]) -> None:
     inst = e.instance
     if inst is None:
         return
     path: Path = tuple(e.absolute_path)
     kw = e.validator
+    if kw not in ("additionalProperties", "required") and _placeholder(inst):
+        return  # `${PORT}`, `$NUM_NODES`, `<your-bucket>`: a template to be filled in, not a value
     schema = e.schema if isinstance(e.schema, dict) else {}
     if kw == "additionalProperties":
         props = schema.get("properties") or {}
         patterns = [re.compile(p) for p in (schema.get("patternProperties") or {})]
         for key in inst:
-            if key in props or any(p.search(key) for p in patterns):
-                continue
+            if key in props or any(p.search(key) for p in patterns) or key.startswith("$"):
+                continue  # `$patch: delete` and friends are kustomize/strategic-merge directives
             hint = _suggest(key, props)
             if hint:
                 suggested.setdefault(path, set()).add(hint)
@@ -643,7 +728,7 @@ def _one_error(obj: K8sObject, e: Any, out: _Out, suggested: dict[Path, set[str]
     elif kw == "required":
         for name in e.validator_value:
             if isinstance(inst, dict) and name not in inst:
-                pending_required.append((path, name))
+                pending_required.append((path, name, schema))
     elif kw == "type":
         _type_finding(obj, path, inst, e.validator_value, out)
     elif kw in ("oneOf", "anyOf"):
@@ -731,6 +816,69 @@ def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: A
     if kw == "uniqueItems":
         return f"{where} has duplicate items"
     return f"{where} is invalid ({kw})"
+
+
+# -- objects that are incomplete on purpose ------------------------------------------------
+# Required fields that Kubernetes defaulters or the operator's mutating webhook fill before
+# the schema is checked: (group, kind) -> {(generic parent path, field)}.
+_DEFAULTED_REQUIRED: dict[tuple[str, str], set[tuple[str, str]]] = {
+    # pkg/apis/rbac/v1/defaults.go: SetDefaults_(Cluster)RoleBinding sets roleRef.apiGroup
+    ("rbac.authorization.k8s.io", "RoleBinding"): {("roleRef", "apiGroup")},
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {("roleRef", "apiGroup")},
+    # jobset pkg/webhooks/jobset_webhook.go Default(): names rules "failurePolicyRule<i>"
+    ("jobset.x-k8s.io", "JobSet"): {("spec.failurePolicy.rules[]", "name")},
+}
+_SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
+_PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
+_PLACEHOLDER_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
+
+
+def _generic(path: Path) -> str:
+    return dotted(path).replace("[", "[").split("[")[0] if False else re.sub(r"\[\d+\]", "[]", dotted(path))
+
+
+def _placeholder(v: Any) -> bool:
+    return isinstance(v, str) and _PLACEHOLDER_RE.search(v) is not None
+
+
+def _kustomize_patches(objects: list[K8sObject]) -> set[str]:
+    """Base names of the files that Kustomizations in the run apply as patches."""
+    names: set[str] = set()
+    for o in objects:
+        if o.kind not in ("Kustomization", "Component") or not o.group.startswith("kustomize.config.k8s.io"):
+            continue
+        for p in as_list(o.data.get("patchesStrategicMerge")):
+            if isinstance(p, str) and "\n" not in p:
+                names.add(os.path.basename(p.strip()))
+        for key in ("patches", "patchesJson6902"):
+            for _, p in iter_dicts(o.data.get(key)):
+                if isinstance(p.get("path"), str):
+                    names.add(os.path.basename(p["path"].strip()))
+    names.discard("")
+    return names
+
+
+def _is_partial(obj: K8sObject, out: _Out) -> bool:
+    """A kustomize patch or a pod template file: missing required fields are expected."""
+    display = obj.file.replace("\\", "/")
+    base = display.rsplit("/", 1)[-1]
+    low = display.lower()
+    if "patch" in low or any(t in base.lower() for t in ("pod-template", "pod_template", "podtemplate")):
+        return True
+    if any(base == n or base.endswith("__" + n) or base.endswith("_" + n) for n in out.patch_names):
+        return True
+    return _has_directive(obj.data, 0)
+
+
+def _has_directive(node: Any, depth: int) -> bool:
+    if depth > 12:
+        return False
+    if isinstance(node, dict):
+        return any(isinstance(k, str) and k.startswith(_PATCH_DIRECTIVES) for k in node) or \
+            any(_has_directive(v, depth + 1) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_directive(v, depth + 1) for v in node)
+    return False
 
 
 # ---------------------------------------------------------------------------------------

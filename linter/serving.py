@@ -560,3 +560,31 @@ def workload_pods(obj: K8sObject) -> list[PodTemplate]:
     from .extract import pod_templates
 
     return list(pod_templates(obj))
+
+
+def flag_span(obj: K8sObject, c: Container, names: Sequence[str]) -> Span | None:
+    """The span of `--flag value` inside a command/args string (when written once there)."""
+    rx = re.compile(_flag_regex(names).pattern + r"(?:=|[ \t]+)\"?[^\s\"';&|]*")
+    found = []
+    for key in ("command", "args"):
+        for i, tok in enumerate(as_list(c.data.get(key))):
+            if isinstance(tok, str) and _flag_regex(names).search(tok):
+                found.append(c.path_of(key, i))
+    if len(found) != 1:
+        return None
+    m = match_in_scalar(obj, found[0], rx)
+    return None if m is None else span_of(obj, *m)
+
+
+def text_location(obj: K8sObject, c: Container, text: str) -> tuple[tuple, Span | None] | None:
+    """Where a literal (a model id) is written in command/args: (item path, span of the text)."""
+    if not text:
+        return None
+    rx = re.compile(r"(?<![\w./-])" + re.escape(text) + r"(?![\w./-])")
+    for key in ("args", "command"):
+        for i, tok in enumerate(as_list(c.data.get(key))):
+            if isinstance(tok, str) and rx.search(tok):
+                path = c.path_of(key, i)
+                m = match_in_scalar(obj, path, rx)
+                return path, (span_of(obj, *m) if m else None)
+    return None

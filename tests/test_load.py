@@ -202,3 +202,40 @@ def test_unreadable_file(tmp_path):
     p.chmod(0)
     result = lint([str(p)], Settings(root=str(tmp_path)))
     assert [f.code for f in result.findings] == ["YML009"]
+
+
+CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  annotations:
+    x: y
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+"""
+
+
+def test_crd_documents_are_counted_but_not_parsed():
+    text = "# header\n---\n" + CRD + "---\n" + POD + "---\n---\n" + CRD.replace("widgets", "gadgets") + "---\n" + POD
+    r = load(text)
+    assert not r.findings
+    got = [(o.doc_index, o.kind, o.name, o.span(("metadata", "name")).line) for o in r.objects]
+    assert got == [(0, "CustomResourceDefinition", "widgets.example.com", 8),
+                   (1, "Pod", "p", 16),
+                   (3, "CustomResourceDefinition", "gadgets.example.com", 28),
+                   (4, "Pod", "p", 36)]
+    # same answer as parsing the whole stream
+    import yaml as _yaml
+
+    import ailint.load as L
+
+    whole = [d for d in _yaml.safe_load_all(text) if d]
+    assert [d["kind"] for d in whole] == [o.kind for o in r.objects]
+    assert r.documents == 4 and L._CRD_KIND_RE.search(text)
+
+
+def test_syntax_error_after_a_crd_keeps_its_line():
+    r = load(CRD + "---\n" + POD + "---\nmetadata:\n  name: \"broken\n")
+    assert [o.kind for o in r.objects] == ["CustomResourceDefinition", "Pod"]
+    assert r.findings[0].code == "YML001" and r.findings[0].span.line >= 21

@@ -117,7 +117,7 @@ def test_estimate_from_model_id():
     c, pod = _pod(DEPLOY.replace("{ANN}", "{}").replace("{TANN}", "{}"))
     size, how = estimate_model_bytes(c, pod)
     assert size == pytest.approx(70e9 * 4)
-    assert "70B params x 4 bytes" in how
+    assert "70B params x 4 bytes, float32" == how
     est = estimate(c, pod, on_disk=True)
     assert est is not None and est.bytes == pytest.approx(140e9) and not est.exact
 

@@ -18,6 +18,7 @@ metadata:
 spec:
   disruption:
     consolidationPolicy: WhenUnderutilized
+    consolidateAfter: 1m
   template:
     spec:
       nodeClassRef:
@@ -39,6 +40,7 @@ metadata:
 spec:
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
   template:
     spec:
       nodeClassRef:

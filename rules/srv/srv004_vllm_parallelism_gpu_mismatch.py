@@ -145,6 +145,7 @@ def _dp_local(args: serving.EngineArgs) -> int | None:
 
 
 def _formula(args: serving.EngineArgs, dp: int) -> str:
+    """`TP 8` or `TP 8 x PP 2`."""
     parts = [f"TP {args.tp}"]
     if args.pp > 1:
         parts.append(f"PP {args.pp}")
@@ -166,6 +167,7 @@ def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: in
         return
     tp_path = serving.flag_path(c, args.flag_names("tp"))
     where = tp_path or serving.gpu_path(c)
+    span = serving.flag_span(obj, c, args.flag_names("tp")) if tp_path else None
     name = c.name or "<unnamed>"
     per_pod = args.has("dp_local") or args.has("dp_rank")
     ray = (args.raw("executor") or "").lower() == "ray"
@@ -175,42 +177,43 @@ def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: in
             nodes = args.int("nnodes")
             if not nodes:
                 return
-            total, how = nodes * gpus, f"{nodes} nodes x {gpus} GPUs"
+            total, how = nodes * gpus, f"{nodes} nodes of {gpus} GPUs"
         else:
             worker_gpus = max((serving.gpu_limit(w) or 0 for p in workers for w in p.containers(include_init=False)),
                               default=0)
             if pod in workers:  # no leader template: every pod of the group is alike
                 worker_gpus = gpus
             total = gpus + (size - 1) * worker_gpus
-            how = f"group of {size} pods with {total} GPUs"
+            how = f"group of {size} pods"
         need = args.tp * args.pp * dp
         if need == total:
             return
         if need > total:
-            yield RULE.finding(obj, where, f"{engine} needs {_formula(args, dp)} = {need} GPUs but its {how} has "
-                                           f"{total}; the engine fails to start")
+            yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but its {how} has {total}; "
+                                           "the engine fails to start", span=span)
         else:
-            yield RULE.finding(obj, where, f"{engine} uses {_formula(args, dp)} = {need} GPUs of its {how} "
-                                           f"({total}); {total - need} GPUs sit idle", severity=Severity.WARNING)
+            yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} uses {need} of the {total} GPUs of its {how}; "
+                                           f"{total - need} sit idle", severity=Severity.WARNING, span=span)
         return
     if ray and obj.kind != "LeaderWorkerSet":
         return  # the engine runs on a Ray cluster the linter cannot see
     need = args.tp * args.pp * dp
     if need > gpus:
-        yield RULE.finding(obj, where, f"{engine} in container {name} needs {_formula(args, dp)} = {need} GPUs but "
-                                       f"is limited to {gpus} nvidia.com/gpu; the engine fails to start",
-                           fix=_fix(obj, c, args, dp, gpus, tp_path is not None))
+        yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but is "
+                                       f"limited to {gpus} nvidia.com/gpu; the engine fails to start",
+                           fix=_fix(obj, c, args, dp, gpus, tp_path is not None), span=span)
         return
     if need < gpus:
-        yield RULE.finding(obj, where, f"{engine} in container {name} uses {_formula(args, dp)} = {need} of its "
+        yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} uses {need} of its "
                                        f"{gpus} GPUs; {gpus - need} sit idle (raise TP or lower the limit)",
-                           severity=Severity.WARNING, fix=_fix(obj, c, args, dp, gpus, tp_path is not None))
+                           severity=Severity.WARNING, fix=_fix(obj, c, args, dp, gpus, tp_path is not None), span=span)
         return
     types = ctx.target_types(pod) if ctx is not None and getattr(ctx, "bundle", False) else None
     counts = [it.count for t in (types or ()) if (it := instances.get(t)) is not None and it.is_gpu]
     if counts and args.tp > max(counts):
         yield RULE.finding(obj, where, f"TP {args.tp} in container {name} exceeds the largest GPU count ({max(counts)}) "
-                                       f"of the instance types it can run on ({', '.join(sorted(types or ()))[:80]})")
+                                       f"of the instance types it can run on ({', '.join(sorted(types or ()))[:80]})",
+                           span=span)
 
 
 def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp: bool):
@@ -226,7 +229,8 @@ def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp:
         edit = serving.append_arg_edit(obj, c, f"--tensor-parallel-size={new_tp}")
     else:
         edit = serving.append_arg_edit(obj, c, f"--tp-size={new_tp}")
-    return make_fix(f"set tensor parallelism to {new_tp} (the {gpus} GPUs / {denom})", [edit], unsafe=True)
+    why = "the GPU limit" if denom == 1 else f"{gpus} GPUs / {denom} PP x DP"
+    return make_fix(f"set tensor parallelism to {new_tp} ({why})", [edit], unsafe=True)
 
 
 def _rayservice(obj: Any) -> Iterator[Finding]:
@@ -246,7 +250,8 @@ def _rayservice(obj: Any) -> Iterator[Finding]:
             if len(configs) == 1 and "tensor_parallel_size" in cfg.engine_kwargs else None
         if total is not None and need > total:
             yield RULE.finding(obj, ("spec", "serveConfigV2"),
-                               f"{label} needs TP {tp} x PP {pp} = {need} GPUs but the worker groups have at most "
+                               f"{label}: TP {tp}" + (f" x PP {pp}" if pp > 1 else "")
+                               + f" needs {need} GPUs but the worker groups have at most "
                                f"{total}; the replica can never be placed", span=span)
         elif tp > per_pod:
             yield RULE.finding(obj, ("spec", "serveConfigV2"),

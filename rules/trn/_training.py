@@ -224,3 +224,37 @@ def replica_count(rs: dict[str, Any]) -> int | None:
 
 
 __all__ = ["iter_dicts"]
+
+
+def add_label_edit(obj: K8sObject, key: str, value: str):
+    """An edit adding `key: value` to the object's `metadata.labels` (None when the layout
+    makes it unsafe)."""
+    from ailint import edits
+
+    labels = obj.get("metadata", "labels")
+    if isinstance(labels, dict) and labels and not edits.is_flow(obj, ("metadata", "labels")):
+        return edits.insert_key(obj, ("metadata", "labels"), edits.scalar(key), edits.scalar(value))
+    if isinstance(labels, dict):
+        merged = {**{str(k): v for k, v in labels.items()}, key: value}
+        return edits.replace_value(obj, ("metadata", "labels"), edits._inline(merged))
+    if obj.has(("metadata", "labels")):
+        return None
+    if isinstance(obj.get("metadata"), dict) and obj.get("metadata"):
+        return edits.insert_value(obj, ("metadata",), "labels", {key: value})
+    return None
+
+
+def accelerator_total(obj: K8sObject) -> tuple[int, float]:
+    """(pods, accelerator devices) a workload runs at once, from its pod templates (EFA not
+    counted). Unknown replica counts count as 0."""
+    pods, devs = 0, 0.0
+    for p in pod_templates(obj):
+        n = p.replicas or 0
+        per = 0.0
+        for c in p.containers(include_init=False):
+            for k, v in c.accelerators().items():
+                if k != "vpc.amazonaws.com/efa":
+                    per += v
+        pods += n
+        devs += per * n
+    return pods, devs

@@ -195,7 +195,7 @@ def _pytorchjob(obj: Any) -> Iterator[Finding]:
         fix = make_fix(f'set nprocPerNode to "{count}"',
                        [edits.replace_value(obj, ("spec", "nprocPerNode"), edits.quoted(str(count)))])
     yield RULE.finding(obj, ("spec", "nprocPerNode"),
-                       f"nprocPerNode is {raw!r} but {role} pods have {count} {res}: {_consequence(n, count, res)}",
+                       f"nprocPerNode is \"{raw}\" but {role} pods have {count} {res}: {_consequence(n, count, res)}",
                        fix=fix)
 
 
@@ -210,11 +210,12 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
     n = tr.as_int(raw)
     if dev is not None and n is not None and n != dev[1]:
         res, count = dev
-        src = "numProcPerNode" if path else f"the runtime {runtime.name!r} sets numProcPerNode"  # type: ignore[union-attr]
+        src = f"numProcPerNode is {raw}" if path else \
+            f"numProcPerNode is {raw} (from runtime {runtime.name!r})"  # type: ignore[union-attr]
         new = count if isinstance(raw, int) else edits.quoted(str(count))
         fix = make_fix(f"set numProcPerNode to {count}", [edits.replace_value(obj, path, str(new))]) if path else None
         yield RULE.finding(obj, path or ("spec", "trainer"),
-                           f"{src} is {raw!r} but each node gets {count} {res}: {_consequence(n, count, res)}",
+                           f"{src} but each node gets {count} {res}: {_consequence(n, count, res)}",
                            fix=fix)
     toks = tr.trainjob_command_tokens(obj)
     if any(t.rsplit("/", 1)[-1] == "torchrun" for t in toks):

@@ -1,0 +1,210 @@
+"""
+## What it does
+Flags accelerator containers that need a large `/dev/shm` but mount nothing there, in pods
+that are not `hostIPC`. A container needs one when it requests 2 or more GPUs, when it runs
+vLLM or SGLang with tensor or pipeline parallelism above 1 (`--tensor-parallel-size`/`-tp`,
+`--pipeline-parallel-size`/`-pp`, SGLang `--tp-size`/`--pp-size`), or when it is a
+torchrun, DeepSpeed or Ray Train worker.
+
+Skipped: the Ray container (the first one) of RayCluster, RayJob and RayService head and
+worker pods, because KubeRay mounts a memory-backed `/dev/shm` there itself; containers
+with `NCCL_SHM_DISABLE=1`; pods with `hostIPC: true` (they share the host's `/dev/shm`).
+
+## Why is this bad?
+Container runtimes give each pod a 64 MiB `/dev/shm` by default (Docker's and CRI-O's
+`DefaultShmSize`). NCCL's shared-memory transport between GPUs of one node, vLLM's
+tensor-parallel workers and PyTorch DataLoader workers all allocate there; with 64 MiB they
+crash with `Bus error` or NCCL "unhandled system error", or fall back to a much slower path.
+
+## Example
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-70b
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
+```
+
+## Use instead
+```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-70b
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
+          volumeMounts:
+            - name: dshm
+              mountPath: /dev/shm
+      volumes:
+        - name: dshm
+          emptyDir:
+            medium: Memory
+            sizeLimit: 16Gi
+```
+
+## Options
+- `size_limit` (default `16Gi`): the `sizeLimit` the fix gives the new volume; it is capped
+  at half the container's memory limit when that is smaller.
+
+## Fix
+Unsafe: adds a volume `dshm` (`emptyDir: {medium: Memory, sizeLimit: <size_limit>}`) and
+mounts it at `/dev/shm`. A memory-backed emptyDir counts against the container's memory
+limit, so the size is a choice to review.
+
+## References
+- https://docs.vllm.ai/en/stable/deployment/k8s.html
+- https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker
+- https://kubernetes.io/docs/concepts/storage/volumes/#emptydir
+- https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterator
+
+from ailint import gpu_facts
+from ailint.extract import (GPU_RESOURCES, NEURON_RESOURCES, POD_KINDS, flag_value, parse_quantity, pod_templates,
+                            serving_engine, volumes)
+from ailint.model import FixAvailability, Finding, Severity, as_dict
+from ailint.registry import Option, Rule, make_fix
+
+RULE = Rule(
+    code="GPU005",
+    name="dev-shm-missing-multi-gpu",
+    severity=Severity.WARNING,
+    summary="A multi-GPU, tensor-parallel or distributed-training container has no memory-backed /dev/shm",
+    kinds=POD_KINDS,
+    fix=FixAvailability.SOMETIMES,
+    options={"size_limit": Option("16Gi", "sizeLimit of the /dev/shm emptyDir the fix adds", "string")},
+    tags=("gpu", "nccl", "storage"),
+    precision="high",
+)
+
+_RAY_KINDS = ("RayCluster", "RayJob", "RayService")
+_TRAIN = re.compile(r"(^|[\s/])(torchrun|deepspeed)(\s|$)|torch\.distributed\.(run|launch)|\bray\.train\b")
+_TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
+_PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _mounts_shm(c: Any) -> bool:
+    return any(str(m.get("mountPath") or "").rstrip("/") == "/dev/shm" for m in c.volume_mounts)
+
+
+def _reason(c: Any) -> tuple[str, bool] | None:
+    """Why the container needs a large /dev/shm, and whether it is an error (TP > 1)."""
+    toks = c.tokens
+    engine = serving_engine(c)
+    if engine in ("vllm", "sglang"):
+        tp, pp = _int(flag_value(toks, *_TP_FLAGS)), _int(flag_value(toks, *_PP_FLAGS))
+        if tp and tp > 1:
+            return f"runs {engine} with tensor parallelism {tp}", True
+        if pp and pp > 1:
+            return f"runs {engine} with pipeline parallelism {pp}", False
+    acc = c.accelerators()
+    gpus = sum(acc.get(r, 0) for r in GPU_RESOURCES)
+    if gpus >= 2:
+        return f"requests {int(gpus)} GPUs", False
+    text = " ".join(toks)
+    m = _TRAIN.search(text)
+    if m:
+        word = m.group(2) or m.group(0).strip()
+        return f"is a {word} worker", False
+    return None
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    for pod in pod_templates(obj):
+        spec = pod.spec
+        if spec.get("hostIPC") is True:
+            continue
+        ray_pod = obj.kind in _RAY_KINDS and pod.role != "submitter"
+        for c in pod.containers(include_init=False):
+            if ray_pod and c.path[-1] == 0:
+                continue  # KubeRay mounts a Memory emptyDir at /dev/shm into the Ray container
+            acc = c.accelerators()
+            if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES):
+                continue
+            if _mounts_shm(c) or c.env_value("NCCL_SHM_DISABLE") in ("1", "true", "True"):
+                continue
+            why = _reason(c)
+            if why is None:
+                continue
+            text, is_error = why
+            name = c.name or "container"
+            msg = (f"container {name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
+                   f"mount an emptyDir with medium: Memory")
+            yield RULE.finding(obj, c.path_of("volumeMounts") if "volumeMounts" in c.data else c.path, msg,
+                               severity=Severity.ERROR if is_error else None,
+                               fix=_fix(obj, pod, c, str(opts.get("size_limit") or "16Gi")))
+
+
+def _size(c: Any, wanted: str) -> str:
+    want = parse_quantity(wanted)
+    lim = parse_quantity(c.limit("memory"))
+    if want is None:
+        return wanted
+    if lim is not None and lim / 2 < want:
+        gi = max(1, math.floor(lim / 2 / 2**30))
+        return f"{gi}Gi"
+    return wanted
+
+
+def _fix(obj: Any, pod: Any, c: Any, size_limit: str):
+    vols = volumes(pod)
+    name = "dshm"
+    existing = vols.get(name)
+    add_volume = True
+    if existing is not None:
+        medium = as_dict(existing[1].get("emptyDir")).get("medium")
+        if medium == "Memory":
+            add_volume = False
+        else:
+            i = 2
+            while f"dshm{i}" in vols:
+                i += 1
+            name = f"dshm{i}"
+    parts = [gpu_facts.add_list_items(obj, c.path, "volumeMounts", [{"name": name, "mountPath": "/dev/shm"}])]
+    size = _size(c, size_limit)
+    if add_volume:
+        parts.append(gpu_facts.add_list_items(obj, pod.spec_path, "volumes", [
+            {"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": size}}]))
+    merged = gpu_facts.merge_inserts(parts)
+    if merged is None:
+        return None
+    title = f"mount a {size} memory-backed emptyDir at /dev/shm" if add_volume else f"mount volume {name} at /dev/shm"
+    return make_fix(title, merged, unsafe=True)

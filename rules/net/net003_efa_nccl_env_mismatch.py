@@ -1,0 +1,269 @@
+"""
+## What it does
+Checks EFA and NCCL environment variables against the pod's EFA request. Variables are
+read from `env`, from ConfigMaps in `envFrom`, and from ConfigMap scripts the command
+sources (`source /etc/nccl/nccl-env.sh` with that file mounted from a ConfigMap).
+
+- (a) `FI_PROVIDER=efa`, `NCCL_NET=ofi` (or `AWS Libfabric`) or any `FI_EFA_*` variable in
+  a multi-pod workload where no pod requests `vpc.amazonaws.com/efa` (warning).
+- (b) EFA is requested, but the environment pins knobs the AWS EFA cheat sheet says to drop
+  on current stacks (info): `NCCL_PROTO=simple` and `FI_PROVIDER=efa` (only for
+  aws-ofi-nccl <= 1.5.0), `FI_EFA_USE_DEVICE_RDMA=1` (not needed on libfabric >= 1.18 /
+  aws-ofi-nccl >= 1.7), `NCCL_BUFFSIZE` and `NCCL_MIN_CHANNELS` (leave at the default),
+  and any `RDMAV_*` ("do not use"). `NCCL_ALGO` is not listed.
+
+## Why is this bad?
+Without an EFA device in the pod, NCCL finds no libfabric provider and silently falls back
+to TCP sockets: the job runs, at a fraction of the bandwidth, and the EFA settings make it
+look configured. On an EFA pod, the old pins cost performance on current aws-ofi-nccl:
+`NCCL_PROTO=simple` disables the LL/LL128 protocols, extra channels split messages so
+small that EFA starves, and `RDMAV_FORK_SAFE=1` can break things on newer kernels.
+
+## Example
+```yaml
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: llama-pretrain
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: nvcr.io/nvidia/pytorch:24.07-py3
+              env:
+                - name: FI_PROVIDER
+                  value: efa
+                - name: FI_EFA_USE_DEVICE_RDMA
+                  value: "1"
+              resources:
+                limits:
+                  nvidia.com/gpu: 8
+```
+
+## Use instead
+```yaml
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: llama-pretrain
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: nvcr.io/nvidia/pytorch:24.07-py3
+              resources:
+                limits:
+                  nvidia.com/gpu: 8
+                  vpc.amazonaws.com/efa: 32
+                  hugepages-2Mi: 5120Mi
+                  memory: 512Gi
+```
+
+## Options
+None.
+
+## Fix
+Unsafe, for (b) variables set literally in `env`: removes the variable (review it first if
+the image ships aws-ofi-nccl 1.5 or older). Variables from ConfigMaps are reported at the
+`envFrom` entry or the `source` command, without a fix. For (a) there is no fix: request
+`vpc.amazonaws.com/efa` (see `efa-count-below-instance-max`) or drop the EFA settings.
+Images whose tag names aws-ofi-nccl 1.5 or older are not flagged for the pins they need.
+
+## References
+- https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/efa-cheatsheet.md
+- https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.extract import Container, PodTemplate, pod_accelerators, pod_templates
+from ailint.extract import POD_KINDS
+from ailint.model import FixAvailability, Finding, Path, Severity, as_dict, as_list, iter_dicts
+from ailint.registry import Rule, Scope, make_fix
+from ailint.storage import mount_for_path, namespace_of, volume_for_mount
+
+RULE = Rule(
+    code="NET003",
+    name="efa-nccl-env-mismatch",
+    severity=Severity.WARNING,
+    summary="EFA/NCCL environment variables contradict the pod's EFA request or pin obsolete knobs",
+    kinds=POD_KINDS,
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("efa", "nccl", "network", "training"),
+)
+
+EFA = "vpc.amazonaws.com/efa"
+_OFI_VERSION = re.compile(r"ofi[-_]?nccl[-_:v]*(\d+)\.(\d+)", re.I)
+_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+@dataclass(slots=True)
+class EnvVar:
+    name: str
+    value: str | None
+    path: Path  # where to point
+    literal_index: int | None  # index in `env` when set literally
+    source: str  # "env", "ConfigMap x", "script x"
+
+
+def _strip(v: str) -> str:
+    v = v.strip()
+    try:
+        parts = shlex.split(v, comments=True)
+    except ValueError:
+        return v.strip("'\"")
+    return parts[0] if parts else ""
+
+
+def _configmap(ctx: Any, ns: str, name: Any) -> Any:
+    for cm in ctx.of_kind("ConfigMap"):
+        if cm.name == name and namespace_of(cm) == ns:
+            return cm
+    return None
+
+
+def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
+    out: list[EnvVar] = []
+    ns = namespace_of(pod.obj)
+    for i, e in iter_dicts(c.data.get("env")):
+        name = e.get("name")
+        if isinstance(name, str):
+            v = e.get("value")
+            out.append(EnvVar(name, None if v is None else str(v), c.path_of("env", i, "name"),
+                              i if "value" in e else None, "env"))
+    for i, ef in iter_dicts(c.data.get("envFrom")):
+        ref = as_dict(ef.get("configMapRef"))
+        cm = _configmap(ctx, ns, ref.get("name")) if ref else None
+        if cm is None:
+            continue
+        prefix = str(ef.get("prefix") or "")
+        for k, v in as_dict(cm.data.get("data")).items():
+            out.append(EnvVar(prefix + str(k), None if v is None else str(v), c.path_of("envFrom", i), None,
+                              f"ConfigMap {cm.name}"))
+    # scripts sourced from a ConfigMap volume
+    toks = c.tokens
+    for j, t in enumerate(toks):
+        if t not in ("source", ".") or j + 1 >= len(toks) or not toks[j + 1].startswith("/"):
+            continue
+        target = toks[j + 1].rstrip(";")
+        mount = mount_for_path(c, target)
+        vol = volume_for_mount(pod, mount)
+        if not vol or not isinstance(vol.get("configMap"), dict):
+            continue
+        cm = _configmap(ctx, ns, vol["configMap"].get("name"))
+        if cm is None:
+            continue
+        rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1:] if mount else ""  # type: ignore[union-attr]
+        if mount and mount.get("subPath"):
+            rel = str(mount.get("subPath"))
+        key = rel
+        for _, item in iter_dicts(vol["configMap"].get("items")):
+            if item.get("path") == rel:
+                key = str(item.get("key"))
+        script = as_dict(cm.data.get("data")).get(key)
+        if not isinstance(script, str):
+            continue
+        where = _token_path(c, target)
+        for line in script.splitlines():
+            m = _EXPORT.match(line)
+            if m:
+                out.append(EnvVar(m.group(1), _strip(m.group(2)), where, None, f"{target} of ConfigMap {cm.name}"))
+    return out
+
+
+def _token_path(c: Container, needle: str) -> Path:
+    for key in ("args", "command"):
+        for i, tok in enumerate(as_list(c.data.get(key))):
+            if isinstance(tok, str) and needle in tok:
+                return c.path_of(key, i)
+    return c.path_of("command") if "command" in c.data else c.path
+
+
+def _is_efa_intent(v: EnvVar) -> bool:
+    val = (v.value or "").strip().lower()
+    if v.name == "FI_PROVIDER":
+        return val == "efa"
+    if v.name == "NCCL_NET":
+        return val in ("ofi", "aws libfabric")
+    return v.name.startswith("FI_EFA_")
+
+
+def _obsolete(v: EnvVar, ofi: tuple[int, int] | None) -> str | None:
+    """Why this variable should be dropped on an EFA pod (None: keep it)."""
+    val = (v.value or "").strip().lower()
+    old15 = ofi is not None and ofi <= (1, 5)
+    old16 = ofi is not None and ofi <= (1, 6)
+    if v.name == "NCCL_PROTO" and val == "simple" and not old15:
+        return "is only needed for aws-ofi-nccl <= 1.5.0 and disables NCCL's LL/LL128 protocols"
+    if v.name == "FI_PROVIDER" and val == "efa" and not old15:
+        return "is only needed for aws-ofi-nccl <= 1.5.0"
+    if v.name == "FI_EFA_USE_DEVICE_RDMA" and val == "1" and not old16:
+        return "is not needed on libfabric >= 1.18 / aws-ofi-nccl >= 1.7"
+    if v.name in ("NCCL_BUFFSIZE", "NCCL_MIN_CHANNELS"):
+        return "should be left at NCCL's default on EFA"
+    if v.name.startswith("RDMAV_"):
+        return "is an rdma-core knob the EFA cheat sheet says not to use (prefer FI_EFA_FORK_SAFE)"
+    return None
+
+
+def _ofi_version(c: Container) -> tuple[int, int] | None:
+    m = _OFI_VERSION.search(c.image)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    pods = list(pod_templates(obj))
+    if not pods:
+        return
+    efa_anywhere = any(pod_accelerators(p).get(EFA, 0) > 0 for p in pods)
+    counts = [p.replicas for p in pods]
+    total = None if any(n is None for n in counts) else sum(counts)  # type: ignore[arg-type]
+    for pod in pods:
+        for c in pod.containers():
+            env = _env(ctx, pod, c)
+            if not env:
+                continue
+            if not efa_anywhere:
+                if total is None or total < 2:
+                    continue
+                hits = [v for v in env if _is_efa_intent(v)]
+                if hits:
+                    v = hits[0]
+                    names = ", ".join(sorted({h.name for h in hits}))
+                    src = "" if v.source == "env" else f" (from {v.source})"
+                    yield RULE.finding(obj, v.path, f"container {c.name} sets {names}{src} but no pod of this "
+                                                    f"{obj.kind} requests {EFA}; NCCL silently falls back to "
+                                                    "TCP sockets between nodes")
+                continue
+            ofi = _ofi_version(c)
+            literal = [v for v in env if v.literal_index is not None]
+            drop = {v.literal_index for v in literal if _obsolete(v, ofi)}
+            all_env = len(as_list(c.data.get("env")))
+            for v in env:
+                why = _obsolete(v, ofi)
+                if why is None:
+                    continue
+                shown = f"{v.name}={v.value}" if v.value not in (None, "") else v.name
+                src = "" if v.source == "env" else f" (from {v.source})"
+                fix = None
+                if v.literal_index is not None:
+                    edit = (edits.delete_key(obj, c.path_of("env")) if len(drop) == all_env and all_env > 0
+                            else edits.delete_item(obj, c.path_of("env"), v.literal_index))
+                    fix = make_fix(f"remove {v.name}", [edit], unsafe=True)
+                yield RULE.finding(obj, v.path, f"{shown}{src} {why}; drop it on EFA pods", severity=Severity.INFO,
+                                   fix=fix)

@@ -1,0 +1,301 @@
+"""
+## What it does
+Finds workloads of two or more replicas (Deployment, StatefulSet, LeaderWorkerSet) that
+something in the run will evict, and that have no PodDisruptionBudget selecting their pods.
+Evictable means either:
+
+- a DeschedulerPolicy in the run has an enabled plugin whose namespaces and labelSelector
+  include the workload, and its DefaultEvictor does not protect the pods (see
+  `descheduler-skips-ai-pods`); with no policy in the run, the profile flag
+  `deschedulerInstalled: true` counts as such a plugin; or
+- a Karpenter (or EKS Auto Mode) NodePool that can host the pods has consolidation on
+  (`WhenEmptyOrUnderutilized` or `Balanced`, `consolidateAfter` not `Never`, not a static
+  pool) or allows drift (no always-active `nodes: "0"` budget for `Drifted`).
+
+It also fires on a PDB that selects such a workload but allows no eviction at all:
+`maxUnavailable: 0` (or `0%`), or `minAvailable` equal to the replicas or `100%`.
+
+## Why is this bad?
+Consolidation, drift and the descheduler evict pods through the Eviction API, which honours
+PodDisruptionBudgets and nothing else. Without a PDB every replica of a model server can be
+evicted at once (they often share a node or a drifted AMI), and each restart reloads the
+model for minutes. A PDB that allows nothing is as bad the other way: nodes never drain,
+consolidation and AMI updates stall, and Karpenter's `terminationGracePeriod` eventually
+kills the pods anyway.
+
+## Example
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: [g6e]
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+  namespace: inference
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+```
+
+## Use instead
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: [g6e]
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+  namespace: inference
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: vllm
+  namespace: inference
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels: {app: vllm}
+```
+
+## Options
+None.
+
+## Fix
+Unsafe: appends a `PodDisruptionBudget` with `maxUnavailable: 1` and the workload's
+`matchLabels` to the file (unsafe because the budget is a value choice: 1 may be too slow
+for large fleets, 10% too fast for small ones). No fix for a blocking PDB: choose how many
+pods may go at once.
+
+## References
+- https://kubernetes.io/docs/tasks/run-application/configure-pdb/
+- https://karpenter.sh/docs/concepts/disruption/
+- https://github.com/kubernetes-sigs/descheduler#pod-disruption-budget-pdb
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.descheduler import policies, protected_by
+from ailint.disruption import disrupting_reasons
+from ailint.extract import pod_accelerators, pod_templates
+from ailint.facts import selector_matches
+from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict
+from ailint.registry import Rule, Scope, make_fix
+
+RULE = Rule(
+    code="REL003",
+    name="descheduled-workload-without-pdb",
+    severity=Severity.WARNING,
+    summary="A replicated workload that consolidation, drift or the descheduler evicts has no usable PodDisruptionBudget",
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "PodDisruptionBudget"),
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("reliability", "disruption", "karpenter", "descheduler"),
+    precision="high",
+)
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+
+
+def _replicas(obj: Any) -> int | None:
+    """Pods of the workload (LWS: groups x size)."""
+    total = 0
+    known = False
+    for pod in pod_templates(obj):
+        if pod.replicas is None:
+            return None
+        total += pod.replicas
+        known = True
+    return total if known else None
+
+
+def _evicted_by(obj: Any, ctx: Any) -> str | None:
+    """Why the workload's pods get evicted, or None."""
+    ns = obj.namespace or "default"
+    pods = list(pod_templates(obj))
+    if not pods:
+        return None
+    pols = policies(ctx)
+    for pol in pols:
+        for prof in pol.profiles():
+            plugins = prof.enabled_plugins()
+            for pod in pods:
+                labels = pod.labels
+                if not prof.evictor_admits_labels(labels) or protected_by(prof, pod, ctx):
+                    continue
+                hit = next((p for p in plugins if prof.plugin_covers(p, ns, labels)), None)
+                if hit:
+                    return f"the descheduler ({hit} in {pol.label})"
+    if not pols and ctx.profile.flag("deschedulerInstalled"):
+        return "the descheduler (profile deschedulerInstalled)"
+    for pod in pods:
+        for pool in ctx.pools_for(pod):
+            if pod_accelerators(pod) and not pool.can_launch_accelerators:
+                continue
+            reasons = disrupting_reasons(pool)
+            if reasons:
+                return f"Karpenter {' and '.join(reasons)} on NodePool {pool.name}"
+    return None
+
+
+def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
+    ns = obj.namespace or "default"
+    labels = {}
+    for pod in pod_templates(obj):
+        labels = pod.labels
+        if obj.kind == "LeaderWorkerSet":
+            labels = {**labels, "leaderworkerset.sigs.k8s.io/name": obj.name or ""}
+        break
+    return [p for p in ctx.of_kind("PodDisruptionBudget")
+            if (p.namespace or "default") == ns and selector_matches(p.get("spec", "selector"), labels)
+            and labels]
+
+
+def _blocks(pdb: Any, replicas: int) -> tuple[tuple, str] | None:
+    spec = as_dict(pdb.get("spec"))
+    mu = spec.get("maxUnavailable")
+    if mu is not None and str(mu).strip() in ("0", "0%"):
+        return ("spec", "maxUnavailable"), f"maxUnavailable: {mu}"
+    ma = spec.get("minAvailable")
+    if ma is not None:
+        s = str(ma).strip()
+        if s == "100%" or (s.isdigit() and int(s) >= replicas):
+            return ("spec", "minAvailable"), f"minAvailable: {ma} of {replicas} replicas"
+    return None
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    if obj.kind == "PodDisruptionBudget":
+        yield from _check_pdb(obj, ctx)
+        return
+    replicas = _replicas(obj)
+    if replicas is None or replicas < 2:
+        return
+    if _pdbs_for(obj, ctx):
+        return
+    why = _evicted_by(obj, ctx)
+    if why is None:
+        return
+    path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
+    yield RULE.finding(obj, path, f"{replicas} replicas are evicted by {why} but no PodDisruptionBudget selects "
+                                  "them; all can go at once", fix=_pdb_fix(obj))
+
+
+def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
+    ns = pdb.namespace or "default"
+    for o in ctx.of_kind(*WORKLOAD_KINDS):
+        if (o.namespace or "default") != ns or pdb not in _pdbs_for(o, ctx):
+            continue
+        replicas = _replicas(o)
+        if replicas is None or replicas < 2:
+            continue
+        blocked = _blocks(pdb, replicas)
+        if blocked is None:
+            continue
+        why = _evicted_by(o, ctx)
+        if why is None:
+            continue
+        path, what = blocked
+        yield RULE.finding(pdb, path, f"{what} allows no eviction of {o.kind} {o.name}; {why} stalls and nodes "
+                                      "never drain")
+        return
+
+
+def _pdb_fix(obj: Any):
+    if obj.base:
+        return None
+    sel = obj.get("spec", "selector")
+    if obj.kind == "LeaderWorkerSet":
+        match = {"leaderworkerset.sigs.k8s.io/name": obj.name}
+    elif isinstance(sel, dict) and set(sel) == {"matchLabels"} and isinstance(sel.get("matchLabels"), dict) \
+            and sel["matchLabels"]:
+        match = dict(sel["matchLabels"])
+    else:
+        return None
+    if not obj.name:
+        return None
+    meta: dict[str, Any] = {"name": f"{obj.name}-pdb"}
+    if obj.namespace:
+        meta["namespace"] = obj.namespace
+    doc = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+           "spec": {"maxUnavailable": 1, "selector": {"matchLabels": match}}}
+    text = obj.source.text
+    nl = "\r\n" if "\r\n" in text else "\n"
+    body = nl.join(edits.block(doc, edits.indent_unit(obj), edits.seq_indented(obj))) + nl
+    end = _document_end(obj)
+    if end is None:
+        return None
+    prefix = "" if end == 0 or text[end - 1] == "\n" else nl
+    return make_fix(f"add PodDisruptionBudget {obj.name}-pdb (maxUnavailable: 1)",
+                    [Edit(end, end, f"{prefix}---{nl}{body}")], unsafe=True)
+
+
+def _document_end(obj: Any) -> int | None:
+    """Offset just after this document's last line (before the next `---` or the end)."""
+    p = obj.positions.get(())
+    if p is None:
+        return None
+    src = obj.source
+    text = src.text
+    end = src.offset(p[6], p[7])
+    nxt = text.find("\n---", end - 1 if end > 0 else 0)
+    if nxt == -1:
+        return len(text)
+    return nxt + 1
+
+
+__all__ = ["RULE", "check"]

@@ -1,0 +1,190 @@
+"""
+## What it does
+Checks Karpenter and EKS Auto Mode NodePools that host training pods or pods annotated
+`karpenter.sh/do-not-disrupt` (pods in the run that the pool's taints and requirements
+admit) and whose `spec.template.spec.expireAfter` is not `Never` (Karpenter defaults to
+`720h`, Auto Mode to `336h`). It fires when:
+
+- (a) pods with `do-not-disrupt` can land there and `terminationGracePeriod` is unset (Auto
+  Mode defaults it to 24h, so (a) does not apply there): an expired node waits for those
+  pods forever, cordoned, holding its GPUs;
+- (b) a training pod without `do-not-disrupt` is expected to run longer than `expireAfter`
+  (`activeDeadlineSeconds` of the pod, Job, RayJob or Kubeflow `runPolicy`, or the
+  annotation `ailint.io/expected-duration`, a duration such as `96h`): expiration is
+  forceful and ignores disruption budgets, so the run is killed part-way.
+
+## Why is this bad?
+Node expiry is meant for long-lived services that reschedule cheaply. A multi-day training
+run on a node that expires mid-run is killed and restarts from its last checkpoint; a node
+that cannot finish expiring because of a do-not-disrupt pod keeps running (and billing)
+while no new pod may land on it. Budgets do not stop expiration.
+
+## Example
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: training
+spec:
+  template:
+    spec:
+      expireAfter: 24h
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: [p5]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pretrain
+spec:
+  activeDeadlineSeconds: 259200
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: ghcr.io/example/trainer:2.3.0
+          command: ["torchrun", "--nproc-per-node=8", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Use instead
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: training
+spec:
+  template:
+    spec:
+      expireAfter: Never
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: [p5]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pretrain
+spec:
+  activeDeadlineSeconds: 259200
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: ghcr.io/example/trainer:2.3.0
+          command: ["torchrun", "--nproc-per-node=8", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Options
+None.
+
+## Fix
+Unsafe: sets `expireAfter: Never` on the NodePool (unsafe: nodes then only roll through
+drift, so keep drift enabled for AMI updates). A `terminationGracePeriod` is not offered:
+it would also let drift evict do-not-disrupt pods once it elapses.
+
+## References
+- https://karpenter.sh/docs/concepts/disruption/#expiration
+- https://karpenter.sh/docs/concepts/nodepools/#spectemplatespecexpireafter
+- https://docs.aws.amazon.com/eks/latest/userguide/create-node-pool.html
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.disruption import (DO_NOT_DISRUPT, NEVER, expected_duration, expire_after, format_duration, protects,
+                               termination_grace_period)
+from ailint.extract import is_training_pod, pod_accelerators
+from ailint.model import FixAvailability, Finding, Severity
+from ailint.registry import Rule, Scope, make_fix
+
+RULE = Rule(
+    code="REL005",
+    name="nodepool-expiry-interrupts-long-jobs",
+    severity=Severity.WARNING,
+    summary="A NodePool that hosts training or do-not-disrupt pods expires nodes under them",
+    kinds=("karpenter.sh/NodePool",),
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("reliability", "karpenter", "training"),
+    precision="high",
+)
+
+
+def _label(o: Any) -> str:
+    return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
+
+
+def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
+    out = []
+    for o, pod in ctx.pods_in(None):
+        if pod.role == "submitter":
+            continue
+        pools = ctx.pools_for(pod)
+        if pod_accelerators(pod):
+            pools = [p for p in pools if p.can_launch_accelerators]
+        if any(p.obj is pool.obj for p in pools):
+            out.append((o, pod))
+    return out
+
+
+def _fix(obj: Any):
+    tpath = ("spec", "template", "spec")
+    if obj.has(tpath + ("expireAfter",)):
+        edit = edits.replace_value(obj, tpath + ("expireAfter",), "Never")
+    else:
+        edit = edits.insert_key(obj, tpath, "expireAfter", "Never")
+    return make_fix("set expireAfter: Never", [edit], unsafe=True)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    pool = ctx.nodepool(obj.name or "") if obj.name else None
+    if pool is None or pool.obj is not obj:
+        pool = next((p for p in ctx.nodepools if p.obj is obj), None)
+    if pool is None:
+        return
+    expiry, explicit = expire_after(pool)
+    if expiry is None or expiry == NEVER:
+        return
+    hosted = _hosted(pool, ctx)
+    if not hosted:
+        return
+    path = ("spec", "template", "spec", "expireAfter") if explicit else ("spec", "template", "spec")
+    exp_txt = f"expireAfter {format_duration(expiry)}" + ("" if explicit else " (default)")
+    dnd = [(o, pod) for o, pod in hosted if protects(pod.annotations.get(DO_NOT_DISRUPT))]
+    tgp, _ = termination_grace_period(pool)
+    if dnd and tgp is None:
+        who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
+        yield RULE.finding(obj, path, f"{exp_txt} without terminationGracePeriod: expired nodes running "
+                                      f"{DO_NOT_DISRUPT} pods ({who}) stay cordoned until those pods exit",
+                           fix=_fix(obj))
+    long_runs = []
+    for o, pod in hosted:
+        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
+            continue
+        runtime, where = expected_duration(pod)
+        if runtime is not None and runtime > expiry:
+            long_runs.append((o, runtime, where))
+    if long_runs:
+        o, runtime, where = max(long_runs, key=lambda x: x[1])
+        more = f" +{len(long_runs) - 1} more" if len(long_runs) > 1 else ""
+        yield RULE.finding(obj, path, f"{exp_txt} is shorter than {_label(o)}{more} ({where}, "
+                                      f"{format_duration(runtime)}); expiry is forceful and kills the run",
+                           fix=_fix(obj))
+
+
+__all__ = ["RULE", "check"]

@@ -1,0 +1,158 @@
+"""
+## What it does
+Finds claims for durable training data on a scratch FSx for Lustre file system: the
+claim's StorageClass (`fsx.csi.aws.com`) has `deploymentType` `SCRATCH_1`, `SCRATCH_2` or
+none (the driver default, `SCRATCH_1`) and no `s3ExportPath`, and the claim is named like
+a checkpoint store (`*checkpoint*`, `*ckpt*`) or a training pod mounts it at a checkpoint
+or output path (`/checkpoints`, `/ckpt`, `/output`, `/results`, `/artifacts`), with no
+container of that pod copying to S3 (`aws s3 sync/cp`, `s5cmd`, `rclone`).
+
+## Why is this bad?
+Scratch file systems are built for temporary data: FSx does not replicate it, keeps no
+backups, and a failed file server loses the files on it. Checkpoints and final outputs
+are the one thing a long training run cannot recreate cheaply. Persistent deployment
+types replicate within the AZ; scratch needs an export to S3 for anything that must
+survive.
+
+## Example
+```yaml
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fsx-scratch
+provisioner: fsx.csi.aws.com
+parameters:
+  subnetId: subnet-0123456789abcdef0
+  deploymentType: SCRATCH_2
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: llama-checkpoints
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: fsx-scratch
+  resources:
+    requests:
+      storage: 2400Gi
+```
+
+## Use instead
+```yaml
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fsx-persistent
+provisioner: fsx.csi.aws.com
+parameters:
+  subnetId: subnet-0123456789abcdef0
+  deploymentType: PERSISTENT_2
+  perUnitStorageThroughput: "250"
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: llama-checkpoints
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: fsx-persistent
+  resources:
+    requests:
+      storage: 2400Gi
+```
+
+## Options
+None.
+
+## Fix
+None: choose a persistent deployment type, add `s3ImportPath`/`s3ExportPath` (scratch and
+`PERSISTENT_1`) or a data repository association, or sync checkpoints to S3 from the job.
+Data that is disposable by design can suppress the finding.
+
+## References
+- https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/dynamic_provisioning (default `SCRATCH_1`)
+- https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html (deployment types: scratch data is not replicated)
+- https://repost.aws/knowledge-center/fsx-for-lustre-scratch-file-system
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from ailint.extract import PodTemplate, is_training_pod, pod_templates
+from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
+from ailint.registry import Rule, Scope
+from ailint.storage import FSX, claim_templates, fsx_params, namespace_of, provisioner_name, storage_class_of
+
+RULE = Rule(
+    code="STO006",
+    name="fsx-scratch-for-durable-data",
+    severity=Severity.INFO,
+    summary="Checkpoints or training outputs live on a scratch FSx for Lustre file system with no S3 export",
+    kinds=("PersistentVolumeClaim", "StatefulSet", "LeaderWorkerSet"),
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.NEVER,
+    tags=("storage", "fsx", "training", "durability"),
+)
+
+_NAME_RE = re.compile(r"checkpoint|ckpt", re.I)
+_PATH_RE = re.compile(r"(^|/)(checkpoints?|ckpts?|outputs?|results|artifacts|saved_models)(/|$)", re.I)
+_SYNC_RE = re.compile(r"\baws\s+s3\s+(sync|cp)\b|\bs5cmd\b|\brclone\s+(sync|copy)\b")
+
+
+def _mounts(pod: PodTemplate, volume_names: set[str]) -> list[str]:
+    out = []
+    for c in pod.containers():
+        for _, m in iter_dicts(c.data.get("volumeMounts")):
+            if m.get("name") in volume_names and isinstance(m.get("mountPath"), str):
+                out.append(m["mountPath"])
+    return out
+
+
+def _syncs(pod: PodTemplate) -> bool:
+    return any(_SYNC_RE.search(" ".join(c.tokens)) for c in pod.containers())
+
+
+def _users(ctx: Any, obj: Any, claim_name: str) -> list[tuple[Any, PodTemplate, list[str]]]:
+    """(object, pod, mount paths) of the pods that mount this claim."""
+    out = []
+    if obj.kind == "PersistentVolumeClaim":
+        for o, pod in ctx.pods_in(namespace_of(obj)):
+            vols = {str(v.get("name")) for _, v in iter_dicts(pod.spec.get("volumes"))
+                    if as_dict(v.get("persistentVolumeClaim")).get("claimName") == claim_name}
+            if vols:
+                out.append((o, pod, _mounts(pod, vols)))
+    else:
+        for pod in pod_templates(obj):
+            out.append((obj, pod, _mounts(pod, {claim_name})))
+    return out
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    for claim in claim_templates(obj):
+        sc = storage_class_of(ctx, claim.spec)
+        if provisioner_name(sc) != FSX or claim.spec.get("volumeName"):
+            continue
+        params = fsx_params(sc)  # type: ignore[arg-type]
+        sc_params = as_dict(sc.data.get("parameters"))  # type: ignore[union-attr]
+        if not params.is_scratch or sc_params.get("s3ExportPath"):
+            continue
+        users = _users(ctx, obj, claim.name)
+        if any(_syncs(pod) for _, pod, _ in users):
+            continue
+        reason = None
+        for o, pod, paths in users:
+            hit = next((p for p in paths if _PATH_RE.search(p)), None)
+            if hit and is_training_pod(pod):
+                reason = f"mounted at {hit} by {o.kind} {o.name}"
+                break
+        if reason is None and _NAME_RE.search(claim.name):
+            reason = "named for checkpoints"
+        if reason is None:
+            continue
+        dt = params.deployment_type if params.deployment_type_set else "SCRATCH_1 (the default)"
+        path = claim.path_of("storageClassName") if "storageClassName" in claim.spec else claim.path
+        yield RULE.finding(obj, path, f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "  # type: ignore[union-attr]
+                                      f"an FSx {dt} file system without s3ExportPath; scratch data is not "
+                                      "replicated and is lost if a file server fails")
