@@ -83,6 +83,8 @@ class Embedded:
         if not re.fullmatch(r"\|[-+]?[ \t]*(#.*)?", header):
             return False
         lines = value.split("\n")
+        if value.endswith("\n"):
+            lines = lines[:-1]
         first = p[4] + 1
         indent = None
         for i, line in enumerate(lines):
@@ -177,6 +179,12 @@ class Policy:
     def label(self) -> str:
         if self.embedded:
             return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name} ({self.key})"
+        return f"DeschedulerPolicy {self.obj.name or ''}".rstrip()
+
+    @property
+    def short_label(self) -> str:
+        if self.embedded:
+            return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name}"
         return f"DeschedulerPolicy {self.obj.name or ''}".rstrip()
 
     def obj_path(self, path: Path) -> Path:

@@ -771,6 +771,14 @@ def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | No
     return _insertion(text, at, out)
 
 
+def _delete_lines(text: str, start: int, end: int) -> Edit:
+    """Remove whole lines text[start:end]; at the end of a file without a final newline the
+    line break before them goes too, so the file still ends without one."""
+    if end >= len(text) and not text.endswith("\n") and start > 0:
+        start -= 2 if text[start - 2:start] == "\r\n" else 1
+    return Edit(start, end, "")
+
+
 def _comment_lines(text: str) -> bool:
     return any(line.lstrip().startswith("#") for line in text.splitlines())
 
@@ -823,7 +831,7 @@ def delete_key(obj: K8sObject, path: Sequence[Any]) -> Edit | None:
     parent = obj.get(*path[:-1])
     if isinstance(parent, dict) and len(parent) == 1:
         return _emptied(obj, path[:-1], "{}", ls, end)
-    return Edit(ls, end, "")
+    return _delete_lines(text, ls, end)
 
 
 @_never_raise
@@ -852,7 +860,7 @@ def delete_item(obj: K8sObject, seq_path: Sequence[Any], index: int) -> Edit | N
         return None
     if len(seq) == 1:
         return _emptied(obj, seq_path, "[]", ls, end)
-    return Edit(ls, end, "")
+    return _delete_lines(text, ls, end)
 
 
 def _flow_delete(obj: K8sObject, path: tuple[Any, ...]) -> Edit | None:

@@ -396,7 +396,7 @@ def command_tokens(container: dict[str, Any]) -> list[str]:
         raw = [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), t) for t in raw]
     out: list[str] = []
     for i, tok in enumerate(raw):
-        if ((" " in tok or "\n" in tok) and (i > 0 and raw[i - 1] in ("-c", "-lc", "-ec", "-xc", "-exc")
+        if ((" " in tok or "\n" in tok) and (i > 0 and re.fullmatch(r"-[a-z]*c[a-z]*", raw[i - 1]) is not None
                                               or len(raw) == 1 or i > 0 and raw[0] in _SHELLS)):
             out.extend(_split(tok.replace("\\\n", " ")))
         elif " " in tok and i >= 0 and tok.strip().startswith(("python", "vllm", "torchrun", "deepspeed",

@@ -279,6 +279,29 @@ def ami_family(node_class: K8sObject) -> str | None:
     return str(fam).lower() if isinstance(fam, str) and fam else None
 
 
+# Instance labels EKS Auto Mode sets (`eks.amazonaws.com/<suffix>`), per the EKS user guide
+# (automode/create-node-pool.adoc, "EKS Auto Mode Supported Labels"). Karpenter's
+# `karpenter.k8s.aws/<suffix>` keys with these suffixes translate one to one.
+AUTO_MODE_LABEL_SUFFIXES = (
+    "instance-hypervisor", "instance-encryption-in-transit-supported", "instance-category",
+    "instance-generation", "instance-family", "instance-size", "instance-cpu", "instance-cpu-manufacturer",
+    "instance-memory", "instance-ebs-bandwidth", "instance-network-bandwidth", "instance-gpu-name",
+    "instance-gpu-manufacturer", "instance-gpu-count", "instance-gpu-memory", "instance-local-nvme",
+)
+# Labels Auto Mode does not support in NodePool requirements (it runs Linux only).
+AUTO_MODE_UNSUPPORTED_KEYS = ("kubernetes.io/os", "node.kubernetes.io/windows-build")
+
+
+def auto_mode_key(key: str) -> str | None:
+    """The Auto Mode equivalent of a `karpenter.k8s.aws/...` label key, or None when Auto Mode
+    has none."""
+    if key.startswith("karpenter.k8s.aws/"):
+        suffix = key.split("/", 1)[1]
+        if suffix in AUTO_MODE_LABEL_SUFFIXES:
+            return "eks.amazonaws.com/" + suffix
+    return None
+
+
 # Default root (or data) volume that holds images and emptyDirs, per AMI family (GiB).
 DEFAULT_CONTAINER_VOLUME_GIB = {"al2023": 20, "al2": 20, "bottlerocket": 20}
 DEFAULT_ROOT_DEVICE = {"al2023": "/dev/xvda", "al2": "/dev/xvda", "bottlerocket": "/dev/xvdb"}

@@ -277,7 +277,7 @@ def egress_summary(policies: Iterable[K8sObject]) -> str:
         return "no egress at all"
     if all(is_dns_rule(r) for r in rules):
         return "only DNS"
-    return "no HTTPS to the internet"
+    return "no HTTPS out"
 
 
 __all__ = [

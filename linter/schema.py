@@ -560,7 +560,7 @@ def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
     name = store.gvk.get((av, kind))
     if name is not None:
         if not store.checker(name)(obj.data):
-            _report(obj, store.validator(name), out)
+            _report(obj, store.validator(name), out, store._compiler)
         return
     _core_version_finding(obj, group, kind, store, out)
 
@@ -578,12 +578,13 @@ def _crd_version_finding(obj: K8sObject, group: str, version: str, kind: str, en
     if not served:
         return
     target = f"{group}/{served[0]}"
-    use = f"`{target}`" + (f" kind `{new_kind}`" if new_kind != kind else "")
-    what = "removed" if new_kind != kind or _version_key(version) < _version_key(served[0]) else "not served"
-    msg = (f"`{obj.api_version}` {kind} is {what}: the {new_kind} CRD serves "
-           f"{', '.join(f'`{group}/{v}`' for v in served)}; use {use}")
     if new_kind != kind:
-        msg += " (fields changed too: see the upstream migration guide)"
+        msg = (f"`{obj.api_version}` {kind} was removed; use `{target}` {new_kind} "
+               "(its fields changed too: see the upstream migration guide)")
+    else:
+        what = "was removed" if _version_key(version) < _version_key(served[0]) else "is not served"
+        msg = (f"`{obj.api_version}` {kind} {what}; the {kind} CRD serves "
+               f"{', '.join(f'`{group}/{v}`' for v in served)}: use `{target}`")
     out.add(CODES["api-version"], obj, ("apiVersion",), msg, obj.value_span(("apiVersion",)))
 
 
@@ -662,6 +663,11 @@ def _raw(obj: K8sObject, path: Path, value: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
+def _shown(obj: K8sObject, path: Path, value: Any) -> str:
+    """A string value without its quotes; anything else as written."""
+    return value if isinstance(value, str) and len(value) <= 60 else _raw(obj, path, value)
+
+
 def _where(path: Path) -> str:
     return f"`{dotted(path)}`" if path else "the object"
 
@@ -680,7 +686,7 @@ def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | Non
     suggested: dict[Path, set[str]] = {}
     pending_required: list[tuple[Path, str, dict[str, Any]]] = []
     for e in errors:
-        _one_error(obj, e, out, suggested, pending_required)
+        _one_error(obj, e, out, suggested, pending_required, compiler)
     partial = None
     for path, name, schema in pending_required:
         if compiler is not None and compiler.defaulted(schema, name):
@@ -700,8 +706,28 @@ def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | Non
                 obj.key_span(path))
 
 
+def _misplaced(key: str, props: dict[str, Any], compiler: _Compiler | None) -> str | None:
+    """The child object (one level down) whose schema has `key`, if exactly one has it."""
+    if compiler is None:
+        return None
+    found = []
+    for name, sub in props.items():
+        for _ in range(10):
+            if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and sub["$ref"].startswith(("#", "http")):
+                try:
+                    sub = compiler.resolve(sub["$ref"])
+                except (KeyError, TypeError):
+                    sub = None
+            else:
+                break
+        if isinstance(sub, dict) and key in (sub.get("properties") or {}):
+            found.append(name)
+    return found[0] if len(found) == 1 else None
+
+
 def _one_error(obj: K8sObject, e: Any, out: _Out, suggested: dict[Path, set[str]],
-               pending_required: list[tuple[Path, str, dict[str, Any]]]) -> None:
+               pending_required: list[tuple[Path, str, dict[str, Any]]],
+               compiler: _Compiler | None = None) -> None:
     inst = e.instance
     if inst is None:
         return
@@ -717,9 +743,15 @@ def _one_error(obj: K8sObject, e: Any, out: _Out, suggested: dict[Path, set[str]
             if key in props or any(p.search(key) for p in patterns) or key.startswith("$"):
                 continue  # `$patch: delete` and friends are kustomize/strategic-merge directives
             hint = _suggest(key, props)
-            if hint:
+            moved = _MOVED.get((obj.group, obj.kind, _generic(path), key))
+            below = None if hint or moved else _misplaced(key, props, compiler)
+            if moved:
+                msg = f"unknown field `{key}` in {_where(path)}: {moved}"
+            elif hint:
                 suggested.setdefault(path, set()).add(hint)
                 msg = f"unknown field `{key}` in {_where(path)}; did you mean `{hint}`?"
+            elif below:
+                msg = f"unknown field `{key}` in {_where(path)}; move it one level down, under `{below}`"
             elif props:
                 msg = f"unknown field `{key}` in {_where(path)}"
             else:
@@ -744,20 +776,23 @@ def _one_error(obj: K8sObject, e: Any, out: _Out, suggested: dict[Path, set[str]
 
             best = best_match(e.context or ())
             if best is not None and best.validator not in ("oneOf", "anyOf"):
-                _one_error(obj, best, out, suggested, pending_required)
+                _one_error(obj, best, out, suggested, pending_required, compiler)
     elif kw == "enum":
         allowed = [a for a in e.validator_value if a is not None]
         shown = ", ".join(f"`{a}`" for a in allowed[:12]) + (", ..." if len(allowed) > 12 else "")
         hint = _suggest(str(inst), [str(a) for a in allowed]) if isinstance(inst, str) else None
         close = f"; did you mean `{hint}`?" if hint and hint.lower() == str(inst).lower() else ""
+        renamed = _RENAMED_VALUES.get((obj.group, obj.kind, _generic(path), inst)) if isinstance(inst, str) else None
+        if renamed:
+            close = f"; {renamed}"
         out.add(CODES["enum"], obj, path,
-                f"{_where(path)} is `{_raw(obj, path, inst)}`, not one of the allowed values: {shown}{close}",
+                f"{_where(path)} is `{_shown(obj, path, inst)}`, not one of the allowed values: {shown}{close}",
                 obj.value_span(path))
     elif kw == "format" and e.validator_value == "quantity":
         fixed = _fix_quantity(inst)
         hint = f"; did you mean `{fixed}`?" if fixed else " (e.g. `500m`, `2`, `16Gi`)"
         out.add(CODES["quantity"], obj, path,
-                f"{_where(path)} is not a valid quantity: `{_raw(obj, path, inst)}`{hint}",
+                f"{_where(path)} is not a valid quantity: `{_shown(obj, path, inst)}`{hint}",
                 obj.value_span(path))
     elif kw == "format":
         return
@@ -793,7 +828,7 @@ def _fix_quantity(v: Any) -> str | None:
 
 
 def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: Any) -> str:
-    where, raw = _where(path), _raw(obj, path, inst)
+    where, raw = _where(path), _shown(obj, path, inst)
     if kw == "pattern":
         pat = value if len(value) <= 70 else value[:67] + "..."
         return f"{where} is `{raw}`, which does not match the pattern `{pat}`"
@@ -828,13 +863,31 @@ _DEFAULTED_REQUIRED: dict[tuple[str, str], set[tuple[str, str]]] = {
     # jobset pkg/webhooks/jobset_webhook.go Default(): names rules "failurePolicyRule<i>"
     ("jobset.x-k8s.io", "JobSet"): {("spec.failurePolicy.rules[]", "name")},
 }
+# Fields that moved or went away with an API version, for the unknown-field message:
+# (group, kind, generic parent path, field) -> what to do instead.
+_MOVED: dict[tuple[str, str, str, str], str] = {
+    ("karpenter.sh", "NodePool", "spec.template.spec", "kubelet"):
+        "karpenter.sh/v1 moved `kubelet` to the EC2NodeClass (`spec.kubelet`)",
+    ("karpenter.sh", "NodePool", "spec.disruption", "expireAfter"):
+        "karpenter.sh/v1 moved `expireAfter` to `spec.template.spec.expireAfter`",
+    ("karpenter.sh", "NodePool", "spec.template.spec.nodeClassRef", "apiVersion"):
+        "karpenter.sh/v1 replaced `apiVersion` with `group` (e.g. `karpenter.k8s.aws`)",
+    ("ray.io", "RayService", "spec", "serveConfig"):
+        "ray.io/v1 removed the structured `serveConfig`; put the Serve config in `serveConfigV2` (a YAML string)",
+}
+# Enum values an API version renamed: (group, kind, generic path, old value) -> hint.
+_RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
+    ("karpenter.sh", "NodePool", "spec.disruption.consolidationPolicy", "WhenUnderutilized"):
+        "karpenter.sh/v1 renamed it `WhenEmptyOrUnderutilized`",
+}
 _SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
 _PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
 _PLACEHOLDER_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
 
 
 def _generic(path: Path) -> str:
-    return dotted(path).replace("[", "[").split("[")[0] if False else re.sub(r"\[\d+\]", "[]", dotted(path))
+    """`spec.failurePolicy.rules[]` for `spec.failurePolicy.rules[0]`."""
+    return re.sub(r"\[\d+\]", "[]", dotted(path))
 
 
 def _placeholder(v: Any) -> bool:
@@ -952,7 +1005,8 @@ def _requirements(obj: K8sObject, base: Path, nodepool: bool) -> CelResult:
                        "non-negative integer value (as a string)", "field")
         mv = req.get("minValues")
         if op == "In" and isinstance(mv, int) and not isinstance(mv, bool) and n is not None and n < mv:
-            yield p + ("minValues",), f"requirement `{key}` has minValues {mv} but only {n} values", "field"
+            yield (p + ("minValues",), f"requirement `{key}` has minValues {mv} but lists only {n} "
+                   f"value{'' if n == 1 else 's'}", "field")
 
 
 def _cel_nodepool(obj: K8sObject) -> CelResult:
@@ -994,9 +1048,10 @@ def _cel_ec2nodeclass(obj: K8sObject) -> CelResult:
     if not spec:
         return
     has_role, has_profile = "role" in spec, "instanceProfile" in spec
-    if has_role == has_profile:
-        yield (("spec",), "must specify exactly one of `role` and `instanceProfile`"
-               + (" (both are set)" if has_role else ""), "field")
+    if has_role and has_profile:
+        yield ("spec", "instanceProfile"), "set exactly one of `role` and `instanceProfile`, not both", "field"
+    elif not has_role and not has_profile:
+        yield ("spec",), "must specify exactly one of `role` and `instanceProfile`", "field"
     for f in ("role", "instanceProfile"):
         if spec.get(f) == "":
             yield ("spec", f), f"`{f}` cannot be empty", "field"

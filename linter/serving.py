@@ -63,8 +63,8 @@ def parse_image(image: Any) -> ImageRef | None:
     tag = None
     if ":" in s.rsplit("/", 1)[-1]:
         s, tag = s.rsplit(":", 1)
-    if not s:
-        return None
+    if not s or s != s.lower():
+        return None  # repositories are lowercase: `IMG_PLACEHOLDER` is a template placeholder
     return ImageRef(image, registry, s, tag or None, digest or None)
 
 

@@ -130,18 +130,16 @@ def dedupe(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     memo: dict[int, str] = {}
 
     def count(node: Any) -> str:
+        """The canonical JSON text of `node` (as `_canon`), built from its children's."""
         if isinstance(node, dict):
-            for v in node.values():
-                count(v)
-        elif isinstance(node, list):
-            for v in node:
-                count(v)
-        key = _canon(node)
-        if isinstance(node, dict):
+            key = "{" + ",".join(json.dumps(k) + ":" + count(node[k]) for k in sorted(node)) + "}"
             memo[id(node)] = key
             if len(key) >= _DEDUPE_MIN_CHARS:
                 counts[key] = counts.get(key, 0) + 1
-        return key
+            return key
+        if isinstance(node, list):
+            return "[" + ",".join(count(v) for v in node) + "]"
+        return _canon(node)
 
     count(schema)
     names: dict[str, str] = {}  # canonical text -> def name
@@ -283,7 +281,6 @@ def generate(crd_dir: str, sources_path: str | None = None) -> dict[str, str]:
             if crd.get("kind") != "CustomResourceDefinition":
                 continue
             made = []
-            versions: list[str] = []
             for group, version, kind, storage, deprecated, schema in crd_schemas(crd):
                 fname = f"{group}_{version}_{kind}.json"
                 files[fname] = json.dumps(schema, indent=1, sort_keys=False) + "\n"
@@ -296,7 +293,6 @@ def generate(crd_dir: str, sources_path: str | None = None) -> dict[str, str]:
                 if deprecated:
                     entry["deprecated"].append(version)
                 entry["files"][version] = fname
-                versions.append(version)
             if made:
                 notes.append((name, crd["spec"]["names"]["kind"], made, sources.get(name, {})))
     files["index.json"] = json.dumps(dict(sorted(index.items())), indent=1, sort_keys=True) + "\n"
@@ -327,10 +323,10 @@ def _readme(notes: list[tuple[str, str, list[str], dict[str, str]]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for copy, kind, made, src in notes:
-        repo = src.get("repo", "unknown")
+        repo = f"https://github.com/{src['repo']}" if src.get("repo") else "unknown"
         commit = src.get("commit", "unknown")
         path = src.get("path", copy)
-        lines.append(f"| {kind} | https://github.com/{repo} | `{commit}` | `{path}` | {LICENCE} | "
+        lines.append(f"| {kind} | {repo} | `{commit}` | `{path}` | {LICENCE} | "
                      + ", ".join(f"`{m}`" for m in made) + " |")
     return "\n".join(lines) + "\n"
 

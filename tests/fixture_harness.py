@@ -74,10 +74,28 @@ def profile_for(text: str) -> Profile:
     return Profile(values)
 
 
+_OPTION = re.compile(r"^#\s*fixture-option:\s*(\w+)=(.*)$", re.M)
+
+
+def options_for(text: str) -> dict:
+    """Rule options set by `# fixture-option: name=<JSON value>` lines (for the fixture's rule)."""
+    out = {}
+    for m in _OPTION.finditer(text):
+        raw = m.group(2).strip()
+        try:
+            out[m.group(1)] = json.loads(raw)
+        except ValueError:
+            out[m.group(1)] = raw
+    return out
+
+
 def settings_for(code: str, text: str) -> Settings:
     s = Settings(root=str(ROOT))
     s.select = [code]
     s.profile = profile_for(text)
+    opts = options_for(text)
+    if opts:
+        s.rule_settings = {code: opts}
     return s
 
 

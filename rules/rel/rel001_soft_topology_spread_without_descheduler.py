@@ -170,7 +170,7 @@ def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
         edit = edits.insert_value(view, base, "args", {"constraints": ["DoNotSchedule", "ScheduleAnyway"]})
     else:
         return None
-    return make_fix(f"add ScheduleAnyway to the {TSC_PLUGIN} constraints of profile {profile.name}", [edit],
+    return make_fix(f"add ScheduleAnyway to the topology plugin's constraints (profile {profile.name})", [edit],
                     unsafe=True)
 
 
@@ -196,13 +196,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 f = make_fix("switch to whenUnsatisfiable: DoNotSchedule",
                              [edits.replace_value(obj, path, "DoNotSchedule")], unsafe=True)
             yield RULE.finding(obj, path, f"{pod.replicas} pods spread on {t.get('topologyKey')} with "
-                                          f"ScheduleAnyway; {reason}, so skew after a zone or node loss persists",
+                                          f"ScheduleAnyway, but {reason}; skew persists after a "
+                                          f"{'zone' if 'zone' in str(t.get('topologyKey')) else 'node'} loss",
                                fix=f)
 
 
 def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: Any) -> tuple[str | None, Any]:
     if not pols:
-        return "no descheduler policy in these files (profile deschedulerInstalled is false)", None
+        return "no DeschedulerPolicy is in these files and deschedulerInstalled is false", None
     labels = pod.labels
     partial = None
     protected = None
@@ -220,13 +221,13 @@ def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: An
     if protected is not None:
         pol, prof, traits = protected
         t = traits[0]
-        return (f"{pol.label} would rebalance but its DefaultEvictor protects these pods ({t.protection}: "
-                f"{t.detail})"), None
+        return f"the DefaultEvictor in {pol.short_label} protects them ({t.detail})", None
     if partial is not None:
         pol, prof = partial
-        return (f"{TSC_PLUGIN} in {pol.label} acts only on {', '.join(sorted(prof.topology_constraints()))}",
+        return (f"the topology plugin in {pol.short_label} acts only on "
+                f"{', '.join(sorted(prof.topology_constraints()))}",
                 _policy_fix(pol, obj, prof))
-    return f"no descheduler policy rebalances ScheduleAnyway spreads for namespace {ns}", None
+    return f"no DeschedulerPolicy profile rebalances soft spreads in namespace {ns}", None
 
 
 __all__ = ["RULE", "check"]

@@ -197,6 +197,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                     path = prof.evictor_path + ("args",)
                 elif isinstance(prof, LegacyProfile):
                     path = ("strategies",)
+                elif prof.evictor_path is None and "name" in prof.data:
+                    path = prof.path + ("name",)
                 fix = _fix(pol, prof) if protection == "PodsWithLocalStorage" else None
                 msg = (f"profile {prof.name}: DefaultEvictor keeps {protection}, so {who} ({detail}) "
                        "is never evicted by its plugins")

@@ -231,8 +231,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if why is None:
         return
     path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
-    yield RULE.finding(obj, path, f"{replicas} replicas are evicted by {why} but no PodDisruptionBudget selects "
-                                  "them; all can go at once", fix=_pdb_fix(obj))
+    yield RULE.finding(obj, path, f"{replicas} replicas can be evicted by {why} but no PodDisruptionBudget "
+                                  "selects them; all can go at once", fix=_pdb_fix(obj))
 
 
 def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
@@ -250,8 +250,8 @@ def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
         if why is None:
             continue
         path, what = blocked
-        yield RULE.finding(pdb, path, f"{what} allows no eviction of {o.kind} {o.name}; {why} stalls and nodes "
-                                      "never drain")
+        yield RULE.finding(pdb, path, f"{what} allows no eviction of {o.kind} {o.name}, so {why} is blocked "
+                                      "and its nodes never drain")
         return
 
 

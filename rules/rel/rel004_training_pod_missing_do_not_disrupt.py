@@ -144,7 +144,7 @@ def _gpu_pods(obj: Any, pods: list[Any]) -> float:
                                                                           "aws.amazon.com/neuron",
                                                                           "aws.amazon.com/neuroncore"))
         if gpus > 0:
-            total += pod.replicas if pod.replicas is not None else 2
+            total += pod.replicas if pod.replicas is not None else 1
     return total
 
 
@@ -179,7 +179,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             key = old[0]
             path = meta + ("annotations", key)
             yield RULE.finding(obj, path, f"{key} was removed in Karpenter v1; {what} on NodePool {pool_name} "
-                                          f"will evict this training pod", severity=sev,
+                                          f"can evict this training pod", severity=sev,
                                fix=_rename(obj, path, key))
             continue
         if value is not None:
@@ -225,7 +225,10 @@ def _add(obj: Any, pod: Any):
             edit = edits.replace_value(obj, meta + ("annotations",), edits._inline(merged))
         else:
             edit = edits.insert_key(obj, meta + ("annotations",), DO_NOT_DISRUPT, '"true"')
-    elif isinstance(obj.get(*meta), dict) and obj.get(*meta) and not edits.is_flow(obj, meta):
+    elif isinstance(obj.get(*meta), dict) and edits.is_flow(obj, meta):
+        merged = {**{str(k): v for k, v in obj.get(*meta).items()}, "annotations": entry}
+        edit = edits.replace_value(obj, meta, edits._inline(merged))
+    elif isinstance(obj.get(*meta), dict) and obj.get(*meta):
         if "annotations" in as_dict(obj.get(*meta)):
             edit = edits.replace_value(obj, meta + ("annotations",), edits._inline(entry))
         else:

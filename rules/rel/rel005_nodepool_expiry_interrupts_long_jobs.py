@@ -173,17 +173,21 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                                       f"{DO_NOT_DISRUPT} pods ({who}) stay cordoned until those pods exit",
                            fix=_fix(obj))
     long_runs = []
+    seen = set()
     for o, pod in hosted:
         if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
             continue
         runtime, where = expected_duration(pod)
-        if runtime is not None and runtime > expiry:
+        if runtime is not None and runtime > expiry and id(o) not in seen:
+            seen.add(id(o))
             long_runs.append((o, runtime, where))
     if long_runs:
         o, runtime, where = max(long_runs, key=lambda x: x[1])
         more = f" +{len(long_runs) - 1} more" if len(long_runs) > 1 else ""
-        yield RULE.finding(obj, path, f"{exp_txt} is shorter than {_label(o)}{more} ({where}, "
-                                      f"{format_duration(runtime)}); expiry is forceful and kills the run",
+        dur = format_duration(runtime)
+        where = where if where.endswith("=" + dur) else f"{where} = {dur}"
+        yield RULE.finding(obj, path, f"{exp_txt} is shorter than {_label(o)}{more} ({where}); expiry is "
+                                      "forceful and kills the run",
                            fix=_fix(obj))
 
 

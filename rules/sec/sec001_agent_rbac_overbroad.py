@@ -163,9 +163,9 @@ RULE = Rule(
 
 def _who(agents: list[AgentPod]) -> str:
     labels = list(dict.fromkeys(a.label for a in agents))
-    sas = list(dict.fromkeys(f"{a.sa[0]}/{a.sa[1]}" for a in agents))
+    sas = list(dict.fromkeys(a.sa[1] for a in agents))
     head = labels[0] + (f" +{len(labels) - 1} more" if len(labels) > 1 else "")
-    return f"agent {head} (ServiceAccount {sas[0]}{' +' + str(len(sas) - 1) if len(sas) > 1 else ''})"
+    return f"agent {head} (SA {sas[0]}{' +' + str(len(sas) - 1) if len(sas) > 1 else ''})"
 
 
 def _agents_by_binding(ctx: Any, bindings: list[Any]) -> list[tuple[Any, list[AgentPod]]]:

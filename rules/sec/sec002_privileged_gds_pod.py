@@ -127,14 +127,14 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
         sc = pvc.get("spec", "storageClassName")
         vol = pvc.get("spec", "volumeName")
         if isinstance(sc, str) and sc in classes:
-            out[pvc.name] = f"PVC {pvc.name} on StorageClass {sc} ({FSX_DRIVER})"
+            out[pvc.name] = f"FSx PVC {pvc.name} (StorageClass {sc})"
         elif isinstance(vol, str) and vol in pvs and pvs[vol].get("spec", "csi", "driver") == FSX_DRIVER:
-            out[pvc.name] = f"PVC {pvc.name} on an {FSX_DRIVER} PersistentVolume"
+            out[pvc.name] = f"FSx PVC {pvc.name} (PersistentVolume {vol})"
     for pv in pvs.values():
         ref = as_dict(pv.get("spec", "claimRef"))
         if pv.get("spec", "csi", "driver") == FSX_DRIVER and ref.get("name") and \
                 (ref.get("namespace") or "default") == namespace:
-            out.setdefault(str(ref["name"]), f"PVC {ref['name']} bound to an {FSX_DRIVER} PersistentVolume")
+            out.setdefault(str(ref["name"]), f"FSx PVC {ref['name']} (PersistentVolume {pv.name})")
     return out
 
 
@@ -146,7 +146,7 @@ def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
         if isinstance(claim, str) and claim in fsx:
             signs.append(fsx[claim])
         if as_dict(v.get("csi")).get("driver") == FSX_DRIVER:
-            signs.append(f"inline {FSX_DRIVER} volume {name}")
+            signs.append(f"inline FSx volume {name}")
         hp = as_dict(v.get("hostPath")).get("path")
         if isinstance(hp, str):
             p = hp.rstrip("/") or "/"
@@ -166,7 +166,7 @@ def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
 
 
 def _bool_fix(obj: Any, path: tuple, field: str):
-    return make_fix(f"set {field}: false (review: GDS needs the nvidia-fs module on the node)",
+    return make_fix(f"set {field}: false (load nvidia-fs on the node first)",
                     [edits.replace_value(obj, path, "false")], unsafe=True)
 
 

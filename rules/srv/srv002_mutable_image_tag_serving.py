@@ -77,6 +77,7 @@ Otherwise no fix: pinning needs registry access (look up the digest with
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from ailint import edits, serving
@@ -101,7 +102,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     seen: set[tuple] = set()
     for pod in pod_templates(obj):
         serving_pod = is_serving_pod(pod)
-        if not serving_pod and not is_training_pod(pod):
+        if not serving_pod and not _training(obj, pod):
             continue
         accel = is_accelerator_pod(pod)
         role = "serving" if serving_pod else "training"
@@ -128,6 +129,24 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             yield RULE.finding(obj, c.path_of("image"), msg, anchor="value",
                                severity=Severity.ERROR if severe else Severity.WARNING,
                                fix=_pin(obj, c, ref, ctx, opts))
+
+
+_ML_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "TrainingRuntime",
+             "ClusterTrainingRuntime")
+_LAUNCHER = re.compile(r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.(run|launch)|mpirun|"
+                       r"horovodrun)\b")
+
+
+def _training(obj: Any, pod: Any) -> bool:
+    """A training pod that runs ML work: an ML training kind, accelerators, or a launcher command.
+
+    Generic batch kinds (Job, JobSet, RayJob) running `busybox sleep` are not training images.
+    """
+    if not is_training_pod(pod):
+        return False
+    if obj.kind in _ML_KINDS or is_accelerator_pod(pod):
+        return True
+    return any(_LAUNCHER.search(" ".join(c.tokens)) for c in pod.containers())
 
 
 def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: dict[str, Any]):

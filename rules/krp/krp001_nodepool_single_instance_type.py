@@ -1,0 +1,154 @@
+"""
+## What it does
+Finds Karpenter NodePools that can launch exactly one instance type: a
+`node.kubernetes.io/instance-type In [<one type>]` requirement (requirements are ANDed, so
+no other requirement can add types back), or a Spot-only pool whose family and size
+requirements resolve to a single type of the accelerator table. Pools on reserved capacity
+(`karpenter.sh/capacity-type: reserved`, capacity-reservation requirements) are skipped:
+ODCRs and Capacity Blocks are bought for one type.
+
+## Why is this bad?
+When that one type has no capacity in the pool's zones (common for GPU types, and
+routine for Spot), every pod that needs the pool stays Pending: there is nothing to fall
+back to. Allowing a range (same GPU or more GPU memory through `instance-gpu-name` and
+`instance-gpu-memory`, or a few sizes and families) keeps scale-out working; pin a type
+only where GPU memory is a hard constraint.
+
+## Example
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: gpu
+      requirements:
+        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: ["g6e.2xlarge"]
+```
+
+## Use instead
+```yaml
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: gpu
+      requirements:
+        - key: karpenter.k8s.aws/instance-gpu-name
+          operator: In
+          values: ["l40s", "h100"]
+        - key: karpenter.k8s.aws/instance-gpu-count
+          operator: In
+          values: ["1"]
+```
+
+## Options
+- `max_alternatives` (integer, default 4): how many alternative types the fix adds.
+
+## Fix
+Unsafe, for types in the accelerator table: adds the nearest alternatives with the same
+accelerator count, at least the same memory per device, vCPUs and RAM (for example
+g6e.2xlarge gets g6e.4xlarge, g6e.8xlarge, g6e.16xlarge, p5.4xlarge). Review the cost before applying.
+
+## References
+- https://karpenter.sh/docs/concepts/nodepools/#spectemplatespecrequirements
+- https://aws.amazon.com/blogs/containers/ (Ramp: a g6e.2xlarge-only capacity provider as a single point of failure)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits, instances, karpenter
+from ailint.model import Edit, FixAvailability, Finding, Severity
+from ailint.registry import Option, Rule, make_fix
+
+RULE = Rule(
+    code="KRP001",
+    name="nodepool-single-instance-type",
+    severity=Severity.WARNING,
+    summary="A NodePool allows a single instance type, so one capacity shortage blocks all scale-out",
+    kinds=("karpenter.sh/NodePool",),
+    fix=FixAvailability.SOMETIMES,
+    options={"max_alternatives": Option(4, "alternative instance types the fix adds", "integer")},
+    tags=("karpenter", "availability"),
+)
+
+
+def alternatives(type_name: str, limit: int) -> list[str]:
+    """Table types that can replace `type_name`: same accelerator kind and count, at least the
+    same memory per device, vCPUs and RAM; nearest first."""
+    it = instances.get(type_name)
+    if it is None:
+        return []
+    out = []
+    for other in instances.table().values():
+        if other.type == it.type or other.is_gpu != it.is_gpu or other.count != it.count:
+            continue
+        if other.memory_mib_per_device < it.memory_mib_per_device or other.vcpu < it.vcpu \
+                or other.memory_gib < it.memory_gib:
+            continue
+        out.append(other)
+    out.sort(key=lambda o: (o.accelerator != it.accelerator, o.vcpu, o.memory_gib, o.memory_mib_per_device, o.type))
+    return [o.type for o in out[:max(limit, 0)]]
+
+
+def _fix(obj: Any, index: int, single: str, alts: list[str]):
+    vpath = ("spec", "template", "spec", "requirements", index, "values")
+    title = "also allow " + ", ".join(alts)
+    if edits.is_flow(obj, vpath):
+        p = obj.value_span(vpath)
+        quoted = '"' in obj.source.line_text(p.line)
+        text = "[" + ", ".join(edits.quoted(v) for v in [single, *alts]) + "]" if quoted else \
+            edits._inline([single, *alts])
+        return make_fix(title, [edits.replace_value(obj, vpath, text)], unsafe=True)
+    parts = [edits.append_item(obj, vpath, a) for a in alts]
+    if not parts or any(p is None for p in parts):
+        return None
+    return make_fix(title, [Edit(parts[0].start, parts[0].end, "".join(p.content for p in parts))],  # type: ignore[union-attr]
+                    unsafe=True)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    if karpenter.uses_reserved_capacity(obj):
+        return
+    ct = karpenter.capacity_types(obj)
+    spot_only = ct == ("spot",)
+    spot = " (Spot only)" if spot_only else ""
+    req = karpenter.instance_type_requirement(obj)
+    if req is not None:
+        index, _, values = req
+        if len(set(values)) != 1:
+            return
+        single = values[0]
+        try:
+            limit = int(opts.get("max_alternatives", 4))
+        except (TypeError, ValueError):
+            limit = 4
+        alts = alternatives(single, limit)
+        hint = (f"; {', '.join(alts[:3])}{' and others' if len(alts) > 3 else ''} have the same accelerators "
+                "and as much memory" if alts else "; allow a range of families or sizes")
+        yield RULE.finding(obj, ("spec", "template", "spec", "requirements", index, "values"),
+                           f"NodePool {obj.name!r} allows only {single}{spot}: one capacity shortage in its zones "
+                           f"blocks every pending pod{hint}",
+                           fix=_fix(obj, index, single, alts) if alts else None)
+        return
+    if spot_only:
+        single = karpenter.single_type_family_resolution(obj)
+        if single:
+            yield RULE.finding(obj, ("spec", "template", "spec", "requirements"),
+                               f"NodePool {obj.name!r} is Spot-only and its family and size requirements resolve to "
+                               f"{single} alone: a Spot shortage of that one type blocks every pending pod")

@@ -1,0 +1,223 @@
+"""
+## What it does
+Checks the disk an `EC2NodeClass` gives accelerator nodes, through the NodePools of the run
+that use it:
+
+- (a) no `spec.instanceStorePolicy: RAID0` while every instance type the NodePools allow
+  (accelerator table, spec section 11) has local NVMe (g4dn, g5, g6, g6e, gr6, p4d, p4de,
+  p5*, p6-b200, trn1*, trn2);
+- (b) every allowed type lacks NVMe (inf2), the NodeClass has no `blockDeviceMappings`, so
+  the AMI default volume holds images and caches (AL2023/AL2 20Gi root, Bottlerocket 20Gi
+  data volume), and pods scheduled there need more than 85% of it (sum of their non-memory
+  emptyDir `sizeLimit`s and the `ailint.io/image-size` / `ailint.io/model-size` annotations).
+
+Skipped: EKS Auto Mode NodeClasses, NodeClasses that no NodePool of the run uses, (a) when
+`userData` prepares the NVMe itself or a local-volume provisioner / NVMe hostPath is in the
+run, (b) for custom and Windows AMI families.
+
+## Why is this bad?
+Karpenter ignores instance-store NVMe unless `instanceStorePolicy: RAID0` is set: the
+terabytes of local disk at several GB/s that GPU instances ship with stay unused, while
+container images (10 to 115 GB for AI images) and emptyDir model caches fill the 20Gi EBS
+root volume, which evicts pods on disk pressure and slows every cold start.
+
+## Example
+```yaml
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: gpu
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms:
+    - alias: al2023@v20250715
+  subnetSelectorTerms:
+    - tags: {karpenter.sh/discovery: my-cluster}
+  securityGroupSelectorTerms:
+    - tags: {karpenter.sh/discovery: my-cluster}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: gpu
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: ["g5", "g6e"]
+```
+
+## Use instead
+```yaml
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: gpu
+spec:
+  role: KarpenterNodeRole
+  instanceStorePolicy: RAID0
+  amiSelectorTerms:
+    - alias: al2023@v20250715
+  subnetSelectorTerms:
+    - tags: {karpenter.sh/discovery: my-cluster}
+  securityGroupSelectorTerms:
+    - tags: {karpenter.sh/discovery: my-cluster}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: gpu
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: ["g5", "g6e"]
+```
+
+## Options
+- `volume_size` (string, default `200Gi`): the volume size the fix for (b) writes.
+
+## Fix
+Safe. (a) adds `instanceStorePolicy: RAID0`. (b) adds `blockDeviceMappings` with an
+encrypted gp3 volume of `volume_size` (AL2023/AL2: `/dev/xvda`; Bottlerocket: the 4Gi
+`/dev/xvda` root plus `/dev/xvdb` data volume).
+
+## References
+- https://karpenter.sh/docs/concepts/nodeclasses/#specinstancestorepolicy
+- https://karpenter.sh/docs/concepts/nodeclasses/#specblockdevicemappings
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from ailint import edits, instances, karpenter
+from ailint.extract import parse_quantity, pod_templates, format_bytes, is_pod_kind
+from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
+from ailint.registry import Option, Rule, Scope, make_fix
+
+RULE = Rule(
+    code="KRP006",
+    name="ec2nodeclass-local-disk-unused",
+    severity=Severity.WARNING,
+    summary="An EC2NodeClass leaves GPU instance NVMe unused, or keeps images and caches on a 20Gi default volume",
+    kinds=("karpenter.k8s.aws/EC2NodeClass",),
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    options={"volume_size": Option("200Gi", "volume size written by the blockDeviceMappings fix", "string")},
+    tags=("karpenter", "storage", "gpu"),
+)
+
+_NVME_USERDATA = re.compile(r"nvme|mdadm|instance.?store|raid", re.I)
+_LOCAL_PROVISIONER = re.compile(r"local-(volume|static)-provisioner|sig-storage-local")
+
+
+def _nvme_used_directly(obj: Any, ctx: Any) -> bool:
+    if _NVME_USERDATA.search(str(obj.get("spec", "userData") or "")):
+        return True
+    for o in ctx.objects:
+        if not is_pod_kind(o):
+            continue
+        for p in pod_templates(o):
+            for c in p.containers():
+                if _LOCAL_PROVISIONER.search(c.image):
+                    return True
+            for _, v in iter_dicts(p.spec.get("volumes")):
+                hp = str(as_dict(v.get("hostPath")).get("path") or "")
+                if "nvme" in hp or "k8s-disks" in hp or "instance-store" in hp:
+                    return True
+    return False
+
+
+def _pod_disk_need(pod: Any) -> float:
+    total = 0.0
+    ann = pod.all_annotations()
+    for key in ("ailint.io/image-size", "ailint.io/model-size"):
+        q = parse_quantity(str(ann.get(key))) if ann.get(key) is not None else None
+        if q:
+            total += q
+    for _, v in iter_dicts(pod.spec.get("volumes")):
+        ed = v.get("emptyDir")
+        if isinstance(ed, dict) and ed.get("medium") != "Memory":
+            q = parse_quantity(ed.get("sizeLimit"))
+            if q:
+                total += q
+    return total
+
+
+def _bdm_value(family: str, size: str) -> list[dict[str, Any]]:
+    def ebs(sz: str) -> dict[str, Any]:
+        return {"volumeSize": sz, "volumeType": "gp3", "encrypted": True}
+    if family == "bottlerocket":
+        return [{"deviceName": "/dev/xvda", "ebs": ebs("4Gi")}, {"deviceName": "/dev/xvdb", "ebs": ebs(size)}]
+    return [{"deviceName": "/dev/xvda", "ebs": ebs(size)}]
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    pools = karpenter.nodepools_for_node_class(obj, ctx)
+    if not pools:
+        return
+    spec = as_dict(obj.get("spec"))
+    if not spec:
+        return
+    nvme_pools, bare_pools = [], []
+    for p in pools:
+        types = karpenter.allowed_types(p)
+        if not types or instances.names_unknown_type(karpenter.requirements(p)):
+            continue
+        nvme = [instances.get(t).local_nvme_gb for t in types if instances.get(t)]  # type: ignore[union-attr]
+        if nvme and all(n > 0 for n in nvme):
+            nvme_pools.append((p, sorted(types)))
+        elif nvme and all(n == 0 for n in nvme):
+            bare_pools.append((p, sorted(types)))
+    if nvme_pools and spec.get("instanceStorePolicy") != "RAID0" and not _nvme_used_directly(obj, ctx):
+        p, types = nvme_pools[0]
+        smallest = min((instances.get(t) for t in types), key=lambda it: it.local_nvme_gb)  # type: ignore[union-attr,return-value]
+        yield RULE.finding(obj, ("spec",),
+                           f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of NodePool "
+                           f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored and images and "
+                           "model caches fill the EBS root volume",
+                           fix=make_fix("add instanceStorePolicy: RAID0",
+                                        [edits.insert_key(obj, ("spec",), "instanceStorePolicy", "RAID0")]))
+        return
+    if not bare_pools or "blockDeviceMappings" in spec:
+        return
+    family = karpenter.ami_family(obj)
+    if family not in karpenter.DEFAULT_CONTAINER_VOLUME_GIB:
+        return
+    room = karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family] * 2**30 * 0.85
+    pool_names = {p.name for p, _ in bare_pools}
+    need, who = 0.0, None
+    for o in ctx.objects:
+        if not is_pod_kind(o):
+            continue
+        for pod in pod_templates(o):
+            if not any(pl.name in pool_names for pl in ctx.pools_for(pod)):
+                continue
+            n = _pod_disk_need(pod)
+            if n > need:
+                need, who = n, f"{o.kind} {o.name}"
+    if need <= room:
+        return
+    size = str(opts.get("volume_size") or "200Gi")
+    fams = ", ".join(sorted({karpenter.family_of(t) for _, ts in bare_pools for t in ts}))
+    vol = "data volume /dev/xvdb" if family == "bottlerocket" else "root volume"
+    yield RULE.finding(obj, ("spec",),
+                       f"EC2NodeClass {obj.name!r} uses the default {karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family]}Gi "
+                       f"{vol} on instances without NVMe ({fams}), but {who} needs about "
+                       f"{format_bytes(need)} of images and caches there",
+                       fix=make_fix(f"add blockDeviceMappings with a {size} gp3 volume",
+                                    [edits.insert_value(obj, ("spec",), "blockDeviceMappings", _bdm_value(family, size))]))

@@ -1,0 +1,190 @@
+"""
+## What it does
+Checks LeaderWorkerSets whose groups span nodes (`leaderWorkerTemplate.size` >= 2, as for
+multi-node tensor or pipeline parallelism). It fires when nothing keeps a group in one
+zone: no `leaderworkerset.sigs.k8s.io/exclusive-topology` annotation on the
+LeaderWorkerSet (or its templates), no required `podAffinity` on the group key
+`leaderworkerset.sigs.k8s.io/group-key` with a zone (or narrower) `topologyKey` in every
+template, no single-zone node selection in the templates, and no single-zone NodePool
+hosting them.
+
+## Why is this bad?
+Each group is one model replica whose members talk constantly (NCCL all-reduce, KV or
+pipeline transfers). Without co-location the scheduler spreads the leader and workers over
+availability zones: collectives cross zones at higher latency, inter-AZ traffic is billed
+per GB, and EFA does not work across AZs at all.
+
+## Example
+```yaml
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: llama-405b
+spec:
+  replicas: 2
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        containers:
+          - name: vllm
+            image: vllm/vllm-openai:v0.10.1
+            resources:
+              limits:
+                nvidia.com/gpu: 8
+```
+
+## Use instead
+```yaml
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: llama-405b
+spec:
+  replicas: 2
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        affinity:
+          podAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              - labelSelector:
+                  matchExpressions:
+                    - key: leaderworkerset.sigs.k8s.io/group-key
+                      operator: Exists
+                matchLabelKeys:
+                  - leaderworkerset.sigs.k8s.io/group-key
+                topologyKey: topology.kubernetes.io/zone
+        containers:
+          - name: vllm
+            image: vllm/vllm-openai:v0.10.1
+            resources:
+              limits:
+                nvidia.com/gpu: 8
+```
+
+## Options
+None.
+
+## Fix
+Safe: adds to each template a required `podAffinity` term that matches the pod's own
+group (`matchLabelKeys: [leaderworkerset.sigs.k8s.io/group-key]`, which needs Kubernetes
+1.31 or later) with `topologyKey: topology.kubernetes.io/zone`, so every member lands in
+the zone of the first one. The `exclusive-topology` annotation also passes this rule, but
+it is not the fix: it allows only one group per topology domain (one replica per zone).
+
+## References
+- https://github.com/kubernetes-sigs/lws/blob/main/api/leaderworkerset/v1/leaderworkerset_types.go (`ExclusiveKeyAnnotationKey`, `GroupUniqueHashLabelKey`, `size` default 1)
+- https://lws.sigs.k8s.io/docs/concepts/
+- https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#matchlabelkeys
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.extract import PodTemplate, pod_node_requirements, pod_templates
+from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.registry import Rule, Scope, make_fix
+
+RULE = Rule(
+    code="NET005",
+    name="lws-group-not-topology-colocated",
+    severity=Severity.WARNING,
+    summary="A multi-node LeaderWorkerSet group can span availability zones",
+    kinds=("LeaderWorkerSet",),
+    scope=Scope.BUNDLE,
+    fix=FixAvailability.SOMETIMES,
+    tags=("lws", "network", "topology", "serving"),
+)
+
+EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+ZONE = "topology.kubernetes.io/zone"
+_ZONE_KEYS = (ZONE, "topology.k8s.aws/zone-id", "failure-domain.beta.kubernetes.io/zone")
+_TOO_WIDE = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+TERM = {
+    "labelSelector": {"matchExpressions": [{"key": GROUP_KEY, "operator": "Exists"}]},
+    "matchLabelKeys": [GROUP_KEY],
+    "topologyKey": ZONE,
+}
+
+
+def _term_colocates(term: dict[str, Any]) -> bool:
+    topo = term.get("topologyKey")
+    if not isinstance(topo, str) or not topo or topo in _TOO_WIDE:
+        return False
+    if GROUP_KEY in [str(k) for k in as_list(term.get("matchLabelKeys"))]:
+        return True
+    sel = as_dict(term.get("labelSelector"))
+    if GROUP_KEY in as_dict(sel.get("matchLabels")):
+        return True
+    return any(e.get("key") == GROUP_KEY for _, e in iter_dicts(sel.get("matchExpressions")))
+
+
+def _colocated(pod: PodTemplate) -> bool:
+    if str(pod.annotations.get(EXCLUSIVE) or "").strip():
+        return True
+    terms = get_in(pod.spec, ("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
+    if any(_term_colocates(t) for _, t in iter_dicts(terms)):
+        return True
+    return _pinned_zone(pod_node_requirements(pod))
+
+
+def _pinned_zone(terms: Any) -> bool:
+    """Every node-selection term pins one zone."""
+    terms = list(terms)
+    return bool(terms) and all(any(r.key in _ZONE_KEYS and r.operator == "In" and len(r.values) == 1 for r in t)
+                               for t in terms)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    size = get_in(obj.data, ("spec", "leaderWorkerTemplate", "size"))
+    if isinstance(size, bool) or not isinstance(size, int) or size < 2:
+        return
+    if str(obj.annotations.get(EXCLUSIVE) or "").strip():
+        return
+    pods = [p for p in pod_templates(obj)]
+    if not pods:
+        return
+    missing = [p for p in pods if not _colocated(p)]
+    if not missing:
+        return
+    if ctx.bundle:
+        pools = [pool for p in pods for pool in ctx.pools_for(p)]
+        if pools and all(_pinned_zone([pool.requirements]) for pool in pools):
+            return
+    built = [_add_affinity(obj, p) for p in missing]
+    fix = None if any(e is None for e in built) else make_fix(
+        "add a required podAffinity on the group key with topologyKey topology.kubernetes.io/zone", built)
+    names = " and ".join(p.role for p in missing) + (" templates" if len(missing) > 1 else " template")
+    yield RULE.finding(obj, ("spec", "leaderWorkerTemplate", "size"),
+                       f"groups of {size} pods can span AZs: no {EXCLUSIVE} annotation and no required "
+                       f"podAffinity on the group key in the {names}", fix=fix)
+
+
+def _add_affinity(obj: Any, pod: PodTemplate):
+    spec = pod.spec
+    aff = spec.get("affinity")
+    if aff is None:
+        return edits.set_value(obj, pod.path("affinity"), {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [TERM]}})
+    if not isinstance(aff, dict):
+        return None
+    pa = aff.get("podAffinity")
+    if pa is None:
+        return edits.set_value(obj, pod.path("affinity", "podAffinity"),
+                               {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]})
+    if not isinstance(pa, dict):
+        return None
+    req = pa.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is None:
+        return edits.set_value(obj, pod.path("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+                               [TERM])
+    if isinstance(req, list):
+        return edits.append_item(obj, pod.path("affinity", "podAffinity",
+                                               "requiredDuringSchedulingIgnoredDuringExecution"), TERM)
+    return None

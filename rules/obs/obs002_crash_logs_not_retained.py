@@ -1,0 +1,102 @@
+"""
+## What it does
+Flags accelerator containers, and the first (main) container of training pods, that do
+not set `terminationMessagePolicy`. The default is `File`: the termination message is whatever
+the app wrote to `/dev/termination-log`, usually nothing. Containers that set `File`
+explicitly are left alone (the app writes its own message).
+
+## Why is this bad?
+A crashed training rank or model server takes its own error output down with it: once the
+pod restarts or is deleted, `kubectl logs --previous` is gone too, and the status shows
+only an exit code. With `FallbackToLogsOnError`, the kubelet copies the last lines of the
+log (at most 80 lines or 2 KiB) into the container status when it fails, where
+`kubectl describe`, events exporters and Kueue/JobSet failure reasons can still see the
+CUDA OOM or NCCL error.
+
+## Example
+```yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: finetune
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: nvcr.io/nvidia/pytorch:24.05-py3
+          command: ["torchrun", "--nproc_per_node=8", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Use instead
+```yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: finetune
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: nvcr.io/nvidia/pytorch:24.05-py3
+          command: ["torchrun", "--nproc_per_node=8", "train.py"]
+          terminationMessagePolicy: FallbackToLogsOnError
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+```
+
+## Options
+None.
+
+## Fix
+Safe: adds `terminationMessagePolicy: FallbackToLogsOnError` to the container.
+
+## References
+- https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/
+- https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#lifecycle
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint import edits
+from ailint.extract import POD_KINDS, is_training_pod, pod_templates
+from ailint.model import FixAvailability, Finding, Severity
+from ailint.registry import Rule, make_fix
+
+RULE = Rule(
+    code="OBS002",
+    name="crash-logs-not-retained",
+    severity=Severity.INFO,
+    summary="An accelerator or training container keeps no log tail when it crashes (terminationMessagePolicy)",
+    kinds=POD_KINDS,
+    fix=FixAvailability.ALWAYS,
+    tags=("observability", "debugging"),
+    precision="high",
+)
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    for pod in pod_templates(obj):
+        training = is_training_pod(pod)
+        for i, c in enumerate(pod.containers(include_init=False)):
+            if "terminationMessagePolicy" in c.data:
+                continue
+            accel = c.accelerators()
+            if not accel and not (training and i == 0):
+                continue  # sidecars of training pods (log forwarders) are not the crash to keep
+            why = "accelerator" if accel else "training"
+            yield RULE.finding(obj, c.path_of("terminationMessagePolicy"),
+                               f"{why} container {c.name or '?'} uses the default terminationMessagePolicy (File): a "
+                               "crash leaves no log tail in its status; set FallbackToLogsOnError",
+                               fix=make_fix("set terminationMessagePolicy: FallbackToLogsOnError",
+                                            [edits.insert_value(obj, c.path, "terminationMessagePolicy",
+                                                                "FallbackToLogsOnError")]))

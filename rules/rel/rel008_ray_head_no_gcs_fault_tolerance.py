@@ -1,0 +1,132 @@
+"""
+## What it does
+Flags a RayService, or a RayCluster that runs Ray Serve (`serve run`/`serve deploy` in a
+container, or `ailint.io/role: serving`), whose cluster has no GCS fault tolerance: no
+`gcsFaultToleranceOptions` with a `redisAddress` or with `backend: rocksdb`, and not the
+older `ray.io/ft-enabled: "true"` annotation. Info by default; a warning when the object's
+namespace is listed in the profile key `productionNamespaces`.
+
+## Why is this bad?
+The Global Control Service lives in the head pod. Without an external store, a head
+restart (OOM, node drain, Spot reclaim, a Karpenter consolidation) loses the GCS state:
+every Serve application and actor is restarted across the whole cluster and requests fail
+until the models are loaded again, minutes to tens of minutes for LLMs. With GCS fault
+tolerance, workers keep serving while the head comes back and reattaches.
+
+## Example
+```yaml
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: llm
+spec:
+  serveConfigV2: |
+    applications:
+      - name: llm
+        import_path: app:deployment
+  rayClusterConfig:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.46.0
+```
+
+## Use instead
+```yaml
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: llm
+spec:
+  serveConfigV2: |
+    applications:
+      - name: llm
+        import_path: app:deployment
+  rayClusterConfig:
+    gcsFaultToleranceOptions:
+      redisAddress: redis.ray.svc.cluster.local:6379
+      redisPassword:
+        valueFrom:
+          secretKeyRef:
+            name: redis-password
+            key: password
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.46.0
+```
+
+## Options
+None. The profile key `productionNamespaces` (a list) raises the severity to warning.
+
+## Fix
+None: the Redis (or RocksDB volume) is infrastructure the linter cannot choose. Add
+`gcsFaultToleranceOptions` with your Redis address and a `redisPassword.valueFrom`
+Secret reference, as in the example.
+
+## References
+- https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-gcs-ft.html
+- https://github.com/ray-project/kuberay/blob/master/ray-operator/apis/ray/v1/raycluster_types.go
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ailint.extract import pod_templates, role_override, serving_engine
+from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
+from ailint.registry import Rule
+
+RULE = Rule(
+    code="REL008",
+    name="ray-head-no-gcs-fault-tolerance",
+    severity=Severity.INFO,
+    summary="A Ray Serve cluster has no GCS fault tolerance, so a head restart restarts every application",
+    kinds=("ray.io/RayService", "ray.io/RayCluster"),
+    fix=FixAvailability.NEVER,
+    tags=("reliability", "ray", "serving"),
+    precision="high",
+)
+
+
+def _serves(obj: Any) -> bool:
+    if obj.kind == "RayService":
+        return True
+    for pod in pod_templates(obj):
+        if role_override(pod) == "serving":
+            return True
+        if any(serving_engine(c) == "ray-serve" for c in pod.containers(include_init=False)):
+            return True
+    return False
+
+
+def _ft_configured(obj: Any, base: tuple) -> bool:
+    if str(obj.annotations.get("ray.io/ft-enabled", "")).lower() == "true":
+        return True
+    ft = as_dict(obj.get(*base, "gcsFaultToleranceOptions"))
+    if isinstance(ft.get("redisAddress"), str) and ft["redisAddress"].strip():
+        return True
+    return ft.get("backend") == "rocksdb"
+
+
+def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+    base = ("spec", "rayClusterConfig") if obj.kind == "RayService" else ("spec",)
+    if not isinstance(obj.get(*base), dict) or not _serves(obj):
+        return
+    if _ft_configured(obj, base):
+        return
+    ns = obj.namespace or "default"
+    prod = ns in [str(x) for x in as_list(ctx.profile.get("productionNamespaces"))]
+    ft_path = base + ("gcsFaultToleranceOptions",)
+    detail = ("gcsFaultToleranceOptions without redisAddress or backend rocksdb"
+              if obj.has(ft_path) else "no gcsFaultToleranceOptions")
+    yield RULE.finding(obj, ft_path, f"{obj.kind} {obj.name} has {detail}: a head restart loses GCS state and "
+                                     "restarts every Serve application; add gcsFaultToleranceOptions with an "
+                                     f"external Redis{' (production namespace ' + ns + ')' if prod else ''}",
+                       severity=Severity.WARNING if prod else Severity.INFO)
