@@ -43,6 +43,9 @@ LEGACY_FLAGS = {
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 CRITICAL_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 EXTENSION_POINTS = ("deschedule", "balance")
+# Plugins that only evict failed or crash-looping pods: a running, healthy pod is never
+# touched by them, so they neither need a PDB nor care about protections of healthy pods.
+UNHEALTHY_ONLY_PLUGINS = ("RemoveFailedPods", "RemovePodsHavingTooManyRestarts")
 
 
 def _truthy(v: Any) -> bool:
@@ -248,6 +251,10 @@ class Profile:
                 if isinstance(x, str) and x not in out:
                     out.append(x)
         return out
+
+    def healthy_pod_evictors(self) -> list[str]:
+        """Enabled plugins that can evict a running, healthy pod."""
+        return [p for p in self.enabled_plugins() if p not in UNHEALTHY_ONLY_PLUGINS]
 
     # -- the DefaultEvictor ------------------------------------------------------------
     @property

@@ -403,6 +403,10 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
         except yaml.YAMLError as exc:  # reader errors: control characters and the like
             result.findings.append(yml_finding("YML001", display, Span(1, 1, 1, 2), f"cannot parse: {exc}"))
             break
+        except UnicodeError:
+            result.findings.append(yml_finding("YML007", display, Span(1, 1, 1, 2),
+                                               "text that is not valid Unicode (a lone surrogate)"))
+            break
         except RecursionError:
             result.findings.append(yml_finding("YML005", display, Span(1, 1, 1, 2),
                                                "nesting too deep to parse"))

@@ -183,7 +183,8 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         for obj in fr.objects:
             sups.extend(suppress.annotation_suppressions(obj))
     ran_codes = {r.rule.code for r in engine.rules if r.check or r.rule.engine}
-    ran_codes |= {r.rule.code for r in engine.rules if r.rule.code.startswith("SCH")}
+    if not settings.schema:  # --no-schema: SCH did not run, so SCH suppressions are not "unused"
+        ran_codes = {c for c in ran_codes if not c.startswith("SCH")}
 
     def ran(selector: str) -> bool:
         named = [r for r in registry.all_rules().values() if registry._specificity(selector, r)]

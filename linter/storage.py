@@ -478,7 +478,45 @@ def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
     return None
 
 
+# ---------------------------------------------------------------------------------------
+# Could a NodePool run this pod's accelerators at all?
+# ---------------------------------------------------------------------------------------
+def pool_can_run(pool: Any, accelerators: dict[str, float]) -> bool:
+    """Whether a NodePool can launch a node offering the pod's accelerator requests
+    (`pod_accelerators`): some allowed table type has enough GPUs, Neuron devices and EFA
+    interfaces. A pool whose types the table cannot list counts only when its
+    requirements or taints say it launches accelerators. A pod without accelerator
+    requests fits any pool. (Karpenter never launches a type without the requested
+    extended resources, so other pools are not candidates.)"""
+    from . import instances
+
+    if not accelerators:
+        return True
+    allowed = pool.allowed_types
+    if not allowed:
+        return bool(pool.can_launch_accelerators)
+    gpus = sum(v for k, v in accelerators.items() if k in ("nvidia.com/gpu", "amd.com/gpu"))
+    neuron = max(accelerators.get("aws.amazon.com/neuron", 0), accelerators.get("aws.amazon.com/neurondevice", 0))
+    cores = accelerators.get("aws.amazon.com/neuroncore", 0)
+    efa = accelerators.get("vpc.amazonaws.com/efa", 0)
+    for t in allowed:
+        it = instances.get(t)
+        if it is None:
+            continue
+        if gpus and (not it.is_gpu or it.count < gpus):
+            continue
+        if neuron and (not it.is_neuron or it.count < neuron):
+            continue
+        if cores and (not it.is_neuron or (it.neuron_cores or 0) < cores):
+            continue
+        if efa and it.efa_max < efa:
+            continue
+        return True
+    return False
+
+
 __all__ = [
+    "pool_can_run",
     "Scaling", "scaling_of",
     "GiB", "FSX", "EFS", "EBS", "fsx_table", "is_storage_class", "storage_classes", "default_storage_class",
     "storage_class_named", "storage_class_of", "provisioner_name", "persistent_volume_named", "pv_driver",

@@ -227,3 +227,16 @@ def test_corpus_sch_rate_and_every_finding_reviewed():
     assert len(objects) <= 0.02 * res.object_count, f"{len(objects)} of {res.object_count} objects"
     unreviewed = sorted({(pathlib.Path(f.file).name, f.code) for f in sch_findings} - REVIEWED)
     assert not unreviewed, f"new SCH findings on the corpus: read them and judge file or schema: {unreviewed}"
+
+
+def test_sch_suppressions_are_not_unused_under_no_schema(tmp_path):
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n    - name: a\n"
+            "      image: busybox\n      resource: {}  # ailint: ignore[SCH001] typo kept on purpose\n")
+    f = tmp_path / "case.yaml"
+    f.write_text(text, encoding="utf-8")
+    for on in (True, False):
+        s = _settings(schema=on)
+        s.select = ["SCH", "AIL"]
+        res = lint([str(f)], s)
+        assert [x.code for x in res.findings] == []
+        assert [x.code for x in res.suppressed] == (["SCH001"] if on else [])

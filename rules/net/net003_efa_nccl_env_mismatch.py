@@ -90,7 +90,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ailint import edits
-from ailint.extract import Container, PodTemplate, pod_accelerators, pod_templates
+from ailint.extract import Container, PodTemplate, pod_templates
 from ailint.extract import POD_KINDS
 from ailint.model import FixAvailability, Finding, Path, Severity, as_dict, as_list, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
@@ -221,6 +221,17 @@ def _obsolete(v: EnvVar, ofi: tuple[int, int] | None) -> str | None:
     return None
 
 
+def _requests_efa(pod: PodTemplate) -> bool:
+    """EFA in requests or limits with any value but 0 (placeholders such as
+    `PLACEHOLDER_NUM_EFA` count: the author meant EFA)."""
+    for c in pod.containers():
+        for which in ("requests", "limits"):
+            v = c.resources(which).get(EFA)
+            if v is not None and str(v).strip() not in ("0", ""):
+                return True
+    return False
+
+
 def _ofi_version(c: Container) -> tuple[int, int] | None:
     m = _OFI_VERSION.search(c.image)
     return (int(m.group(1)), int(m.group(2))) if m else None
@@ -230,7 +241,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     pods = list(pod_templates(obj))
     if not pods:
         return
-    efa_anywhere = any(pod_accelerators(p).get(EFA, 0) > 0 for p in pods)
+    efa_anywhere = any(_requests_efa(p) for p in pods)
     counts = [p.replicas for p in pods]
     total = None if any(n is None for n in counts) else sum(counts)  # type: ignore[arg-type]
     for pod in pods:

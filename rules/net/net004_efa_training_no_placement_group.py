@@ -81,6 +81,7 @@ from ailint import edits
 from ailint.extract import pod_accelerators, pod_node_requirements, pod_templates
 from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
+from ailint.storage import pool_can_run
 
 RULE = Rule(
     code="NET004",
@@ -151,7 +152,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if job is None:
             continue
         n, pod = job
-        hosts = [p for p in ctx.pools_for(pod) if p in pools]
+        acc = pod_accelerators(pod)
+        hosts = [p for p in ctx.pools_for(pod) if p in pools and pool_can_run(p, acc)]
         if not hosts or any(_single_zone(t) for t in pod_node_requirements(pod)):
             continue
         yield RULE.finding(obj, ("spec", "placementGroupSelector"),

@@ -128,6 +128,8 @@ def _term_colocates(term: dict[str, Any]) -> bool:
 def _colocated(pod: PodTemplate) -> bool:
     if str(pod.annotations.get(EXCLUSIVE) or "").strip():
         return True
+    if "cloud.google.com/gke-tpu-topology" in as_dict(pod.spec.get("nodeSelector")):
+        return True  # a multi-host TPU slice is one node pool in one zone
     terms = get_in(pod.spec, ("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
     if any(_term_colocates(t) for _, t in iter_dicts(terms)):
         return True

@@ -5,8 +5,8 @@ Finds verbose collective-communication debugging left on: `NCCL_DEBUG=INFO` or `
 at container `env`, at `VAR=value` in the command (`export NCCL_DEBUG=INFO && torchrun …`),
 at ConfigMap keys pulled in with `envFrom`/`configMapKeyRef`, and at ConfigMap scripts
 that the command sources (`source /etc/nccl/nccl-env.sh`). A warning in long-running
-workloads (Deployment, StatefulSet, LeaderWorkerSet, RayService, RayCluster, KServe),
-info in Jobs and other batch kinds. Workloads labeled or annotated for debugging (a label
+workloads (Deployment, StatefulSet, DaemonSet, LeaderWorkerSet, RayService, KServe),
+info in Jobs, RayClusters and other batch kinds. Workloads labeled or annotated for debugging (a label
 or annotation key or value containing `debug`) and NCCL test runs (`all_reduce_perf` …)
 are skipped.
 
@@ -90,7 +90,7 @@ RULE = Rule(
 )
 
 LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "LeaderWorkerSet",
-                "RayService", "RayCluster", "InferenceService")
+                "RayService", "InferenceService")
 _VERBOSE = ("INFO", "TRACE")
 _NCCL_TESTS = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|broadcast_perf|"
                          r"sendrecv_perf|nccl-tests|nccl_tests)\b")

@@ -159,7 +159,7 @@ TARGET_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "LeaderWorkerSet")
 
 
 def _targets(profile: Profile, ctx: Any) -> list[tuple[Any, Any]]:
-    plugins = profile.enabled_plugins()
+    plugins = profile.healthy_pod_evictors()
     if not plugins:
         return []
     out = []
@@ -201,7 +201,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                     path = prof.path + ("name",)
                 fix = _fix(pol, prof) if protection == "PodsWithLocalStorage" else None
                 msg = (f"profile {prof.name}: DefaultEvictor keeps {protection}, so {who} ({detail}) "
-                       "is never evicted by its plugins")
+                       f"{'are' if len(labels) > 1 else 'is'} never evicted by its plugins")
                 span = pol.span(path)
                 yield RULE.finding(pol.obj, pol.obj_path(path), msg, span=span, fix=fix)
 

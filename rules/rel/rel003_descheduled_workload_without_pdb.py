@@ -172,7 +172,7 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
     pols = policies(ctx)
     for pol in pols:
         for prof in pol.profiles():
-            plugins = prof.enabled_plugins()
+            plugins = prof.healthy_pod_evictors()
             for pod in pods:
                 labels = pod.labels
                 if not prof.evictor_admits_labels(labels) or protected_by(prof, pod, ctx):

@@ -218,7 +218,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 continue
             path = pod.path("volumes", i, "persistentVolumeClaim", "claimName")
             n = total.get(claim)
-            others = _mounters(ctx, ns, claim, obj) if obj.kind in _LONG_RUNNING else []
+            dup = sum(1 for o in ctx.of_kind("PersistentVolumeClaim") if o.name == claim and namespace_of(o) == ns) > 1
+            others = _mounters(ctx, ns, claim, obj) if obj.kind in _LONG_RUNNING and not dup else []
             spread = any(_spread(obj, p) for p in pods)
             if n is not None and n > 1:
                 severity = Severity.ERROR if mode == "ReadWriteOncePod" or spread else None

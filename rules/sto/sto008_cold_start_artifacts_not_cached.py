@@ -113,7 +113,7 @@ from typing import Any, Iterator
 from ailint.extract import NEURON_RESOURCES, POD_KINDS, Container, PodTemplate, is_serving_pod, parse_quantity, pod_accelerators, pod_templates
 from ailint.model import FixAvailability, Finding, Severity, as_dict
 from ailint.registry import Option, Rule, Scope
-from ailint.storage import Download, mount_for_path, model_size_bytes_hint, scaling_of, startup_downloads, volume_for_mount, volume_kind
+from ailint.storage import Download, pool_can_run, mount_for_path, model_size_bytes_hint, scaling_of, startup_downloads, volume_for_mount, volume_kind
 
 RULE = Rule(
     code="STO008",
@@ -166,7 +166,10 @@ def _spot(ctx: Any, pod: PodTemplate) -> bool:
         return True
     if not ctx.bundle:
         return False
+    acc = pod_accelerators(pod)
     for pool in ctx.pools_for(pod):
+        if not pool_can_run(pool, acc):
+            continue
         for r in pool.requirements:
             if r.key == "karpenter.sh/capacity-type" and r.operator == "In" and "spot" in r.values:
                 return True
@@ -190,6 +193,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if not is_serving_pod(pod):
             continue
+        if pod.role == "head" and obj.kind in ("RayCluster", "RayService", "RayJob") and not pod_accelerators(pod):
+            continue  # a Ray head that holds no accelerator does not load the model
         scaling = _scales(ctx, obj)
         spot = _spot(ctx, pod)
         why = scaling or ("it can run on Spot capacity" if spot else None)

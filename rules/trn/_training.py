@@ -206,11 +206,26 @@ def gang_mechanism(obj: K8sObject) -> str | None:
     return None
 
 
-def local_queues(ctx: Any, namespace: str) -> list[K8sObject]:
+def same_namespace(a: K8sObject, b: K8sObject) -> bool:
+    """Whether two namespaced objects end up in one namespace: both name the same namespace,
+    or at least one names none and they sit in the same folder (applied together, so into
+    the same current namespace). Unrelated manifests without namespaces never match."""
+    if a.namespace and b.namespace:
+        return a.namespace == b.namespace
+    return _same_dir(a, b)
+
+
+def _same_dir(a: K8sObject, b: K8sObject) -> bool:
+    import posixpath
+
+    return posixpath.dirname(a.source.display) == posixpath.dirname(b.source.display)
+
+
+def local_queues(ctx: Any, obj: K8sObject) -> list[K8sObject]:
+    """Kueue LocalQueues of the run in the object's namespace (see `same_namespace`)."""
     if ctx is None or not getattr(ctx, "bundle", False):
         return []
-    return [o for o in ctx.of_kind("LocalQueue") if o.group.startswith("kueue.x-k8s.io")
-            and (o.namespace or "default") == namespace]
+    return [o for o in ctx.of_kind("LocalQueue") if o.group.startswith("kueue.x-k8s.io") and same_namespace(o, obj)]
 
 
 def iter_replica_specs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:

@@ -129,6 +129,9 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         workers = tr.replica_count(specs.get("Worker", {"replicas": 0}))
         if workers is None or workers < 2:
             return None
+        elastic_min = tr.as_int(obj.get("spec", "elasticPolicy", "minReplicas"))
+        if elastic_min is not None and elastic_min < workers:
+            return None  # elastic training starts with fewer workers: not all-or-nothing
         pods, devs = tr.accelerator_total(obj)
         return pods, devs, f"{pods} pods ({workers} Workers)"
     if kind == "JobSet":
@@ -176,8 +179,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     if tr.has_queue_label(obj) or tr.gang_mechanism(obj):
         return
-    ns = obj.namespace or "default"
-    queues = tr.local_queues(ctx, ns)
+    queues = tr.local_queues(ctx, obj)
     if any(q.name == "default" for q in queues):
         return  # Kueue's LocalQueue defaulting labels the job with the `default` queue
     try:

@@ -181,6 +181,11 @@ def _workload_resources(obj: K8sObject, ctx: Any) -> set[str]:
     return out
 
 
+def _name(obj: K8sObject) -> str:
+    ns = f"{obj.namespace}/" if obj.namespace else ""
+    return ns + str(obj.name or obj.metadata.get("generateName") or "<unnamed>")
+
+
 def _queue_name(obj: K8sObject) -> str | None:
     v = obj.labels.get(tr.QUEUE_LABEL, obj.annotations.get(tr.QUEUE_LABEL))
     return str(v) if v is not None else None
@@ -211,13 +216,12 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
            and lq.get("spec", "clusterQueue") == obj.name]
     missing: dict[str, str] = {}
     for lq in lqs:
-        ns = lq.namespace or "default"
         for kind in WORKLOAD_KINDS:
-            for w in ctx.of_kind(kind, namespace=ns):
-                if _queue_name(w) != lq.name:
+            for w in ctx.of_kind(kind):
+                if _queue_name(w) != lq.name or not tr.same_namespace(w, lq):
                     continue
                 for res in sorted(_workload_resources(w, ctx) - covered):
-                    missing.setdefault(res, f"{w.kind} {ns}/{w.name}")
+                    missing.setdefault(res, f"{w.kind} {_name(w)}")
     for res, who in missing.items():
         yield RULE.finding(obj, ("spec", "resourceGroups"),
                            f"{who} requests {res} but ClusterQueue {obj.name!r} does not cover it: Kueue never "
@@ -250,6 +254,7 @@ def _flavor_used_for_accelerators(rf: K8sObject, ctx: Any) -> bool:
 
 
 _RUNTIME_LABEL_PREFIXES = ("nvidia.com/", "feature.node.kubernetes.io/", "cloud.google.com/")
+_PROVISIONER_PREFIXES = ("karpenter.sh/", "karpenter.k8s.aws/", "eks.amazonaws.com/")
 
 
 def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
@@ -257,6 +262,10 @@ def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
     if not pools or not _flavor_used_for_accelerators(rf, ctx):
         return
     labels = {str(k): str(v) for k, v in as_dict(rf.get("spec", "nodeLabels")).items()}
+    pool_keys = {k for p in ctx.nodepools for k in p.labels}
+    if labels and not any(k.startswith(_PROVISIONER_PREFIXES) or k in karpenter.INSTANCE_TYPE_KEYS or k in pool_keys
+                          for k in labels):
+        return  # labels of another provisioner (GKE node pools, device plugins): not about these NodePools
     reqs = [Requirement(k, "In", (v,)) for k, v in labels.items() if not k.startswith(_RUNTIME_LABEL_PREFIXES)]
     matching: list[NodePoolView] = [p for p in pools if p.compatible_with(reqs)] if reqs else list(pools)
     names = ", ".join(p.name for p in pools[:3]) + (", ..." if len(pools) > 3 else "")
@@ -283,15 +292,18 @@ def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
 
 
 def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
-    if tr.has_queue_label(obj) or not _workload_resources(obj, ctx) - {"vpc.amazonaws.com/efa"}:
+    if obj.kind == "Job" and obj.group.startswith("batch.volcano.sh"):
+        return  # Volcano schedules its own jobs
+    if tr.has_queue_label(obj) or tr.gang_mechanism(obj) or not _workload_resources(obj, ctx) - {"vpc.amazonaws.com/efa"}:
         return
-    ns = obj.namespace or "default"
-    queues = tr.local_queues(ctx, ns)
+    queues = tr.local_queues(ctx, obj)
     if not queues or any(q.name == "default" for q in queues):
         return
-    names = ", ".join(sorted(str(q.name) for q in queues))
-    msg = (f"namespace {ns!r} has LocalQueue{'s' if len(queues) > 1 else ''} {names} but this {obj.kind} has no kueue.x-k8s.io/queue-name label: "
-           "it bypasses the GPU quota (or stays suspended with manageJobsWithoutQueueName)")
+    names = ", ".join(sorted({str(q.name) for q in queues}))
+    many = len({q.name for q in queues}) > 1
+    msg = (f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
+           "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended with "
+           "manageJobsWithoutQueueName)")
     fix = None
     blockers = []
     if obj.kind == "RayJob":
