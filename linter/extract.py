@@ -374,7 +374,13 @@ _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env", "zsh", "/bin/zs
 _VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
-def _split(s: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _split(s: str) -> tuple[str, ...]:
+    """Shell-like split (cached: shlex is slow and every rule re-reads the same scripts)."""
+    return tuple(_split_uncached(s))
+
+
+def _split_uncached(s: str) -> list[str]:
     try:
         return shlex.split(s, comments=True)
     except ValueError:

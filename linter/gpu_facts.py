@@ -118,6 +118,20 @@ def requirement_selects_accelerators(r: Requirement, ctx: Any = None) -> bool:
     return False
 
 
+def main_resource(acc: dict[str, float]) -> str:
+    """The accelerator resource to name in a message (GPUs first, EFA last)."""
+    order = list(ACCELERATOR_RESOURCES)
+    return sorted(acc, key=lambda r: (order.index(r) if r in order else len(order), r))[0]
+
+
+def container_label(c: Any) -> str:
+    """`container <name>`, or its position when it has no name."""
+    if c.name:
+        return f"container {c.name}"
+    kind = "initContainers" if c.init else "containers"
+    return f"{kind}[{c.path[-1]}]"
+
+
 def accelerator_target(pod: PodTemplate, ctx: Any = None) -> str | None:
     """Why the pod targets accelerator nodes (a short phrase), or None when it does not.
 
@@ -126,7 +140,7 @@ def accelerator_target(pod: PodTemplate, ctx: Any = None) -> str | None:
     """
     acc = pod_accelerators(pod)
     if acc:
-        res = sorted(acc, key=lambda r: (r not in ("nvidia.com/gpu", "aws.amazon.com/neuron"), r))[0]
+        res = main_resource(acc)
         return f"requests {res}"
     terms = pod_node_requirements(pod)
     reasons = []
@@ -175,8 +189,8 @@ def pool_capability(pool: Any) -> str:
             return "no"
         if key in CATEGORY_KEYS and not any(v in _ACCEL_CATEGORIES for v in vals):
             return "no"
-    if pool.can_launch_accelerators:
-        return "yes"
+    # A pool whose requirements merely allow some accelerator types (instance-cpu > 64, an
+    # instance-family list mixing GPU and CPU families) is not an accelerator pool.
     return "maybe"
 
 
@@ -440,6 +454,21 @@ def add_list_items(obj: K8sObject, parent_path: Sequence[Any], key: str, items: 
             return None
         return edits.insert_value(obj, parent_path, key, list(items))
     return None
+
+
+_PAUSE_IMAGE = re.compile(r"(^|/)pause(:|@|$)")
+_VGPU_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
+
+
+def is_placeholder(c: Any) -> bool:
+    """A `pause` container: it only holds resources (overprovisioning, scale tests)."""
+    return bool(_PAUSE_IMAGE.search(c.image))
+
+
+def shares_gpus(c: Any) -> bool:
+    """HAMi-style virtual GPUs: `nvidia.com/gpu` then counts slices, not devices."""
+    res = set(c.resources("limits")) | set(c.resources("requests"))
+    return any(r in res for r in _VGPU_RESOURCES)
 
 
 def toleration_item(taint: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator
 
 from .extract import PodTemplate
 from .facts import selector_matches
-from .model import K8sObject, Path, as_dict, as_list, iter_dicts
+from .model import K8sObject, Path, as_dict, iter_dicts
 
 NETPOL_KIND = "NetworkPolicy"
 CILIUM_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")

@@ -70,14 +70,15 @@ class Rule:
         return self.code[:3]
 
     def applies_to(self, obj: K8sObject) -> bool:
+        obj_kind = obj.kind  # a property: read it once, not once per listed kind
         for target in self.kinds:
             if target == "*":
                 return True
             if "/" in target:
                 group, kind = target.rsplit("/", 1)
-                if kind == obj.kind and obj.group == group:
+                if kind == obj_kind and obj.group == group:
                     return True
-            elif target == obj.kind:
+            elif target == obj_kind:
                 return True
         return False
 

@@ -193,6 +193,7 @@ class FsxParams:
     per_unit_throughput: int | None
     per_unit_raw: Any
     per_unit_set: bool
+    malformed: bool = False  # deploymentType or storageType is not a string: rules skip the class
 
     @property
     def is_scratch(self) -> bool:
@@ -231,6 +232,8 @@ def fsx_params(sc: K8sObject) -> FsxParams:
         per_unit_throughput=_param_int(raw),
         per_unit_raw=raw,
         per_unit_set="perUnitStorageThroughput" in params and raw not in (None, ""),
+        malformed=any(k in params and params[k] is not None and not isinstance(params[k], str)
+                      for k in ("deploymentType", "storageType")),
     )
 
 

@@ -3,7 +3,8 @@
 Flags containers that request an accelerator (`nvidia.com/gpu`, `amd.com/gpu`,
 `aws.amazon.com/neuron*`, `vpc.amazonaws.com/efa`) but set no `cpu` or no `memory`
 request. A limit counts as the request, since Kubernetes copies a limit into an unset
-request. Containers in a namespace whose `LimitRange` (in the run) gives container
+request. `pause` containers (placeholders that only hold devices) and containers in a
+namespace whose `LimitRange` (in the run) gives container
 defaults for the missing resource are skipped.
 
 ## Why is this bad?
@@ -151,20 +152,20 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         types: set[str] | None | bool = False  # computed lazily
         for c in pod.containers():
             acc = c.accelerators()
-            if not acc:
+            if not acc or gpu_facts.is_placeholder(c):
                 continue
             missing = [r for r in ("cpu", "memory") if c.request(r) in (None, "") and r not in defaults]
             if not missing:
                 continue
             if types is False:
                 types = gpu_facts.target_types(ctx, pod)
-            res = sorted(acc, key=lambda r: (r not in ("nvidia.com/gpu", "aws.amazon.com/neuron"), r))[0]
+            res = gpu_facts.main_resource(acc)
             count = acc[res]
             count_text = str(int(count)) if count == int(count) else str(count)
             what = " or ".join(missing)
-            name = c.name or ("init container" if c.init else "container")
+            name = gpu_facts.container_label(c)
             needs = " and ".join({"cpu": "CPU", "memory": "host RAM"}[r] for r in missing)
-            msg = (f"container {name} requests {count_text} {res} but no {what} request; nodes are sized "
+            msg = (f"{name} requests {count_text} {res} but no {what} request; nodes are sized "
                    f"from requests, so its {needs} {'are' if len(missing) > 1 else 'is'} not reserved")
             fix = None
             share = _share(c, types) if types else None

@@ -6,7 +6,8 @@ vLLM or SGLang with tensor or pipeline parallelism above 1 (`--tensor-parallel-s
 `--pipeline-parallel-size`/`-pp`, SGLang `--tp-size`/`--pp-size`), or when it is a
 torchrun, DeepSpeed or Ray Train worker.
 
-Skipped: the Ray container (the first one) of RayCluster, RayJob and RayService head and
+Skipped: `pause` containers (they only hold the GPUs); GPU counts of HAMi virtual GPUs
+(`nvidia.com/gpumem`/`gpucores` set: the count is of slices); the Ray container (the first one) of RayCluster, RayJob and RayService head and
 worker pods, because KubeRay mounts a memory-backed `/dev/shm` there itself; containers
 with `NCCL_SHM_DISABLE=1`; pods with `hostIPC: true` (they share the host's `/dev/shm`).
 
@@ -137,7 +138,7 @@ def _reason(c: Any) -> tuple[str, bool] | None:
             return f"runs {engine} with pipeline parallelism {pp}", False
     acc = c.accelerators()
     gpus = sum(acc.get(r, 0) for r in GPU_RESOURCES)
-    if gpus >= 2:
+    if gpus >= 2 and not gpu_facts.shares_gpus(c):
         return f"requests {int(gpus)} GPUs", False
     text = " ".join(toks)
     m = _TRAIN.search(text)
@@ -157,7 +158,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if ray_pod and c.path[-1] == 0:
                 continue  # KubeRay mounts a Memory emptyDir at /dev/shm into the Ray container
             acc = c.accelerators()
-            if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES):
+            if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES) or gpu_facts.is_placeholder(c):
                 continue
             if _mounts_shm(c) or c.env_value("NCCL_SHM_DISABLE") in ("1", "true", "True"):
                 continue
@@ -165,8 +166,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if why is None:
                 continue
             text, is_error = why
-            name = c.name or "container"
-            msg = (f"container {name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
+            name = gpu_facts.container_label(c)
+            msg = (f"{name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
                    f"mount an emptyDir with medium: Memory")
             yield RULE.finding(obj, c.path_of("volumeMounts") if "volumeMounts" in c.data else c.path, msg,
                                severity=Severity.ERROR if is_error else None,

@@ -139,16 +139,16 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                         continue
                 elif n in whole:
                     continue
-                name = c.name or "container"
+                name = gpu_facts.container_label(c)
                 if not _pow2(n):
                     up = _next_pow2(n)
                     down = up // 2
-                    msg = (f"container {name} requests {n} {res}, not a power of two; Karpenter bin-packs Neuron "
+                    msg = (f"{name} requests {n} {res}, not a power of two; Karpenter bin-packs Neuron "
                            f"pods as power-of-2 requests, so use {down} or {up}")
                     yield RULE.finding(obj, _where(c, res), msg)
                 elif kind == "device" and neuron_types & set(_TRN1_TORUS) and n not in _TRN1_SETS:
                     on = ", ".join(sorted(neuron_types & set(_TRN1_TORUS)))
-                    msg = (f"container {name} requests {n} {res} but can land on {on}, where the Neuron scheduler "
+                    msg = (f"{name} requests {n} {res} but can land on {on}, where the Neuron scheduler "
                            f"only allocates 1, 4, 8 or 16 connected devices")
                     yield RULE.finding(obj, _where(c, res), msg)
         if "core" in seen and "device" in seen:

@@ -6,9 +6,14 @@ Mode NodePools:
 - labels only node-discovery agents set: `nvidia.com/gpu.present`, `nvidia.com/gpu.product`,
   `nvidia.com/gpu.count` and other `nvidia.com/*` keys (GPU Feature Discovery, the GPU
   Operator), `feature.node.kubernetes.io/*` (Node Feature Discovery);
-- ad-hoc keys that name a GPU (`accelerator: nvidia-a10g`, `gpu: "true"`).
+- ad-hoc keys that name a GPU (`accelerator: nvidia-a10g`, `gpu: "true"`), when the pod
+  also targets NodePools of the run (by `karpenter.sh/nodepool` or by a custom label one of
+  them sets): custom labels are otherwise usually set by capacity outside the run.
 
-A key counts as provisioned when a NodePool's `spec.template.metadata.labels` or
+Only pods that some accelerator NodePool of the run would host, but for the label in
+question (its taints tolerated, the pod's other node requirements met), are judged: for
+other pods the run does not show where their GPU capacity comes from. A key counts as
+provisioned when a NodePool's `spec.template.metadata.labels` or
 requirements name it, when an eksctl node group labels it, or (for discovery labels) when
 the run contains the GPU Operator, GPU Feature Discovery or Node Feature Discovery, or the
 profile sets `gpuOperatorInstalled: true`.
@@ -109,7 +114,7 @@ import re
 from typing import Any, Iterator
 
 from ailint import edits, gpu_facts
-from ailint.extract import POD_KINDS, pod_templates
+from ailint.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, get_in, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 
@@ -161,6 +166,41 @@ def _discovery_in_run(ctx: Any) -> bool:
     return False
 
 
+def _judged(key: str, vals: list[str]) -> bool:
+    return _is_discovery_key(key) or _is_gpu_adhoc(key, vals)
+
+
+def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
+    """Some accelerator NodePool of the run would host the pod but for the labels judged here:
+    its taints are tolerated and the pod's other node requirements fit it."""
+    tols = effective_tolerations(pod, ert)
+    terms = [[r for r in term if not _judged(r.key, list(r.values))] for term in pod_node_requirements(pod)]
+    for pool in gpu_facts.accelerator_pools(ctx):
+        if untolerated(gpu_facts.scheduling_taints(pool), tols):
+            continue
+        if any(pool.compatible_with(t) for t in terms):
+            return True
+    return False
+
+
+def _pins_run_pool(ctx: Any, pod: Any) -> bool:
+    """The pod targets NodePools of the run by name or by a custom label one of them sets."""
+    custom = {}
+    for pool in ctx.nodepools:
+        for k, v in pool.labels.items():
+            if not _WELL_KNOWN.match(k):
+                custom.setdefault(k, set()).add(v)
+    for term in pod_node_requirements(pod):
+        for r in term:
+            if r.operator != "In":
+                continue
+            if r.key == gpu_facts.NODEPOOL_KEY and any(ctx.nodepool(v) is not None for v in r.values):
+                return True
+            if r.key in custom and custom[r.key] & set(r.values):
+                return True
+    return False
+
+
 def _provisioned_keys(ctx: Any) -> set[str]:
     keys: set[str] = set()
     for pool in ctx.nodepools:
@@ -192,11 +232,19 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return  # GPU capacity does not come from NodePools the run shows
     provisioned: set[str] | None = None
     discovery: bool | None = None
+    ert = ctx.profile.flag("extendedResourceToleration")
     for pod in pod_templates(obj):
+        hosts: bool | None = None
         for key, op, vals, path, in_selector in _selectors(pod):
             discovery_key = _is_discovery_key(key)
             if not discovery_key and not _is_gpu_adhoc(key, vals):
                 continue
+            if hosts is None:
+                hosts = _could_host(ctx, pod, ert)
+            if not hosts:
+                break  # no GPU NodePool of the run would host it anyway: its capacity is elsewhere
+            if not discovery_key and not _pins_run_pool(ctx, pod):
+                continue  # custom labels are usually set by node groups or pools outside the run
             if provisioned is None:
                 provisioned = _provisioned_keys(ctx)
             if key in provisioned:

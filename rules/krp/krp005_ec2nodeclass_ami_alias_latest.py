@@ -138,6 +138,6 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         note = "; drift budgets gate the rollout" if gated else ""
         yield RULE.finding(obj, path,
                            f"alias {fam}@latest on the NodeClass of accelerator NodePool{'s' if len(drifting) > 1 else ''} "
-                           f"{names}: every AMI release (NVIDIA driver, CUDA, EFA) drifts and replaces the GPU nodes; pin "
+                           f"{names}: every AMI release (new GPU/Neuron driver, CUDA, EFA) drifts and replaces those nodes; pin "
                            f"{fam}@<version>{note}",
                            severity=sev, fix=fix)

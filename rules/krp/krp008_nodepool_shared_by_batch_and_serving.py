@@ -157,14 +157,15 @@ SERVING_KINDS = ("Deployment", "LeaderWorkerSet", "RayService")
 BATCH_KINDS = ("Job", "CronJob", "RayJob", "PyTorchJob", "JobSet", "MPIJob")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
-_cache: dict[str, Any] = {"ctx": None, "index": None}
+_MEMO = "_krp008_pool_index"
 
 
 def _index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
     """Pool name -> (serving workloads, batch workloads) for which it is the only eligible
     accelerator pool. Computed once per run."""
-    if _cache["ctx"] is ctx:
-        return _cache["index"]
+    memo = getattr(ctx, _MEMO, None)
+    if memo is not None:
+        return memo
     accel = {p.name for p in ctx.nodepools if karpenter.is_accelerator_pool(p)}
     out: dict[str, tuple[list[str], list[str]]] = {}
     if accel:
@@ -186,7 +187,10 @@ def _index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
                 if label not in lst:
                     lst.append(label)
                 break
-    _cache["ctx"], _cache["index"] = ctx, out
+    try:
+        setattr(ctx, _MEMO, out)  # memoised on the run's context, not in the module
+    except AttributeError:
+        pass
     return out
 
 

@@ -90,7 +90,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ailint import edits, instances
-from ailint.extract import GPU_RESOURCES, POD_KINDS, PodTemplate, parse_quantity, pod_accelerators, pod_templates
+from ailint.extract import GPU_RESOURCES, POD_KINDS, parse_quantity, pod_accelerators, pod_templates
 from ailint.model import FixAvailability, Finding, Severity
 from ailint.registry import Rule, Scope, make_fix
 

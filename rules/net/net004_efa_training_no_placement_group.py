@@ -142,6 +142,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     subnets = [t for _, t in iter_dicts(spec.get("subnetSelectorTerms"))]
     if len(subnets) == 1 and subnets[0].get("id"):
         return  # a single subnet is a single AZ
+    same_name = [o for o in ctx.of_kind("EC2NodeClass") if o.name == obj.name and o.group == obj.group]
+    if len(same_name) > 1:
+        return  # several NodeClasses of this name (alternative examples): which one a pool uses is unknown
     pools = [p for p in ctx.nodepools if p.node_class_ref.get("name") == obj.name
              and p.node_class_ref.get("kind", "EC2NodeClass") == "EC2NodeClass"]
     pools = [p for p in pools if not _single_zone(p.requirements) and not _reserved(p)]

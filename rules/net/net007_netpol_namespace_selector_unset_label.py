@@ -113,7 +113,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 sel_path = path + (peer_key, j, "namespaceSelector")
                 ml = as_dict(sel.get("matchLabels"))
                 for key, value in ml.items():
-                    if str(key) not in keys or str(key) in labelled:
+                    if str(key) not in keys or str(key) in labelled or not isinstance(value, (str, int)):
                         continue
                     yield _finding(obj, namespaces, sel_path + ("matchLabels", key), str(key), value,
                                    fixable=META_NAME not in ml)

@@ -217,7 +217,7 @@ def _rayservice(obj: Any, ctx: Any, headroom: float) -> Iterator[Finding]:
         util = serving.to_float(ek.get("gpu_memory_utilization")) or serving.data()["gpu_memory_utilization_default"]
         shards = cfg.tp * cfg.pp
         usable = _usable(sel, False, util, shards, serving.to_float(ek.get("cpu_offload_gb")) or 0.0)
-        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[^\n]*") \
+        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+") \
             if len(configs) == 1 and cfg.model_source else None
         yield from _judge(obj, ("spec", "serveConfigV2"), f"llm_config {model}", weights, how, usable, util, shards,
                           headroom, span=span)

@@ -219,5 +219,10 @@ def _rayservice(obj: Any, ctx: Any) -> Iterator[Finding]:
                              cfg.model_source or cfg.model_id)
         if reason is None:
             continue
+        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+") \
+            if len(configs) == 1 and cfg.model_source else None
         for pod, _, _ in workers:
-            yield from _judge(obj, ctx, pod, ("spec", "serveConfigV2"), None, reason)
+            found = list(_judge(obj, ctx, pod, ("spec", "serveConfigV2"), span, reason))
+            if found:
+                yield found[0]
+                break

@@ -97,7 +97,7 @@ RULE = Rule(
     summary="An FSx for Lustre claim requests a size FSx cannot create, so the driver rounds it up and bills the difference",
     kinds=("PersistentVolumeClaim", "StatefulSet", "LeaderWorkerSet"),
     scope=Scope.BUNDLE,
-    fix=FixAvailability.ALWAYS,
+    fix=FixAvailability.SOMETIMES,
     tags=("storage", "fsx", "cost"),
 )
 
@@ -115,7 +115,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if provisioner_name(sc) != FSX:
             continue
         params = fsx_params(sc)  # type: ignore[arg-type]
-        if params.intelligent_tiering:
+        if params.intelligent_tiering or params.malformed:
             continue
         raw = claim.storage_request
         size = parse_quantity(raw)

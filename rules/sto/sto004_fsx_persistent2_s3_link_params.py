@@ -95,6 +95,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     params = as_dict(obj.data.get("parameters"))
     p = fsx_params(obj)
+    if p.malformed:
+        return
     present = [k for k in _S3_KEYS if params.get(k) not in (None, "")]
     if p.deployment_type == "PERSISTENT_2" and present:
         for key in present:

@@ -97,7 +97,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if provisioner_name(obj) != FSX:
         return
     p = fsx_params(obj)
-    if p.intelligent_tiering:
+    if p.intelligent_tiering or p.malformed:
         return
     path = ("parameters", "perUnitStorageThroughput")
     if p.is_scratch:

@@ -136,7 +136,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         params = fsx_params(sc)  # type: ignore[arg-type]
         sc_params = as_dict(sc.data.get("parameters"))  # type: ignore[union-attr]
-        if not params.is_scratch or sc_params.get("s3ExportPath"):
+        if params.malformed or not params.is_scratch or sc_params.get("s3ExportPath"):
             continue
         users = _users(ctx, obj, claim.name)
         if any(_syncs(pod) for _, pod, _ in users):

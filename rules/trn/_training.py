@@ -208,17 +208,11 @@ def gang_mechanism(obj: K8sObject) -> str | None:
 
 def same_namespace(a: K8sObject, b: K8sObject) -> bool:
     """Whether two namespaced objects end up in one namespace: both name the same namespace,
-    or at least one names none and they sit in the same folder (applied together, so into
-    the same current namespace). Unrelated manifests without namespaces never match."""
+    or at least one names none and they sit in the same file (applied together, so into the
+    same current namespace). Unrelated manifests without namespaces never match."""
     if a.namespace and b.namespace:
         return a.namespace == b.namespace
-    return _same_dir(a, b)
-
-
-def _same_dir(a: K8sObject, b: K8sObject) -> bool:
-    import posixpath
-
-    return posixpath.dirname(a.source.display) == posixpath.dirname(b.source.display)
+    return a.source is b.source or a.source.display == b.source.display
 
 
 def local_queues(ctx: Any, obj: K8sObject) -> list[K8sObject]:

@@ -83,6 +83,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ailint import edits, ray
+from ailint.extract import flag_value
 from ailint.model import FixAvailability, Finding, Severity
 from ailint.registry import Rule, make_fix
 
@@ -130,6 +131,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     missing: dict[str, str] = {}
     cpus = ray.ray_param(head, "num-cpus")
+    rc = head.ray_container()
+    if cpus is None and rc is not None:  # a hand-written `ray start` (ray.io/overwrite-container-cmd)
+        cpus = flag_value(rc.tokens, "--num-cpus")
     if cpus is None:
         missing["num-cpus"] = "0"
     head_gpus = head.gpus_per_pod()

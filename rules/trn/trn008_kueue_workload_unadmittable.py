@@ -220,7 +220,18 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
             for w in ctx.of_kind(kind):
                 if _queue_name(w) != lq.name or not tr.same_namespace(w, lq):
                     continue
-                for res in sorted(_workload_resources(w, ctx) - covered):
+                needed = _workload_resources(w, ctx)
+                uncovered = needed - covered
+                if not uncovered:
+                    continue
+                # The same LocalQueue or ClusterQueue defined more than once (alternative setups
+                # in one repo): trust any definition that covers the workload.
+                names = {o.get("spec", "clusterQueue") for o in ctx.of_kind("LocalQueue")
+                         if _is_kueue(o) and o.name == lq.name and tr.same_namespace(o, w)}
+                if any(not needed - _covered(c) for c in ctx.of_kind("ClusterQueue")
+                       if _is_kueue(c) and c.name in names and c is not obj):
+                    continue
+                for res in sorted(uncovered):
                     missing.setdefault(res, f"{w.kind} {_name(w)}")
     for res, who in missing.items():
         yield RULE.finding(obj, ("spec", "resourceGroups"),

@@ -169,6 +169,21 @@ def _locations(c: Container) -> Iterator[tuple[str, Path, str]]:
             yield mp, c.path_of("volumeMounts", i, "mountPath"), f"mountPath {mp}"
 
 
+_GENERIC = re.compile(r"OUTPUT|SAVE|--output|--save", re.I)
+_TRAINING_WORDS = re.compile(r"train|finetune|fine[-_]tune|pretrain|sft|torchrun|deepspeed|accelerate|"
+                             r"torch\.distributed|megatron|nemo|axolotl|trl\b", re.I)
+_TRAINING_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "JobSet",
+                   "TrainingRuntime", "ClusterTrainingRuntime", "RayJob")
+
+
+def _clearly_training(pod: Any, c: Container) -> bool:
+    """Generic output locations (`--output_dir`, `SAVE_DIR`) count only for unmistakable
+    training: a training kind, or a command or image that names training."""
+    if pod.obj.kind in _TRAINING_KINDS:
+        return True
+    return bool(_TRAINING_WORDS.search(" ".join(c.tokens) + " " + c.image + " " + c.name))
+
+
 def _volume_at(c: Container, path: str) -> str | None:
     p = posixpath.normpath(path)
     best, best_len = None, -1
@@ -198,6 +213,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         reported: set[tuple[str, str]] = set()
         for c in pod.containers(include_init=False):
             for path, where, how in _locations(c):
+                if _GENERIC.search(how) and not _clearly_training(pod, c):
+                    continue
                 vname = _volume_at(c, path)
                 if vname is None or vname not in vols or (c.name, vname) in reported:
                     continue
