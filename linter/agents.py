@@ -321,7 +321,8 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
                 for m in c.volume_mounts:
                     mp = str(m.get("mountPath") or "")
                     if mp and e["value"].startswith(mp) and str(m.get("name")) in secret_mounts:
-                        out.append(Credential(epath, f"KUBECONFIG points into Secret {secret_mounts[str(m.get('name'))]}"))
+                        sec_name = secret_mounts[str(m.get("name"))]
+                        out.append(Credential(epath, f"KUBECONFIG points into Secret {sec_name}"))
                         break
         for i, ef in iter_dicts(c.data.get("envFrom")):
             ref = as_dict(ef.get("secretRef"))

@@ -182,13 +182,19 @@ class Policy:
     def label(self) -> str:
         if self.embedded:
             return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name} ({self.key})"
-        return f"DeschedulerPolicy {self.obj.name or ''}".rstrip()
+        return self._doc_label()
+
+    def _doc_label(self) -> str:
+        if self.obj.name:
+            return f"DeschedulerPolicy {self.obj.name}"
+        base = self.obj.file.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"DeschedulerPolicy ({base})"
 
     @property
     def short_label(self) -> str:
         if self.embedded:
             return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name}"
-        return f"DeschedulerPolicy {self.obj.name or ''}".rstrip()
+        return self._doc_label()
 
     def obj_path(self, path: Path) -> Path:
         """Where a finding about `path` (inside the policy) is recorded on the document."""

@@ -208,7 +208,7 @@ def replace_value(obj: K8sObject, path: Sequence[Any], new_text: str) -> Edit | 
     first = text[start:start + 1]
     if isinstance(value, (dict, list)) and first not in "{[":
         return None  # a block value; replacing it textually is not a one-line edit
-    if first in "{[" and _flow_has_comment(text[start:end]):
+    if first in "{[" and (_flow_has_comment(text[start:end]) or _has_anchor(text[start:end])):
         return None  # a comment inside a multi-line flow collection would be lost
     if first in "|>":
         end = _block_scalar_end(text, start, end)
@@ -386,17 +386,20 @@ def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
             break
         if isinstance(value, dict) and value:
             best = None
-            for k in value:
+            for k in value:  # the last key in the text (keys have their own spans, aliases do not)
                 cp = _pos(obj, path + (k,))
-                if cp is not None and (best is None or (cp[6], cp[7]) > (best[1][6], best[1][7])):
+                if cp is not None and (best is None or (cp[0], cp[1]) > (best[1][0], best[1][1])):
                     best = (k, cp)
             if best is None:
                 return None
-            path, p, value = path + (best[0],), best[1], value[best[0]]
+            k, cp = best
+            if (cp[4], cp[5]) < (cp[2], cp[3]):  # `key: *alias`: the value's span is the anchor's
+                return _alias_end(text, src.offset(cp[2], cp[3]))
+            path, p, value = path + (k,), cp, value[k]
         elif isinstance(value, list) and value:
             cp = _pos(obj, path + (len(value) - 1,))
-            if cp is None:
-                return None
+            if cp is None or (cp[4], cp[5]) < (p[4], p[5]):
+                return None  # `- *alias` as the last item: no span of its own
             path, p, value = path + (len(value) - 1,), cp, value[-1]
         else:
             break
@@ -408,6 +411,23 @@ def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
         end = _block_scalar_end(text, start, end)
     nl = text.find("\n", end)
     return len(text) if nl == -1 else nl + 1
+
+
+def _alias_end(text: str, key_end: int) -> int | None:
+    """Start of the line after `key: *alias` (the alias token located from the key's end)."""
+    m = re.compile(r"[ \t]*:[ \t]*(?:#[^\n]*)?(?:\r?\n[ \t]*)*\*[^\s,\[\]{}]+").match(text, key_end)
+    if m is None:
+        return None
+    nl = text.find("\n", m.end())
+    return len(text) if nl == -1 else nl + 1
+
+
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s,\[\]{}]+", re.M)
+
+
+def _has_anchor(text: str) -> bool:
+    """Whether `text` defines an anchor (removing it would orphan its aliases)."""
+    return _ANCHOR.search(text) is not None
 
 
 def _join_lines(lines: list[str], nl: str) -> str:
@@ -451,8 +471,9 @@ def _flow_insert(obj: K8sObject, path: Sequence[Any], item_text: str) -> Edit | 
     start, end = sp
     text = obj.source.text
     close = {"{": "}", "[": "]"}.get(text[start:start + 1])
-    if close is None or text[end - 1:end] != close or _flow_has_comment(text[start:end]):
-        return None
+    if close is None or text[end - 1:end] != close or _flow_has_comment(text[start:end]) \
+            or re.search(r"(?:^|[\s\[{,:])\*[^\s,\[\]{}]", text[start:end]):
+        return None  # an alias inside: its span is the anchor's, not where it is written
     value = obj.get(*path)
     if not value:
         if text[start + 1:end - 1].strip():
@@ -826,7 +847,7 @@ def delete_key(obj: K8sObject, path: Sequence[Any]) -> Edit | None:
     if text[ls:start].strip():
         return None  # key is not first on its line (`- key:`)
     end = _end_of_block(obj, path)
-    if end is None or end <= start or _comment_lines(text[ls:end]):
+    if end is None or end <= start or _comment_lines(text[ls:end]) or _has_anchor(text[ls:end]):
         return None
     parent = obj.get(*path[:-1])
     if isinstance(parent, dict) and len(parent) == 1:
@@ -856,7 +877,7 @@ def delete_item(obj: K8sObject, seq_path: Sequence[Any], index: int) -> Edit | N
     if not dash.endswith("-") or dash[:-1].strip():
         return None  # not `- item` at the start of its line
     end = _end_of_block(obj, seq_path + (index,))
-    if end is None or end <= item or _comment_lines(text[ls:end]):
+    if end is None or end <= item or _comment_lines(text[ls:end]) or _has_anchor(text[ls:end]):
         return None
     if len(seq) == 1:
         return _emptied(obj, seq_path, "[]", ls, end)
@@ -870,7 +891,7 @@ def _flow_delete(obj: K8sObject, path: tuple[Any, ...]) -> Edit | None:
     src = obj.source
     text = src.text
     sp = _span(obj, parent)
-    if sp is None or _flow_has_comment(text[sp[0]:sp[1]]):
+    if sp is None or _flow_has_comment(text[sp[0]:sp[1]]) or _has_anchor(text[sp[0]:sp[1]]):
         return None
     keys = list(coll) if isinstance(coll, dict) else list(range(len(coll)))
     i = keys.index(path[-1])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import instances
 from .extract import (ACCELERATOR_RESOURCES, PodTemplate, Profile, Requirement, effective_tolerations,
@@ -153,6 +153,20 @@ class Context:
     profile: Profile = field(default_factory=Profile)
     bundle: bool = True  # False in the webhook: one object, no neighbours
 
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """A value computed once per run: bundle rules index the other objects here.
+
+        `key` names the index (a rule code plus what it holds); `compute` builds it on first
+        use. Everything a bundle rule derives from `ctx.objects` belongs here, never in a
+        loop over objects per checked object (that is O(objects^2) work per run).
+        """
+        cache = self.__dict__.setdefault("_memo_", {})
+        try:
+            return cache[key]
+        except KeyError:
+            value = cache[key] = compute()
+            return value
+
     @cached_property
     def _by_kind(self) -> dict[str, list[K8sObject]]:
         idx: dict[str, list[K8sObject]] = {}
@@ -181,6 +195,20 @@ class Context:
 
     def pools_for(self, pod: PodTemplate, *, check_taints: bool = True) -> list[NodePoolView]:
         """NodePools in the run that could host this pod (selectors; taints when asked)."""
+        if not self.nodepools:
+            return []
+        # memoised per pod template: many rules ask for the same pod (the object is kept in
+        # the entry, so its id cannot be reused while the entry lives)
+        cache = self.__dict__.setdefault("_pools_for_", {})
+        key = (id(pod.obj), pod.spec_path, check_taints)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is pod.obj:
+            return list(hit[1])
+        out = self._pools_for(pod, check_taints)
+        cache[key] = (pod.obj, out)
+        return list(out)
+
+    def _pools_for(self, pod: PodTemplate, check_taints: bool) -> list[NodePoolView]:
         terms = pod_node_requirements(pod)
         tols = effective_tolerations(pod, self.profile.flag("extendedResourceToleration")) if check_taints else []
         out = []
@@ -222,12 +250,25 @@ class Context:
         return out
 
     def pods_in(self, namespace: str | None) -> Iterator[tuple[K8sObject, PodTemplate]]:
+        if namespace is None:
+            yield from self._pods[0]
+        else:
+            yield from self._pods[1].get(namespace or "default", ())
+
+    @cached_property
+    def _pods(self) -> tuple[list[tuple[K8sObject, PodTemplate]], dict[str, list[tuple[K8sObject, PodTemplate]]]]:
+        """Every (object, pod template) of the run, in object order, and by namespace."""
         from .extract import pod_templates, is_pod_kind
 
+        pods: list[tuple[K8sObject, PodTemplate]] = []
+        by_ns: dict[str, list[tuple[K8sObject, PodTemplate]]] = {}
         for o in self.objects:
-            if is_pod_kind(o) and (namespace is None or (o.namespace or "default") == (namespace or "default")):
+            if is_pod_kind(o):
+                ns = o.namespace or "default"
                 for pod in pod_templates(o):
-                    yield o, pod
+                    pods.append((o, pod))
+                    by_ns.setdefault(ns, []).append((o, pod))
+        return pods, by_ns
 
 
 def namespace_of(obj: K8sObject) -> str:

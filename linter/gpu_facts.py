@@ -15,6 +15,7 @@ What this module answers, from the manifests of the run only:
 from __future__ import annotations
 
 import re
+import weakref
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
@@ -160,8 +161,24 @@ def accelerator_target(pod: PodTemplate, ctx: Any = None) -> str | None:
 # ---------------------------------------------------------------------------------------
 # NodePools
 # ---------------------------------------------------------------------------------------
+_CAPABILITY: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
 def pool_capability(pool: Any) -> str:
     """Can this NodePool launch accelerator nodes: `yes`, `no`, or `maybe` (it does not say)."""
+    try:
+        return _CAPABILITY[pool]
+    except (KeyError, TypeError):
+        pass
+    cap = _pool_capability(pool)
+    try:
+        _CAPABILITY[pool] = cap  # a pure memo: the view is immutable for the run
+    except TypeError:
+        pass
+    return cap
+
+
+def _pool_capability(pool: Any) -> str:
     reqs = pool.requirements
     for r in reqs:
         if requirement_selects_accelerators(r):

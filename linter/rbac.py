@@ -158,6 +158,18 @@ def binding_grants_to(binding: K8sObject, sa: tuple[str, str]) -> bool:
 
 
 def bindings_for(ctx: Any, sa: tuple[str, str]) -> list[K8sObject]:
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _bindings_for(ctx, sa)
+    # once per ServiceAccount per run: SEC001 asks for every agent of every binding
+    by_sa = memo("rbac.bindings_for", dict)
+    got = by_sa.get(sa)
+    if got is None:
+        got = by_sa[sa] = _bindings_for(ctx, sa)
+    return list(got)
+
+
+def _bindings_for(ctx: Any, sa: tuple[str, str]) -> list[K8sObject]:
     return [b for b in ctx.of_kind("RoleBinding", "ClusterRoleBinding") if is_binding(b) and binding_grants_to(b, sa)]
 
 

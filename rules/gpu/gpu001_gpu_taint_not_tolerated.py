@@ -166,6 +166,8 @@ def _taints_text(taints: list[dict[str, Any]]) -> str:
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration")
+    if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(gpu_facts.scheduling_taints(p) for p in ctx.nodepools):
+        return  # no taint anywhere the rule could know of
     for pod in pod_templates(obj):
         if pod.spec.get("nodeName"):
             continue  # bound by hand: the scheduler and Karpenter are not involved

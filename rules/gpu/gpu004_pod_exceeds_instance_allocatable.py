@@ -106,6 +106,7 @@ allocatable in the set).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterator
 
 from ailint import gpu_facts, instances
@@ -178,6 +179,19 @@ def fmt(res: str, v: float) -> str:
     return str(int(v)) if v == int(v) else str(v)
 
 
+@lru_cache(maxsize=1)
+def _floor() -> dict[str, float]:
+    """Per resource, the smallest allocatable of any table type (a request at or under it
+    fits every type that offers the resource at all)."""
+    its = list(instances.table().values())
+    return {r: min(allocatable(it, r) for it in its) for r in RESOURCES}
+
+
+def _may_exceed(req: dict[str, float]) -> bool:
+    floor = _floor()
+    return any(v > floor[r] for r, v in req.items())
+
+
 def _exceeds(req: dict[str, float], it: Any) -> list[str]:
     return [r for r in RESOURCES if r in req and req[r] > allocatable(it, r) + 1e-9]
 
@@ -185,7 +199,7 @@ def _exceeds(req: dict[str, float], it: Any) -> list[str]:
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         req, top = effective_request(pod)
-        if not req:
+        if not req or not _may_exceed(req):
             continue
         types = gpu_facts.target_types(ctx, pod)
         if not types:

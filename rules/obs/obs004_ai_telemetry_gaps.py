@@ -80,7 +80,8 @@ RULE = Rule(
     code="OBS004",
     name="ai-telemetry-gaps",
     severity=Severity.INFO,
-    summary="AI telemetry can fail silently: an unscraped model server, no absent() alert, or a DCGM exporter on no node",
+    summary="AI telemetry can fail silently: an unscraped model server, no absent() alert, or a DCGM exporter "
+            "on no node",
     kinds=(*POD_KINDS, "PrometheusRule"),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,

@@ -166,6 +166,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         hosts = _int(group.get("numOfHosts")) or 1
         per_replica = gpus * hosts
         name = group.get("groupName") or pod.role
+        plural = "" if per_replica == 1 else "s"
         pools = ctx.pools_for(pod)
         limit, unlimited = _pool_limit(pools)
         max_r = _int(group.get("maxReplicas")) if "maxReplicas" in group else None
@@ -188,7 +189,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 fix = make_fix(f"set maxReplicas: {suggested}",
                                [edits.replace_value(obj, gpath + ("maxReplicas",), str(suggested))], unsafe=True)
             yield RULE.finding(obj, gpath + ("maxReplicas",),
-                               f"autoscaled GPU worker group {name} ({per_replica:g} GPU{'' if per_replica == 1 else 's'} per worker) has maxReplicas "
+                               f"autoscaled GPU worker group {name} ({per_replica:g} GPU{plural} per worker) has "
+                               f"maxReplicas "
                                f"{shown}; {tail}: set an explicit maxReplicas", severity=sev, fix=fix)
         elif limit is not None and max_r * per_replica > limit:
             yield RULE.finding(obj, gpath + ("maxReplicas",),

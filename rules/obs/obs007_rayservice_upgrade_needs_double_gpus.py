@@ -147,9 +147,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     path = ("spec", "upgradeStrategy", "type") if strategy else ("spec", "upgradeStrategy")
     limits = [parse_quantity(p.limits.get("nvidia.com/gpu")) for p in pools.values()]
     what = "upgradeStrategy NewCluster" if strategy else "no upgradeStrategy (zero-downtime NewCluster)"
-    if pools and all(q is not None for q in limits) and sum(limits) < 2 * total:  # type: ignore[arg-type]
+    known = [q for q in limits if q is not None]
+    if pools and len(known) == len(limits) and sum(known) < 2 * total:
         yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: an upgrade needs "
-                                      f"{2 * total:g} GPUs but its NodePools allow {sum(limits):g} "  # type: ignore[arg-type]
+                                      f"{2 * total:g} GPUs but its NodePools allow {sum(known):g} "
                                       "(nvidia.com/gpu limit), so it stalls; use NewClusterWithIncrementalUpgrade",
                            severity=Severity.WARNING)
         return

@@ -149,14 +149,14 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
 
 
 def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
-    """Add ScheduleAnyway to the plugin's constraints in a same-file, top-level policy."""
-    if pol.embedded is not None or pol.obj.source is not obj.source:
+    """Add ScheduleAnyway to the plugin's constraints of a policy in the same file."""
+    if pol.obj.source is not obj.source:
         return None
     idx, args = profile.plugin_config(TSC_PLUGIN)
     if idx is None:
         return None
     base = profile.path + ("pluginConfig", idx)
-    view = pol.obj
+    view = pol.edit_view
     cons = args.get("constraints")
     if isinstance(cons, list) and cons:
         if edits.is_flow(view, base + ("args", "constraints")):
@@ -170,7 +170,8 @@ def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
         edit = edits.insert_value(view, base, "args", {"constraints": ["DoNotSchedule", "ScheduleAnyway"]})
     else:
         return None
-    return make_fix(f"add ScheduleAnyway to the topology plugin's constraints (profile {profile.name})", [edit],
+    return make_fix(f"add ScheduleAnyway to the topology plugin's constraints (profile {profile.name})",
+                    [pol.translate(edit)],
                     unsafe=True)
 
 

@@ -179,7 +179,7 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
                     continue
                 hit = next((p for p in plugins if prof.plugin_covers(p, ns, labels)), None)
                 if hit:
-                    return f"the descheduler ({hit} in {pol.label})"
+                    return f"the descheduler plugin {hit} of {pol.short_label}"
     if not pols and ctx.profile.flag("deschedulerInstalled"):
         return "the descheduler (profile deschedulerInstalled)"
     for pod in pods:

@@ -129,17 +129,25 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
+def _hosting(ctx: Any) -> list[tuple[Any, Any, set[int]]]:
+    """Every pod of the run with the ids of the NodePools that can host it (once per run)."""
+    def build() -> list[tuple[Any, Any, set[int]]]:
+        out = []
+        for o, pod in ctx.pods_in(None):
+            if pod.role == "submitter":
+                continue
+            pools = ctx.pools_for(pod)
+            if pod_accelerators(pod):
+                pools = [p for p in pools if p.can_launch_accelerators]
+            out.append((o, pod, {id(p.obj) for p in pools}))
+        return out
+
+    return ctx.memo("REL005.hosting", build)
+
+
 def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
-    out = []
-    for o, pod in ctx.pods_in(None):
-        if pod.role == "submitter":
-            continue
-        pools = ctx.pools_for(pod)
-        if pod_accelerators(pod):
-            pools = [p for p in pools if p.can_launch_accelerators]
-        if any(p.obj is pool.obj for p in pools):
-            out.append((o, pod))
-    return out
+    key = id(pool.obj)
+    return [(o, pod) for o, pod, pools in _hosting(ctx) if key in pools]
 
 
 def _fix(obj: Any):

@@ -113,7 +113,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ailint import edits
-from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_node_requirements, pod_templates,
+from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_node_requirements,
+                            pod_templates,
                             requirements_from_terms, serving_containers)
 from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
@@ -166,6 +167,28 @@ def pool_allows_spot(pool: Any) -> bool:
     return False  # Karpenter launches on-demand when the pool does not say
 
 
+_ACCEL_FAMILIES = ("g", "p", "inf", "trn", "dl", "gr")
+
+
+def _may_host_accel(pool: Any) -> bool:
+    """Could the pool launch an accelerator instance? (an unconstrained pool can)."""
+    if pool.can_launch_accelerators:
+        return True
+    if pool.allowed_types is not None:
+        return False  # a known set of types, none with accelerators
+    for r in pool.requirements:
+        vals = [v.lower() for v in r.values]
+        if r.operator == "In" and r.key.endswith("instance-category") and not set(vals) & {"g", "p", "inf", "trn",
+                                                                                          "dl"}:
+            return False
+        if r.operator == "In" and r.key.endswith("instance-family") and \
+                not any(v.startswith(_ACCEL_FAMILIES) for v in vals):
+            return False
+        if r.operator == "DoesNotExist" and r.key.endswith(("instance-gpu-count", "instance-accelerator-count")):
+            return False
+    return True
+
+
 def _prefers_spot(pod: Any) -> bool:
     prefs = as_list(as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
         "preferredDuringSchedulingIgnoredDuringExecution"))
@@ -187,7 +210,7 @@ def spot_source(pod: Any, ctx: Any) -> str | None:
     if _prefers_spot(pod):
         return "it prefers Spot capacity"
     accel = is_accelerator_pod(pod)
-    spot_pools = [p.name for p in ctx.pools_for(pod) if pool_allows_spot(p) and (p.can_launch_accelerators or not accel)]
+    spot_pools = [p.name for p in ctx.pools_for(pod) if pool_allows_spot(p) and (not accel or _may_host_accel(p))]
     if spot_pools:
         return f"NodePool {', '.join(sorted(spot_pools)[:2])} allows spot"
     return None

@@ -101,7 +101,8 @@ None.
 
 ## Fix
 None: the allowlist is the agent's own (which model endpoint, which package mirror, which
-internal services). Start from a default-deny egress policy that allows DNS to
+internal services), and a fix cannot add a new object to the file. Start from a
+default-deny egress NetworkPolicy selecting the pod that allows only DNS to
 `kube-system/kube-dns`, then add the endpoints with Cilium `toFQDNs` or an egress proxy.
 
 ## References
@@ -190,7 +191,8 @@ def _cilium_state(ctx: Any, pod: Any) -> tuple[bool, bool, str | None]:
                 cidrs = [str(c) for c in as_list(r.get("toCIDR"))] + \
                         [str(as_dict(c).get("cidr")) for c in as_list(r.get("toCIDRSet"))]
                 if ents & {"world", "all"}:
-                    broad = broad or f"CiliumNetworkPolicy {cnp.name} allows toEntities {sorted(ents & {'world', 'all'})[0]}"
+                    ent = sorted(ents & {"world", "all"})[0]
+                    broad = broad or f"CiliumNetworkPolicy {cnp.name} allows toEntities {ent}"
                 elif any((ipblock_prefix(c) or (4, 32))[1] == 0 for c in cidrs):
                     broad = broad or f"CiliumNetworkPolicy {cnp.name} allows 0.0.0.0/0"
                 elif not r:
@@ -273,3 +275,4 @@ def _sandbox_template(obj: Any) -> tuple[tuple, str] | None:
             return (("spec", "networkPolicy", "egress", i), f"the SandboxTemplate networkPolicy allows {why}; "
                                                             "allow DNS and named endpoints only")
     return None
+

@@ -23,6 +23,10 @@ does not fit in:
 - (d) the node, once every GPU of it runs a replica: (GPUs per node / GPUs per pod) x model
   size (per-pod `emptyDir` caches only; a shared `hostPath` holds one copy).
 
+Types missing from the instance table are skipped, and so are EKS Auto Mode NodePools for
+(c) and (d) (their NodeClass sizes ephemeral storage differently). Severity: warning for (a)
+and (b) and for estimated sizes; error for (c) and (d) when the model size is declared.
+
 ## Why is this bad?
 Model caches exist to make restarts and scale-out fast. A cache that does not fit fails in
 the worst way: the download stops at "no space left on device", or the kubelet evicts the
@@ -190,7 +194,8 @@ def _weight_paths(c: Container) -> list[tuple[str, str]]:
         eng = serving_engine(c)
         if eng == "tgi":
             out.append(("/data", "TGI's default cache /data"))
-        out.append((DEFAULT_HF_CACHE, f"the default Hugging Face cache {DEFAULT_HF_CACHE}"))
+        elif eng in ("vllm", "sglang", "lmdeploy", "ray-serve"):
+            out.append((DEFAULT_HF_CACHE, f"the default Hugging Face cache {DEFAULT_HF_CACHE}"))
     return out
 
 

@@ -289,6 +289,9 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     data = as_dict(obj.data.get("data"))
     if not data or not obj.name:
         return
+    problems = [(key, p) for key, p in ((k, train_problem(v)) for k, v in data.items()) if p is not None]
+    if not problems:
+        return
     ns = obj.namespace or "default"
     users = []
     for ray in ctx.of_kind("RayJob", "RayCluster", namespace=ns):
@@ -302,12 +305,7 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         return
     why = next((w for w in (_escalation(u, ctx) for u in users) if w), None)
     who = f"{users[0].kind} {users[0].name}"
-    for key, value in data.items():
-        problem = train_problem(value)
-        if problem is None:
-            continue
-        text, needle = problem
+    for key, (text, needle) in problems:
         msg, sev = _finish(f"{key} (mounted by {who}): {text}", why)
         span = gpu_facts.line_span_in_value(obj, ("data", key), needle)
         yield RULE.finding(obj, ("data", key), msg, severity=sev, span=span)
-

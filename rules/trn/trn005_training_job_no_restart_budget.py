@@ -93,6 +93,7 @@ Job a `backoffLimit`/`backoffLimitPerIndex`, run the Pod as a Job or PyTorchJob.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from ailint import edits
@@ -135,7 +136,26 @@ def _max_restarts_fix(obj: K8sObject, base: Path, n: int):
                     [edits.insert_value(obj, base, "failurePolicy", {"maxRestarts": n})], unsafe=True)
 
 
+_TRAINING = re.compile(r"torchrun|deepspeed|accelerate\s+launch|torch\.distributed|\btrain|finetune|pretrain|"
+                       r"megatron|nemo|jax\.distributed|mpirun|horovod", re.I)
+
+
+def _is_training(obj: K8sObject) -> bool:
+    """Accelerator pods, or a command that runs training (not a sleep demo)."""
+    for pod in pod_templates(obj):
+        for c in pod.containers(include_init=False):
+            if c.accelerators() or _TRAINING.search(" ".join(c.tokens)):
+                return True
+    return False
+
+
+def _name(obj: K8sObject) -> str:
+    return repr(str(obj.name or obj.metadata.get("generateName") or "<unnamed>"))
+
+
 def _jobset_like(obj: K8sObject, base: Path, opts: dict[str, Any], who: str) -> Iterator[Finding]:
+    if not _is_training(obj):
+        return
     mr = obj.get(*base, "failurePolicy", "maxRestarts")
     if tr.as_int(mr):
         return
@@ -143,7 +163,7 @@ def _jobset_like(obj: K8sObject, base: Path, opts: dict[str, Any], who: str) -> 
             if tr.as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("backoffLimit")) == 0]
     if not zero:
         return  # child Jobs keep their own backoffLimit (default 6)
-    state = "failurePolicy.maxRestarts is 0" if mr is not None else "no failurePolicy.maxRestarts (default 0)"
+    state = "failurePolicy.maxRestarts: 0" if mr is not None else "no failurePolicy.maxRestarts (default 0)"
     where = base + ("failurePolicy", "maxRestarts") if mr is not None else \
         (base + ("failurePolicy",) if obj.has(base + ("failurePolicy",)) else base)
     yield RULE.finding(obj, where,
@@ -180,7 +200,7 @@ def _indexed_job(obj: K8sObject) -> Iterator[Finding]:
     par = tr.as_int(spec.get("parallelism"))
     if spec.get("completionMode") != "Indexed" or par is None or par < 2:
         return
-    if tr.as_int(spec.get("backoffLimit")) != 0 or "backoffLimitPerIndex" in spec:
+    if tr.as_int(spec.get("backoffLimit")) != 0 or "backoffLimitPerIndex" in spec or not _is_training(obj):
         return
     yield RULE.finding(obj, ("spec", "backoffLimit"),
                        f"Indexed Job with parallelism {par} has backoffLimit: 0: one failed pod fails all {par} "
@@ -214,7 +234,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if kind == "PyTorchJob":
         yield from _pytorchjob(obj, opts)
     elif kind == "JobSet":
-        yield from _jobset_like(obj, ("spec",), opts, f"JobSet {obj.name!r}")
+        yield from _jobset_like(obj, ("spec",), opts, f"JobSet {_name(obj)}")
     elif kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
         users = [t for t in ctx.of_kind("TrainJob") if tr.trainjob_runtime(t, ctx) is obj] if ctx.bundle else []
         if users:

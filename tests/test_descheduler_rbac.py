@@ -1,0 +1,102 @@
+"""Helpers behind REL001-REL003 (descheduler policies) and SEC001 (RBAC)."""
+
+from __future__ import annotations
+
+from ailint import edits
+from ailint.descheduler import policies_in
+from ailint.facts import Context
+from ailint.load import load_text
+from ailint.model import Severity, SourceFile
+from ailint.rbac import bindings_for, classify_rule, service_account, agent_templates
+
+
+def _objs(text):
+    return load_text(SourceFile("t.yaml", "t.yaml", text)).objects
+
+
+CM = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: d, namespace: kube-system}
+data:
+  other: "x"
+  policy.yaml: |
+    apiVersion: "descheduler/v1alpha2"
+    kind: "DeschedulerPolicy"
+    profiles:
+      - name: p
+        pluginConfig:
+          - name: DefaultEvictor
+            args:
+              ignorePvcPods: true
+        plugins:
+          balance:
+            enabled: [RemoveDuplicates, RemoveFailedPods]
+"""
+
+
+def test_embedded_policy_positions_and_edits():
+    obj = _objs(CM)[0]
+    [pol] = policies_in(obj)
+    prof = pol.profiles()[0]
+    assert prof.protections() == {"PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods",
+                                  "PodsWithPVC"}
+    assert prof.healthy_pod_evictors() == ["RemoveDuplicates"]
+    span = pol.span(prof.evictor_path + ("args",))
+    assert (span.line, span.col) == (13, 13)
+    edit = pol.translate(edits.insert_value(pol.edit_view, prof.evictor_path + ("args",), "nodeFit", True))
+    new = CM[:edit.start] + edit.content + CM[edit.end:]
+    assert "              ignorePvcPods: true\n              nodeFit: true\n" in new
+
+
+def test_pod_protections_override_legacy_flags():
+    text = CM.replace("ignorePvcPods: true", "ignorePvcPods: true\n              podProtections: "
+                                             "{defaultDisabled: [PodsWithLocalStorage]}")
+    [pol] = policies_in(_objs(text)[0])
+    assert pol.profiles()[0].protections() == {"SystemCriticalPods", "FailedBarePods", "DaemonSetPods"}
+
+
+def test_classify_rule():
+    sev = lambda r: [g.severity for g in classify_rule(r)]  # noqa: E731
+    assert sev({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}) == []
+    assert sev({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}) == [Severity.ERROR]
+    assert sev({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["k"], "verbs": ["get"]}) == []
+    assert sev({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}) == [Severity.WARNING]
+    assert sev({"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}) == [Severity.ERROR]
+    assert sev({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                "verbs": ["create"]}) == [Severity.ERROR]
+    assert sev({"apiGroups": ["example.com"], "resources": ["deployments"], "verbs": ["create"]}) == []
+    assert sev({"nonResourceURLs": ["/metrics"], "verbs": ["get"]}) == []
+    assert sev({"resources": 5, "verbs": None}) == []
+
+
+def test_bindings_for_groups_and_default_namespace():
+    objs = _objs("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: my-agent, namespace: a}
+spec:
+  containers: [{name: agent, image: x/agent:1}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: rb, namespace: a}
+roleRef: {kind: ClusterRole, name: view}
+subjects: [{kind: ServiceAccount, name: default}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: other, namespace: b}
+roleRef: {kind: ClusterRole, name: edit}
+subjects: [{kind: ServiceAccount, name: default}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: crb}
+roleRef: {kind: ClusterRole, name: view}
+subjects: [{kind: Group, name: "system:serviceaccounts:a"}]
+""")
+    ctx = Context(objects=objs)
+    pod = next(agent_templates(objs[0]))
+    assert service_account(pod) == ("a", "default")
+    assert sorted(b.name for b in bindings_for(ctx, ("a", "default"))) == ["crb", "rb"]
