@@ -95,8 +95,12 @@ class NodePoolView:
                 return True
             if r.key.startswith(instances.ACCELERATOR_LABEL_PREFIXES) and r.operator in ("In", "Exists", "Gt"):
                 return True
-        types = self.allowed_types
-        if types:
+        # Only requirements that name types or families can say "this pool launches GPUs":
+        # a table match on `instance-cpu Gt 64` alone says nothing (the table only lists
+        # accelerator types).
+        naming = {"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
+                  "karpenter.k8s.aws/instance-family", "eks.amazonaws.com/instance-family"}
+        if any(r.key in naming and r.operator == "In" for r in self.requirements) and self.allowed_types:
             return True
         if any(str(t.get("key")) in ACCELERATOR_RESOURCES for t in self.taints):
             return True

@@ -297,12 +297,16 @@ def _first_line(p: Pos, source: SourceFile) -> Span:
 def get_in(data: Any, path: Sequence[Any], default: Any = None) -> Any:
     cur = data
     for step in path:
-        if isinstance(cur, Mapping):
+        if isinstance(cur, dict):  # the common case first: isinstance(x, Mapping) is slow
             if step not in cur:
                 return default
             cur = cur[step]
         elif isinstance(cur, list) and isinstance(step, int):
             if not -len(cur) <= step < len(cur):
+                return default
+            cur = cur[step]
+        elif isinstance(cur, Mapping):
+            if step not in cur:
                 return default
             cur = cur[step]
         else:

@@ -193,8 +193,25 @@ def resolve_role(ctx: Any, binding: K8sObject) -> K8sObject | None:
 
 
 def bindings_of_role(ctx: Any, role: K8sObject) -> list[K8sObject]:
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _bindings_of_role(ctx.of_kind("RoleBinding", "ClusterRoleBinding"), role)
+
+    def index() -> dict[tuple[str, str], list[K8sObject]]:
+        by_ref: dict[tuple[str, str], list[K8sObject]] = {}
+        for b in ctx.of_kind("RoleBinding", "ClusterRoleBinding"):
+            if is_binding(b):
+                by_ref.setdefault(role_ref(b), []).append(b)
+        return by_ref
+
+    # bindings indexed by roleRef once per run, instead of a scan per Role
+    return _bindings_of_role(memo("rbac.bindings_by_role_ref", index).get((role.kind, str(role.name or "")), ()),
+                             role)
+
+
+def _bindings_of_role(bindings: Any, role: K8sObject) -> list[K8sObject]:
     out = []
-    for b in ctx.of_kind("RoleBinding", "ClusterRoleBinding"):
+    for b in bindings:
         if not is_binding(b):
             continue
         kind, name = role_ref(b)

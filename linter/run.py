@@ -51,6 +51,7 @@ class Engine:
     debug: bool = False
     only_object_rules: bool = False
     _options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for reg in self.rules:
@@ -62,6 +63,15 @@ class Engine:
         self.object_rules = [r for r in self.rules if r.check and r.rule.scope == Scope.OBJECT]
         self.bundle_rules = [] if self.only_object_rules else [
             r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]
+
+    def rules_for(self, obj: K8sObject, bundle: bool = False) -> list[RegisteredRule]:
+        """The object (or bundle) rules whose `kinds` match `obj`, resolved once per kind and group."""
+        key = (obj.kind, obj.group, bundle)
+        got = self._dispatch.get(key)
+        if got is None:
+            pool = self.bundle_rules if bundle else self.object_rules
+            got = self._dispatch[key] = [r for r in pool if r.rule.applies_to(obj)]
+        return got
 
     def check(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
         if not reg.rule.applies_to(obj):
@@ -139,7 +149,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in fr.objects:
-        for reg in engine.object_rules:
+        for reg in engine.rules_for(obj):
             fr.findings.extend(engine.check(reg, obj, ctx))
     return fr
 
@@ -150,7 +160,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     findings: list[Finding] = [f for fr in file_results for f in fr.findings]
     ctx = Context(objects=objects, profile=settings.profile, bundle=True)
     for obj in objects:
-        for reg in engine.bundle_rules:
+        for reg in engine.rules_for(obj, bundle=True):
             findings.extend(engine.check(reg, obj, ctx))
     # schema validation is an engine pass of its own (SCH), when installed and enabled
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]

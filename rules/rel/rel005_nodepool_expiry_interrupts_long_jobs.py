@@ -145,6 +145,20 @@ def _hosting(ctx: Any) -> list[tuple[Any, Any, set[int]]]:
     return ctx.memo("REL005.hosting", build)
 
 
+def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
+    """A hosted training pod's expected run time (None for other pods), once per pod per run."""
+    cache = ctx.memo("REL005.duration", dict)
+    key = id(pod)  # pods of `ctx.pods_in` live as long as the run's context
+    got = cache.get(key)
+    if got is None:
+        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
+            got = (None, "")
+        else:
+            got = expected_duration(pod)
+        cache[key] = got
+    return got
+
+
 def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
     key = id(pool.obj)
     return [(o, pod) for o, pod, pools in _hosting(ctx) if key in pools]
@@ -183,9 +197,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     long_runs = []
     seen = set()
     for o, pod in hosted:
-        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
-            continue
-        runtime, where = expected_duration(pod)
+        runtime, where = _duration(ctx, pod)
         if runtime is not None and runtime > expiry and id(o) not in seen:
             seen.add(id(o))
             long_runs.append((o, runtime, where))
