@@ -9,6 +9,7 @@ endings and the final newline (or its absence) are the file's.
 from __future__ import annotations
 
 import copy
+import os
 import pathlib
 import random
 import re
@@ -17,6 +18,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
+# AILINT_HYPOTHESIS_SCALE=20 runs every property test twenty times longer (a deep run).
+SCALE = int(os.environ.get("AILINT_HYPOTHESIS_SCALE", "1"))
 
 from ailint import edits
 from ailint.fix import _documents, apply_to_text, verify
@@ -565,7 +569,7 @@ def run_op(text: str, o, op: str, data) -> None:
             check_edit(text, o, e, lambda d: get_in(d, path).pop(i))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=300 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=documents(), op=st.sampled_from(OPS), data=st.data())
 def test_edits_on_generated_documents(text, op, data):
     os_ = objs(text)
@@ -574,7 +578,7 @@ def test_edits_on_generated_documents(text, op, data):
     run_op(text, o, op, data)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120 * SCALE, deadline=None)
 @given(text=documents(), data=st.data())
 def test_block_inserts_never_decline_on_plain_block_layouts(text, data):
     """Without anchors or flow style, inserting into a block mapping always gives an edit."""
@@ -598,7 +602,7 @@ SAMPLE = _corpus_sample()
 
 
 @pytest.mark.skipif(not SAMPLE, reason="../shared/corpus is absent")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=150 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data(), op=st.sampled_from(OPS))
 def test_edits_on_corpus_files(data, op):
     path = data.draw(st.sampled_from(SAMPLE), label="file")

@@ -29,7 +29,7 @@ from ailint.config import Settings
 from ailint.fix import _documents, run_fixes
 from ailint.model import Applicability, Edit, Fix
 from ailint.run import lint
-from test_edits import CORPUS, Emitter, comment_lines, objs
+from test_edits import CORPUS, SCALE, Emitter, comment_lines, objs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -497,15 +497,18 @@ def fix_and_check(p: pathlib.Path, select, unsafe: bool, monkeypatch) -> tuple[s
     sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for op, i1, i2, j1, j2 in sm.get_opcodes():
         if op in ("delete", "replace"):
-            for k, line in enumerate(old_lines[i1:i2]):
-                if op == "replace" and j1 + k < j2:
-                    after = new_lines[j1 + k]
-                    key = line.split(":", 1)[0] if ":" in line else line.rstrip("\r\n")
-                    assert after.startswith(key), (line, after)
-                    if " #" in line and "'" not in line and '"' not in line:
-                        assert line[line.index(" #"):].rstrip("\r\n") in after, (line, after)
-                    assert after[len(after.rstrip("\r\n")):] == line[len(line.rstrip("\r\n")):] or \
-                        not line.endswith("\n")
+            j = j1
+            for line in old_lines[i1:i2]:
+                key = line.split(":", 1)[0] if ":" in line else line.rstrip("\r\n")
+                comment = line[line.index(" #"):].rstrip("\r\n") if " #" in line and "'" not in line \
+                    and '"' not in line else ""
+                ending = line[len(line.rstrip("\r\n")):]
+                while op == "replace" and j < j2 and not (
+                        new_lines[j].startswith(key) and comment in new_lines[j]
+                        and (new_lines[j].endswith(ending) if ending else True)):
+                    j += 1  # lines inserted before the changed one
+                if op == "replace" and j < j2:
+                    j += 1  # the same line with its value changed: key, comment and line ending kept
                 else:
                     assert deletes, (line, old, new)
     # the fixed findings are gone: nothing fixable is left except what the fixer reported
@@ -516,7 +519,7 @@ def fix_and_check(p: pathlib.Path, select, unsafe: bool, monkeypatch) -> tuple[s
     return old, new, final.findings
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(text=gpu_pods())
 def test_fix_properties_on_generated_documents(tmp_path, monkeypatch, text):
@@ -539,7 +542,7 @@ CORPUS_FILES = _corpus_files()
 
 
 @pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is absent")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.filter_too_much])
 @given(data=st.data())

@@ -142,6 +142,7 @@ def test_pre_commit_try_repo(tmp_path):
     subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
     (repo / "bad.yaml").write_text(GPU_BAD)
     (repo / "good.yaml").write_text(GPU_BAD.replace("requests:", "limits:"))
+    (repo / ".ailint.yaml").write_text("select: [GPU002]\n")  # the repo's own config is honoured
     subprocess.run(git + ["add", "."], cwd=repo, check=True)
     env = dict(os.environ, PRE_COMMIT_HOME=str(ROOT / ".pre-commit-cache"))
     bad = subprocess.run([pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml"], cwd=repo,

@@ -138,7 +138,8 @@ def test_estimate_params_annotation():
 
 
 def test_estimate_unknown():
-    text = DEPLOY.replace("{ANN}", "{}").replace("{TANN}", "{}").replace("meta-llama/Llama-3.1-70B-Instruct", "/models/x")
+    text = DEPLOY.replace("{ANN}", "{}").replace("{TANN}", "{}")
+    text = text.replace("meta-llama/Llama-3.1-70B-Instruct", "/models/x")
     c, pod = _pod(text)
     assert estimate_model_bytes(c, pod)[0] is None
     assert image_bytes(pod) is None

@@ -111,7 +111,7 @@ from typing import Any, Iterator
 from ailint import edits
 from ailint.descheduler import TSC_PLUGIN, Policy, policies, protected_by
 from ailint.extract import pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
+from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 
 RULE = Rule(
@@ -141,7 +141,8 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
                 return True
     for so in ctx.of_kind("ScaledObject"):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
-        if (so.namespace or "default") == ns and ref.get("name") == obj.name and ref.get("kind", "Deployment") == obj.kind:
+        if (so.namespace or "default") == ns and ref.get("name") == obj.name \
+                and ref.get("kind", "Deployment") == obj.kind:
             lo, hi = so.get("spec", "minReplicaCount", default=0), so.get("spec", "maxReplicaCount", default=100)
             if lo != hi:
                 return True

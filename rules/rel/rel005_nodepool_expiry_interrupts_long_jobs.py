@@ -160,8 +160,23 @@ def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
 
 
 def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
-    key = id(pool.obj)
-    return [(o, pod) for o, pod, pools in _hosting(ctx) if key in pools]
+    """Pods of the run that this pool can host (computed once per run for all pools)."""
+    index = getattr(ctx, "_ailint_rel005_hosted", None)
+    if index is None:
+        index = {}
+        for o, pod in ctx.pods_in(None):
+            if pod.role == "submitter":
+                continue
+            pools = ctx.pools_for(pod)
+            if pod_accelerators(pod):
+                pools = [p for p in pools if p.can_launch_accelerators]
+            for p in pools:
+                index.setdefault(id(p.obj), []).append((o, pod))
+        try:
+            setattr(ctx, "_ailint_rel005_hosted", index)
+        except AttributeError:
+            pass
+    return index.get(id(pool.obj), [])
 
 
 def _fix(obj: Any):

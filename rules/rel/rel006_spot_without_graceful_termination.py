@@ -1,13 +1,13 @@
 """
 ## What it does
-Checks pods that can run on Spot capacity: a NodePool in the files that could host them
+Checks serving, training and accelerator pods that can run on Spot capacity: a NodePool in the files that could host them
 allows `karpenter.sh/capacity-type: spot`, or the pod selects or prefers Spot itself
 (`karpenter.sh/capacity-type` or the managed node group label
 `eks.amazonaws.com/capacityType`). On such pods it flags:
 - serving pods without a `preStop` hook on the serving container, or with
   `terminationGracePeriodSeconds` of 30 or less (30 is the default), which cut long
   generations off mid-stream;
-- any pod with `terminationGracePeriodSeconds` above 120: the Spot notice is two minutes,
+- any of them with `terminationGracePeriodSeconds` above 120: the Spot notice is two minutes,
   so the grace period is never honoured;
 - training pods that rely on `karpenter.sh/do-not-disrupt`, which Spot interruptions
   ignore.
@@ -235,12 +235,14 @@ def _tgp_edit(obj: Any, pod: Any) -> Any:
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     yield from _karpenter_controller(obj, ctx)
     for pod in pod_templates(obj):
+        serving, training = is_serving_pod(pod), is_training_pod(pod)
+        if not (serving or training or is_accelerator_pod(pod)):
+            continue  # the rule is about AI work: ingress controllers and the like are out of scope
         why = spot_source(pod, ctx)
         if why is None:
             continue
         tgp = _tgp(pod)
         tgp_path = pod.path("terminationGracePeriodSeconds")
-        serving = is_serving_pod(pod)
         if tgp is not None and tgp > 120:
             yield RULE.finding(obj, tgp_path, f"terminationGracePeriodSeconds {tgp} exceeds the 2-minute Spot notice "
                                               f"({why}); the node is reclaimed first: use 90 to 110",
@@ -260,7 +262,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                                    f"serving container {c.name} on Spot ({why}) has no preStop hook: it keeps "
                                    "receiving traffic while it shuts down; add a preStop pause",
                                    fix=make_fix("add a 15 s preStop sleep", [_prestop_edit(obj, c)], unsafe=True))
-        if is_training_pod(pod):
+        if training:
             ann = pod.all_annotations()
             if str(ann.get("karpenter.sh/do-not-disrupt", "")).lower() == "true":
                 path = (pod.meta_path or ("metadata",)) + ("annotations", "karpenter.sh/do-not-disrupt")

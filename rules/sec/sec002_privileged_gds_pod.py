@@ -92,8 +92,8 @@ import re
 from typing import Any, Iterator
 
 from ailint import edits
-from ailint.extract import POD_KINDS, all_containers, flag_value, pod_accelerators, pod_templates, volumes
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
+from ailint.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
+from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
 from ailint.registry import Rule, Scope, make_fix
 
 RULE = Rule(

@@ -132,7 +132,7 @@ from typing import Any, Iterator
 from ailint import edits, instances
 from ailint.extract import (POD_KINDS, Container, flag_value, format_bytes, is_serving_pod, parse_quantity,
                             pod_accelerators, pod_templates, serving_engine)
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
+from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.models import Estimate, describe, estimate, image_bytes
 from ailint.registry import Rule, Scope, make_fix
 
