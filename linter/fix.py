@@ -226,6 +226,8 @@ def _allowed(kind: str, path: tuple[Any, ...], positions: dict, src: SourceFile,
         end = src.offset(parent[6], parent[7])
         end = max(end, _line_end(text, end) + 1)
         return any(start <= e.start <= end for e in edits)
+    if kind == "remove" and path and isinstance(path[-1], int):
+        path = path[:-1]  # equal items make the removed index ambiguous: the list must hold an edit
     p = positions.get(path)
     if p is None:
         return False

@@ -15,10 +15,13 @@ from ..model import Finding
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _first_sentence(text: str) -> str:
+def _first_sentence(text: str, limit: int = 240) -> str:
     text = re.sub(r"`([^`]*)`", r"\1", " ".join(text.split()))
     m = re.match(r"(.+?[.!?])(\s|$)", text)
-    return (m.group(1) if m else text)[:300]
+    s = m.group(1) if m else text
+    if len(s) > limit:
+        s = s[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return s
 
 
 def _why_and_fix(code: str) -> tuple[str, str]:
@@ -28,7 +31,7 @@ def _why_and_fix(code: str) -> tuple[str, str]:
     if reg is None:
         return "", ""
     sec = reg.sections
-    return _first_sentence(sec.get("Why is this bad?", "")), _first_sentence(sec.get("Fix", ""))
+    return _first_sentence(sec.get("Why is this bad?", "")), ""
 
 
 def _frame(f: Finding, sources: dict) -> list[str]:
@@ -72,8 +75,8 @@ def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> st
             if f.fix is not None and show_fixes:
                 kind = "fix" if f.fix.applicability.value == "safe" else "fix (unsafe)"
                 out.append(f"    {kind}: {_esc(f.fix.title) if color else f.fix.title}")
-            elif fix and not fix.lower().startswith(("none", "no fix", "no automatic")):
-                out.append(f"    how: {_esc(fix) if color else fix}")
+            if not f.code.startswith(("YML", "AIL")):
+                out.append(f"    docs: ailint rule {f.code}")
             out.append("")
     out.append(summary_line(result))
     return "\n".join(out) + "\n"
