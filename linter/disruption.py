@@ -38,19 +38,20 @@ def parse_duration(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value) if math.isfinite(value) else None
     s = str(value).strip()
     if s == "Never":
         return NEVER
     if s.isdigit():
-        return float(s)
+        v = float(s)
+        return v if math.isfinite(v) else None
     pos, total = 0, 0.0
     for m in _DUR_RE.finditer(s):
         if m.start() != pos:
             return None
         total += float(m.group(1)) * _UNIT[m.group(2)]
         pos = m.end()
-    return total if pos == len(s) and pos > 0 else None
+    return total if pos == len(s) and pos > 0 and math.isfinite(total) else None
 
 
 def format_duration(seconds: float) -> str:
@@ -170,7 +171,7 @@ def expected_duration(pod: PodTemplate) -> tuple[float | None, str]:
     for value, where in candidates:
         if isinstance(value, bool):
             continue
-        if isinstance(value, (int, float)) and value > 0:
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
             return float(value), f"{where}={value}"
     return None, ""
 

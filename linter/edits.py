@@ -405,6 +405,8 @@ def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
             break
     start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
     if text[start:start + 1] in "|>":
+        if end >= len(text) and not text.endswith("\n"):
+            return None  # a line after it would add a line break to the scalar's value
         header = text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
         if "+" in header.split("#", 1)[0]:
             return end  # keep chomping: the trailing blank lines are content

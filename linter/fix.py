@@ -195,7 +195,7 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
         return "the file does not parse as a whole; fixes are applied only to files that do"
     if len(old_docs) != len(new_docs):
         return f"the result would have {len(new_docs)} documents instead of {len(old_docs)}"
-    lost = _comment_lines(old) - _comment_lines(new)
+    lost = comment_lines(old, old_docs) - comment_lines(new, new_docs)
     if lost:
         return f"the comment line `{next(iter(lost))}` would be lost"
     src = SourceFile("-", "-", old)
@@ -208,8 +208,30 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
     return None
 
 
-def _comment_lines(text: str) -> Counter[str]:
-    return Counter(s for s in (line.strip() for line in text.splitlines()) if s.startswith("#"))
+def comment_lines(text: str, docs: list[_Doc] | None = None) -> Counter[str]:
+    """The comment lines of `text` (stripped), without the `#` lines inside multi-line
+    scalars (a shell script in a `|` block is content, not a comment)."""
+    if docs is None:
+        try:
+            docs = _documents(text)
+        except (yaml.YAMLError, RecursionError):
+            docs = []
+    inside: set[int] = set()
+    for d in docs:
+        for path, p in d.positions.items():
+            if p[6] > p[4] and not isinstance(_get(d.data, path), (dict, list)):
+                inside.update(range(p[4] + 1, p[6] + (1 if p[7] > 1 else 0)))
+    return Counter(s for i, s in enumerate((line.strip() for line in text.splitlines()), start=1)
+                   if s.startswith("#") and i not in inside)
+
+
+def _get(data: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        try:
+            data = data[k]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 def _pointer(path: tuple[Any, ...]) -> str:
@@ -497,7 +519,10 @@ def _summary(fixed: int, nfiles: int, remaining: Any, final: Any, unsafe: bool, 
                                   if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
     verb = "Would fix" if would else "Fixed"
     left = f"{n_left} would remain" if would else f"{n_left} remain{'s' if n_left == 1 else ''}"
-    msg = f"ailint: {verb} {_plural(fixed, 'finding')} ({_plural(nfiles, 'file')}); {left}"
+    if not fixed and not nfiles:
+        msg = f"ailint: Nothing to fix; {n_left} finding{'s' if n_left != 1 else ''} remain{'s' if n_left == 1 else ''}"
+    else:
+        msg = f"ailint: {verb} {_plural(fixed, 'finding')} ({_plural(nfiles, 'file')}); {left}"
     if hidden:
         msg += f" ({hidden} fixable with --unsafe-fixes)"
     return msg

@@ -14,6 +14,7 @@ precision): the rules that use them must not invent a shortage.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -53,6 +54,14 @@ def params_from_model_id(model: str | None) -> float | None:
     other `<e>x<n>B` names count e x n); `Qwen3-30B-A3B` -> 30e9 (the `A3B` active size is
     ignored); `facebook/opt-125m` -> 125e6; `Llama-4-Scout-17B-16E` -> 109e9.
     """
+    try:
+        p = _params_from_model_id(model)
+    except (OverflowError, ValueError):
+        return None
+    return p if p is not None and math.isfinite(p) and p > 0 else None
+
+
+def _params_from_model_id(model: str | None) -> float | None:
     if not isinstance(model, str) or not model.strip():
         return None
     name = model.strip()
@@ -83,7 +92,7 @@ def parse_params(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value) if value > 0 else None
+        return float(value) if math.isfinite(value) and value > 0 else None
     s = str(value).strip()
     p = params_from_model_id(s)
     if p is not None:
@@ -92,7 +101,7 @@ def parse_params(value: Any) -> float | None:
         v = float(s)
     except ValueError:
         return None
-    return v if v > 0 else None
+    return v if math.isfinite(v) and v > 0 else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -188,7 +197,7 @@ def parse_size(value: Any) -> float | None:
             unit = m.group(2)
             unit = unit[0].upper() + unit[1:].lower() if len(unit) == 2 else unit.upper()
             q = parse_quantity(m.group(1) + unit)
-    return q if q is not None and q > 0 else None
+    return q if q is not None and math.isfinite(q) and q > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ SCALE = int(os.environ.get("AILINT_HYPOTHESIS_SCALE", "1"))
 
 from ailint import edits
 from ailint.fix import _documents, apply_to_text, verify
+from ailint.fix import comment_lines as fix_comment_lines
 from ailint.load import load_text
 from ailint.model import Edit, Fix, SourceFile
 
@@ -47,7 +48,8 @@ def apply(text: str, edit: Edit | None) -> str:
 
 
 def comment_lines(text: str) -> list[str]:
-    return sorted(s for s in (line.strip() for line in text.splitlines()) if s.startswith("#"))
+    """Comment lines (not `#` lines inside block scalars), sorted."""
+    return sorted(fix_comment_lines(text).elements())
 
 
 def set_in(data: Any, path: tuple, value: Any) -> None:

@@ -160,7 +160,7 @@ def test_fix_several_findings_and_overlapping_fixes(tmp_path):
     assert "Fixed 5 findings (1 file); 0 remain" in r.stderr
     again = run(["--select", "GPU002", "--fix", str(p)])
     assert read(p) == SEVERAL_FIXED
-    assert "Fixed 0 findings (0 files); 0 remain" in again.stderr
+    assert "Nothing to fix; 0 findings remain" in again.stderr
 
 
 def test_diff_prints_a_patch_and_writes_nothing(tmp_path):

@@ -168,3 +168,11 @@ spec:
     c, pod = _pod(text)
     est = estimate(c, pod)
     assert est is not None and est.params == 32e9
+
+
+def test_hostile_values():
+    assert params_from_model_id("x/Model-" + "9" * 400 + "B") is None
+    assert parse_size("1e309") is None
+    assert parse_size(float("nan")) is None
+    assert parse_params(float("inf")) is None
+    assert parse_params("1e309") is None

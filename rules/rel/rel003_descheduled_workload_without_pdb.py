@@ -113,10 +113,10 @@ spec:
 None.
 
 ## Fix
-Unsafe: appends a `PodDisruptionBudget` with `maxUnavailable: 1` and the workload's
-`matchLabels` to the file (unsafe because the budget is a value choice: 1 may be too slow
-for large fleets, 10% too fast for small ones). No fix for a blocking PDB: choose how many
-pods may go at once.
+None: ailint fixes never add documents to a file. Add a `PodDisruptionBudget` with the
+workload's `matchLabels` and `maxUnavailable: 1` (or a percentage for large fleets; LWS
+pods carry `leaderworkerset.sigs.k8s.io/name`). For a blocking PDB, choose how many pods
+may go at once.
 
 ## References
 - https://kubernetes.io/docs/tasks/run-application/configure-pdb/
@@ -128,13 +128,12 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ailint import edits
 from ailint.descheduler import policies, protected_by
 from ailint.disruption import disrupting_reasons
 from ailint.extract import pod_accelerators, pod_templates
 from ailint.facts import selector_matches
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope, make_fix
+from ailint.model import FixAvailability, Finding, Severity, as_dict
+from ailint.registry import Rule, Scope
 
 RULE = Rule(
     code="REL003",
@@ -143,7 +142,7 @@ RULE = Rule(
     summary="A replicated workload that consolidation, drift or the descheduler evicts has no usable PDB",
     kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "PodDisruptionBudget"),
     scope=Scope.BUNDLE,
-    fix=FixAvailability.SOMETIMES,
+    fix=FixAvailability.NEVER,
     tags=("reliability", "disruption", "karpenter", "descheduler"),
     precision="high",
 )
@@ -232,7 +231,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
     yield RULE.finding(obj, path, f"{replicas} replicas can be evicted by {why} but no PodDisruptionBudget "
-                                  "selects them; all can go at once", fix=_pdb_fix(obj))
+                                  "selects them; all can go at once")
 
 
 def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
@@ -253,49 +252,6 @@ def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
         yield RULE.finding(pdb, path, f"{what} allows no eviction of {o.kind} {o.name}, so {why} is blocked "
                                       "and its nodes never drain")
         return
-
-
-def _pdb_fix(obj: Any):
-    if obj.base:
-        return None
-    sel = obj.get("spec", "selector")
-    if obj.kind == "LeaderWorkerSet":
-        match = {"leaderworkerset.sigs.k8s.io/name": obj.name}
-    elif isinstance(sel, dict) and set(sel) == {"matchLabels"} and isinstance(sel.get("matchLabels"), dict) \
-            and sel["matchLabels"]:
-        match = dict(sel["matchLabels"])
-    else:
-        return None
-    if not obj.name:
-        return None
-    meta: dict[str, Any] = {"name": f"{obj.name}-pdb"}
-    if obj.namespace:
-        meta["namespace"] = obj.namespace
-    doc = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
-           "spec": {"maxUnavailable": 1, "selector": {"matchLabels": match}}}
-    text = obj.source.text
-    nl = "\r\n" if "\r\n" in text else "\n"
-    body = nl.join(edits.block(doc, edits.indent_unit(obj), edits.seq_indented(obj))) + nl
-    end = _document_end(obj)
-    if end is None:
-        return None
-    prefix = "" if end == 0 or text[end - 1] == "\n" else nl
-    return make_fix(f"add PodDisruptionBudget {obj.name}-pdb (maxUnavailable: 1)",
-                    [Edit(end, end, f"{prefix}---{nl}{body}")], unsafe=True)
-
-
-def _document_end(obj: Any) -> int | None:
-    """Offset just after this document's last line (before the next `---` or the end)."""
-    p = obj.positions.get(())
-    if p is None:
-        return None
-    src = obj.source
-    text = src.text
-    end = src.offset(p[6], p[7])
-    nxt = text.find("\n---", end - 1 if end > 0 else 0)
-    if nxt == -1:
-        return len(text)
-    return nxt + 1
 
 
 __all__ = ["RULE", "check"]

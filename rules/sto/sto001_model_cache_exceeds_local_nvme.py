@@ -149,6 +149,12 @@ RULE = Rule(
 )
 
 GI = 2**30
+
+
+def _qty(v: Any) -> float | None:
+    """A positive, finite quantity, or None."""
+    q = parse_quantity(v)
+    return q if q is not None and math.isfinite(q) and q > 0 else None
 USABLE = 0.85
 NVME_HOSTPATHS = ("/mnt/k8s-disks", "/opt/dlami/nvme")
 CACHE_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_HOME")
@@ -212,9 +218,9 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
         vol = pvc.get("spec", "volumeName")
         if isinstance(vol, str) and vol in pvs:
             cap = pvs[vol].get("spec", "capacity", "storage")
-            out[pvc.name] = (parse_quantity(cap), f"local PersistentVolume {vol} of {cap}")
+            out[pvc.name] = (_qty(cap), f"local PersistentVolume {vol} of {cap}")
         elif pvc.get("spec", "storageClassName") in local_classes:
-            out[pvc.name] = (parse_quantity(req), f"local volume claim of {req}")
+            out[pvc.name] = (_qty(req), f"local volume claim of {req}")
     return out
 
 
@@ -286,14 +292,14 @@ def _ebs_room(nc: Any) -> tuple[float | None, str]:
             return ROOT_DEFAULT, "the default 20Gi Bottlerocket data volume"
         for m in maps:
             if m.get("deviceName") == "/dev/xvdb":
-                size = parse_quantity(as_dict(m.get("ebs")).get("volumeSize"))
+                size = _qty(as_dict(m.get("ebs")).get("volumeSize"))
                 return size, f"the {as_dict(m.get('ebs')).get('volumeSize')} Bottlerocket data volume"
         return None, ""
     if not maps:
         return ROOT_DEFAULT, "the default 20Gi root volume"
     for m in maps:
         if m.get("rootVolume") is True or m.get("deviceName") == "/dev/xvda":
-            size = parse_quantity(as_dict(m.get("ebs")).get("volumeSize"))
+            size = _qty(as_dict(m.get("ebs")).get("volumeSize"))
             return size, f"the {as_dict(m.get('ebs')).get('volumeSize')} root volume"
     return None, ""
 
@@ -383,7 +389,7 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
     # (a) the volume's own bound
     if cache.kind == "emptyDir":
         limit_raw = as_dict(cache.volume.get("emptyDir")).get("sizeLimit")
-        limit = parse_quantity(limit_raw)
+        limit = _qty(limit_raw)
         if limit is not None and model > limit:
             path = vpath + ("emptyDir", "sizeLimit")
             fix = None
@@ -414,7 +420,7 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
         return  # a hostPath cache is shared by the pods of a node
     gpus = sum(v for k, v in pod_accelerators(pod).items() if k in ("nvidia.com/gpu", "amd.com/gpu",
                                                                       "aws.amazon.com/neuron"))
-    if gpus <= 0:
+    if not math.isfinite(gpus) or gpus <= 0:
         return
     worst = None
     for r in rooms:
@@ -446,7 +452,7 @@ def _check_ephemeral(obj: Any, pod: Any, cache: Cache, est: Estimate, fits_node:
             v = c.resources(which).get("ephemeral-storage")
             if which == "requests" and v is None:
                 v = c.limit("ephemeral-storage")
-            q = parse_quantity(v)
+            q = _qty(v)
             if q is not None:
                 total += q
                 holders.append((c, v))
