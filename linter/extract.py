@@ -345,7 +345,10 @@ def _parse_quantity_str(s: str) -> float | None:
         num = Decimal(m.group(1))
     except InvalidOperation:
         return None
-    return float(num * Decimal(_SUFFIX[m.group(2) or ""]))
+    value = float(num * Decimal(_SUFFIX[m.group(2) or ""]))
+    if value != value or value in (float("inf"), float("-inf")):
+        return None  # 1e309 and the like: not a quantity the API server accepts
+    return value
 
 
 def parse_quantity(v: Any) -> float | None:
@@ -353,7 +356,11 @@ def parse_quantity(v: Any) -> float | None:
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, (int, float)):
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
     if isinstance(v, str):
         return _parse_quantity_str(v)
     return None

@@ -91,7 +91,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             q = parse_quantity(value)
             where = "requests" if res in requests else "limits"
             path = c.path_of("resources", where, res)
-            if res.startswith(_WHOLE) and q is not None and q != int(q):
+            if res.startswith(_WHOLE) and q is not None and not q.is_integer():
                 yield RULE.finding(obj, path, f"{res} is {value}: accelerators are whole devices; "
                                               "use an integer or a MIG/time-slicing resource")
                 continue
