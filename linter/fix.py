@@ -183,16 +183,16 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
     """
     edits = list(edits)
     try:
+        old_docs = _documents(old)
+    except (yaml.YAMLError, RecursionError):
+        return "the file does not parse as a whole; fixes are applied only to files that do"
+    try:
         new_docs = _documents(new)
     except (yaml.YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["invalid YAML"])[0]
         return f"the result would not parse{where}: {problem}"
-    try:
-        old_docs = _documents(old)
-    except (yaml.YAMLError, RecursionError):
-        return "the file does not parse as a whole; fixes are applied only to files that do"
     if len(old_docs) != len(new_docs):
         return f"the result would have {len(new_docs)} documents instead of {len(old_docs)}"
     lost = comment_lines(old, old_docs) - comment_lines(new, new_docs)
@@ -277,7 +277,9 @@ class _File:
     source: SourceFile  # as read at the start
     text: str  # current (fixed in memory)
     refused: str | None = None  # why it is never written
+    broken: bool = False  # does not parse as a whole: not even a diff (nothing can be checked)
     applied: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)  # (finding key, fix title)
+    rejected: set[tuple[tuple[Any, ...], str]] = field(default_factory=set)  # refused by `verify`
     notes: list[str] = field(default_factory=list)
 
 
@@ -320,6 +322,8 @@ def _fix_file(st: _File, findings: list[Finding]) -> list[tuple[Fix, Finding]]:
     pairs = []
     for f in findings:
         assert f.fix is not None
+        if (_key(f), f.fix.title) in st.rejected:
+            continue
         if (_key(f), f.fix.title) in st.applied:
             st.notes.append(f"{f.file}:{f.span.line}: the fix for {f.code} ({f.fix.title}) did not resolve it; "
                             "not applied again (please report)")
@@ -348,6 +352,7 @@ def _fix_file(st: _File, findings: list[Finding]) -> list[tuple[Fix, Finding]]:
         if reason is None:
             good.append((fx, f))
         else:
+            st.rejected.add((_key(f), fx.title))
             st.notes.append(f"{f.file}:{f.span.line}: skipped the {f.code} fix ({fx.title}): {reason}")
     return good
 
@@ -442,9 +447,14 @@ def run_fixes(result: Any, settings: Any, *, unsafe: bool, diff_only: bool,
             if st is None:
                 st = files[display] = _File(result.sources.get(display, src), src.text)
                 st.refused = _refusal(st.source)
+                try:
+                    _documents(src.text)
+                except (yaml.YAMLError, RecursionError):
+                    st.refused, st.broken = ("the file does not parse as a whole (see its YML finding); "
+                                             "fixes are applied only to files that do"), True
             if st.text != src.text:
                 continue  # not in step with this pass's findings (cannot happen; be safe)
-            if st.refused and not diff_only:
+            if st.refused and (st.broken or not diff_only):
                 continue
             applied = _fix_file(st, findings)
             if not applied:
@@ -462,6 +472,7 @@ def run_fixes(result: Any, settings: Any, *, unsafe: bool, diff_only: bool,
     for d, s in files.items():
         messages.extend(f"ailint: {n}" for n in dict.fromkeys(s.notes))
     if diff_only:
+        messages.extend(f"ailint: {d}: no diff: {s.refused}" for d, s in files.items() if s.broken)
         for d, s in changed_files.items():
             messages.append(_diff(d, s.source.text, s.text))
         final = current

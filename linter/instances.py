@@ -44,6 +44,12 @@ class InstanceType:
 
     def labels(self) -> dict[str, str]:
         """The well-known node labels Karpenter (and Auto Mode) set for this type."""
+        got = _LABELS.get(self)
+        if got is None:
+            got = _LABELS[self] = self._labels()  # built once per type: pool matching asks often
+        return dict(got)
+
+    def _labels(self) -> dict[str, str]:
         out = {
             "node.kubernetes.io/instance-type": self.type,
             "karpenter.k8s.aws/instance-family": self.family,
@@ -72,6 +78,9 @@ class InstanceType:
             if k.startswith("karpenter.k8s.aws/"):
                 out["eks.amazonaws.com/" + k.split("/", 1)[1]] = v
         return out
+
+
+_LABELS: dict[InstanceType, dict[str, str]] = {}
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,8 @@
 
 - Claims and classes: `claim_of_volume` (a pod volume -> its PVC in the run),
   `storage_class_of` (a PVC or claim template -> its StorageClass, the default class when
-  `storageClassName` is absent), `provisioner_of` (-> `fsx.csi.aws.com`, `efs.csi.aws.com`,
+  `storageClassName` is absent; None when several same-named classes of the run disagree),
+  `storage_class_candidates` + `agreed` (read only what all candidate classes agree on), `provisioner_of` (-> `fsx.csi.aws.com`, `efs.csi.aws.com`,
   ..., also for statically bound PVs), `claim_templates` (StatefulSet and LeaderWorkerSet
   `volumeClaimTemplates` read like PVCs).
 - FSx for Lustre: `FsxParams` (a StorageClass's parameters with the driver's defaults),
@@ -58,18 +59,67 @@ def storage_classes(ctx: Any) -> list[K8sObject]:
     return [o for o in ctx.of_kind("StorageClass") if is_storage_class(o)]
 
 
+def default_storage_classes(ctx: Any) -> list[K8sObject]:
+    """Every StorageClass of the run annotated as the cluster default."""
+    return [sc for sc in storage_classes(ctx)
+            if any(str(sc.annotations.get(a)).lower() == "true" for a in DEFAULT_CLASS_ANNOTATIONS)]
+
+
+def storage_classes_named(ctx: Any, name: str) -> list[K8sObject]:
+    """Every StorageClass of the run called `name`. More than one when the run holds several
+    repos' manifests (two `fsx-sc` with different parameters); the cluster has one of them."""
+    def build() -> dict[str, list[K8sObject]]:
+        idx: dict[str, list[K8sObject]] = {}
+        for sc in storage_classes(ctx):
+            idx.setdefault(sc.name or "", []).append(sc)
+        return idx
+    memo = getattr(ctx, "memo", None)
+    index = memo(("ailint.storage", "classes_by_name"), build) if callable(memo) else build()
+    return list(index.get(name, ()))
+
+
+DISAGREE = object()  # what `agreed` returns when the candidates differ
+
+
+def agreed(objs: list[Any], key: Any) -> Any:
+    """`key(o)`, when every object gives the same value; `DISAGREE` otherwise (or for none)."""
+    if not objs:
+        return DISAGREE
+    first = key(objs[0])
+    return first if all(key(o) == first for o in objs[1:]) else DISAGREE
+
+
+def class_body(sc: K8sObject) -> dict[str, Any]:
+    """What a StorageClass provisions (provisioner, parameters, modes), without its metadata."""
+    return {k: v for k, v in sc.data.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+
+
+def _unique_class(cands: list[K8sObject]) -> K8sObject | None:
+    return cands[0] if agreed(cands, class_body) is not DISAGREE else None
+
+
 def default_storage_class(ctx: Any) -> K8sObject | None:
-    for sc in storage_classes(ctx):
-        if any(str(sc.annotations.get(a)).lower() == "true" for a in DEFAULT_CLASS_ANNOTATIONS):
-            return sc
-    return None
+    """The run's default StorageClass; None when there is none, or several that disagree."""
+    return _unique_class(default_storage_classes(ctx))
 
 
 def storage_class_named(ctx: Any, name: str) -> K8sObject | None:
-    for sc in storage_classes(ctx):
-        if sc.name == name:
-            return sc
-    return None
+    """The run's StorageClass called `name`; None when absent, or when several classes of that
+    name disagree on what they provision (which one the cluster holds is unknown)."""
+    return _unique_class(storage_classes_named(ctx, name))
+
+
+def storage_class_candidates(ctx: Any, claim_spec: dict[str, Any]) -> list[K8sObject]:
+    """Every StorageClass of the run a PVC spec (or claim template spec) may provision from:
+    the classes named by `storageClassName`, or the default classes when it is absent. Empty
+    for `storageClassName: ""` (static binding) or when no such class is in the run. A rule
+    that reads the classes' parameters uses only what all candidates agree on (`agreed`)."""
+    if "storageClassName" in claim_spec:
+        name = claim_spec.get("storageClassName")
+        if not isinstance(name, str) or not name:
+            return []
+        return storage_classes_named(ctx, name)
+    return default_storage_classes(ctx)
 
 
 def storage_class_of(ctx: Any, claim_spec: dict[str, Any]) -> K8sObject | None:
@@ -77,13 +127,10 @@ def storage_class_of(ctx: Any, claim_spec: dict[str, Any]) -> K8sObject | None:
 
     `storageClassName: ""` means no class (static binding): None. An absent name means
     the cluster's default class: the run's StorageClass annotated as default, if any.
+    Several candidates (one name in several files of the run, several defaults) that
+    disagree on what they provision: None.
     """
-    if "storageClassName" in claim_spec:
-        name = claim_spec.get("storageClassName")
-        if not isinstance(name, str) or not name:
-            return None
-        return storage_class_named(ctx, name)
-    return default_storage_class(ctx)
+    return _unique_class(storage_class_candidates(ctx, claim_spec))
 
 
 def provisioner_name(sc: K8sObject | None) -> str | None:
@@ -94,10 +141,9 @@ def provisioner_name(sc: K8sObject | None) -> str | None:
 
 
 def persistent_volume_named(ctx: Any, name: str) -> K8sObject | None:
-    for pv in ctx.of_kind("PersistentVolume"):
-        if pv.name == name:
-            return pv
-    return None
+    """The run's PersistentVolume called `name`; None when absent or when several disagree."""
+    pvs = [pv for pv in ctx.of_kind("PersistentVolume") if pv.name == name]
+    return pvs[0] if agreed(pvs, lambda pv: pv.data.get("spec")) is not DISAGREE else None
 
 
 def pv_driver(pv: K8sObject) -> str | None:
@@ -122,7 +168,8 @@ def provisioner_of(ctx: Any, claim_spec: dict[str, Any]) -> str | None:
             d = pv_driver(pv)
             if d:
                 return d
-    return provisioner_name(storage_class_of(ctx, claim_spec))
+    p = agreed(storage_class_candidates(ctx, claim_spec), provisioner_name)
+    return None if p is DISAGREE else p
 
 
 def pvc_named(ctx: Any, namespace: str, name: str) -> K8sObject | None:
@@ -235,6 +282,23 @@ def fsx_params(sc: K8sObject) -> FsxParams:
         malformed=any(k in params and params[k] is not None and not isinstance(params[k], str)
                       for k in ("deploymentType", "storageType")),
     )
+
+
+def fsx_class_of(ctx: Any, claim_spec: dict[str, Any],
+                 facet: Any = None) -> tuple[K8sObject, FsxParams] | None:
+    """The FSx for Lustre StorageClass a claim provisions from, with its parameters.
+
+    With several candidate classes (one name in several files of the run, several defaults),
+    every one must be an FSx class and agree on `facet(class, params)` (by default: the
+    FsxParams), the only parameters the caller then reads; otherwise None.
+    """
+    cands = storage_class_candidates(ctx, claim_spec)
+    if not cands or any(provisioner_name(sc) != FSX for sc in cands):
+        return None
+    key = facet or (lambda sc, p: p)
+    if agreed(cands, lambda sc: key(sc, fsx_params(sc))) is DISAGREE:
+        return None
+    return cands[0], fsx_params(cands[0])
 
 
 def fsx_capacity_rule(p: FsxParams) -> dict[str, Any]:
@@ -522,7 +586,8 @@ __all__ = [
     "pool_can_run",
     "Scaling", "scaling_of",
     "GiB", "FSX", "EFS", "EBS", "fsx_table", "is_storage_class", "storage_classes", "default_storage_class",
-    "storage_class_named", "storage_class_of", "provisioner_name", "persistent_volume_named", "pv_driver",
+    "storage_class_named", "storage_class_of", "provisioner_name", "default_storage_classes",
+    "storage_classes_named", "storage_class_candidates", "agreed", "DISAGREE", "class_body", "fsx_class_of", "persistent_volume_named", "pv_driver",
     "provisioner_of", "pvc_named", "claim_of_volume", "ClaimTemplate", "claim_templates", "FsxParams",
     "fsx_params", "fsx_capacity_rule", "fsx_round_up_gib", "fsx_valid_throughputs", "volume_kind",
     "network_fs_of_volume", "mounts_of", "mount_for_path", "volume_for_mount", "Download", "is_hub_id",

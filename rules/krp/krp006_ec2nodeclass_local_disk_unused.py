@@ -105,7 +105,7 @@ import re
 from typing import Any, Iterator
 
 from ailint import edits, instances, karpenter
-from ailint.extract import parse_quantity, pod_templates, format_bytes, is_pod_kind
+from ailint.extract import parse_quantity, format_bytes
 from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Option, Rule, Scope, make_fix
 
@@ -128,17 +128,19 @@ _LOCAL_PROVISIONER = re.compile(r"local-(volume|static)-provisioner|sig-storage-
 def _nvme_used_directly(obj: Any, ctx: Any) -> bool:
     if _NVME_USERDATA.search(str(obj.get("spec", "userData") or "")):
         return True
-    for o in ctx.objects:
-        if not is_pod_kind(o):
-            continue
-        for p in pod_templates(o):
-            for c in p.containers():
-                if _LOCAL_PROVISIONER.search(c.image):
-                    return True
-            for _, v in iter_dicts(p.spec.get("volumes")):
-                hp = str(as_dict(v.get("hostPath")).get("path") or "")
-                if "nvme" in hp or "k8s-disks" in hp or "instance-store" in hp:
-                    return True
+    return ctx.memo("KRP006.nvme_pods", lambda: _pods_use_nvme(ctx))
+
+
+def _pods_use_nvme(ctx: Any) -> bool:
+    """A pod of the run mounts the instance store or runs a local volume provisioner (once per run)."""
+    for o, p in ctx.pods_in(None):
+        for c in p.containers():
+            if _LOCAL_PROVISIONER.search(c.image):
+                return True
+        for _, v in iter_dicts(p.spec.get("volumes")):
+            hp = str(as_dict(v.get("hostPath")).get("path") or "")
+            if "nvme" in hp or "k8s-disks" in hp or "instance-store" in hp:
+                return True
     return False
 
 
@@ -201,15 +203,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     room = karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family] * 2**30 * 0.85
     pool_names = {p.name for p, _ in bare_pools}
     need, who = 0.0, None
-    for o in ctx.objects:
-        if not is_pod_kind(o):
+    needs = ctx.memo("KRP006.disk_needs", lambda: [(o, pod, _pod_disk_need(pod)) for o, pod in ctx.pods_in(None)])
+    for o, pod, n in needs:
+        if n <= need:  # cheap test first: most pods need nothing
             continue
-        for pod in pod_templates(o):
-            if not any(pl.name in pool_names for pl in ctx.pools_for(pod)):
-                continue
-            n = _pod_disk_need(pod)
-            if n > need:
-                need, who = n, f"{o.kind} {o.name}"
+        if not any(pl.name in pool_names for pl in ctx.pools_for(pod)):
+            continue
+        need, who = n, f"{o.kind} {o.name}"
     if need <= room:
         return
     size = str(opts.get("volume_size") or "200Gi")

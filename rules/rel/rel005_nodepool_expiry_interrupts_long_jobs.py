@@ -129,22 +129,6 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def _hosting(ctx: Any) -> list[tuple[Any, Any, set[int]]]:
-    """Every pod of the run with the ids of the NodePools that can host it (once per run)."""
-    def build() -> list[tuple[Any, Any, set[int]]]:
-        out = []
-        for o, pod in ctx.pods_in(None):
-            if pod.role == "submitter":
-                continue
-            pools = ctx.pools_for(pod)
-            if pod_accelerators(pod):
-                pools = [p for p in pools if p.can_launch_accelerators]
-            out.append((o, pod, {id(p.obj) for p in pools}))
-        return out
-
-    return ctx.memo("REL005.hosting", build)
-
-
 def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
     """A hosted training pod's expected run time (None for other pods), once per pod per run."""
     cache = ctx.memo("REL005.duration", dict)

@@ -219,7 +219,7 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
         if isinstance(vol, str) and vol in pvs:
             cap = pvs[vol].get("spec", "capacity", "storage")
             out[pvc.name] = (_qty(cap), f"local PersistentVolume {vol} of {cap}")
-        elif isinstance(pvc.get("spec", "storageClassName"), str) and pvc.get("spec", "storageClassName") in local_classes:
+        elif isinstance(sc := pvc.get("spec", "storageClassName"), str) and sc in local_classes:
             out[pvc.name] = (_qty(req), f"local volume claim of {req}")
     return out
 

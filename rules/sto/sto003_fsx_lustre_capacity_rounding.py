@@ -72,7 +72,10 @@ None.
 Safe: sets `storage` to the size the driver creates anyway (the rounded-up valid value),
 so the manifest says what you pay for. When a smaller valid size lies just below the
 request (a Ti/Gi slip), the message names it: lower the request by hand if that was meant.
-Statically bound claims (`volumeName`) and `INTELLIGENT_TIERING` classes are skipped.
+Statically bound claims (`volumeName`) and `INTELLIGENT_TIERING` classes are skipped, and so
+are claims whose `storageClassName` names several StorageClasses of the run (manifests from
+several repos) that disagree on `deploymentType`, `storageType` or throughput: the cluster
+holds only one of them.
 
 ## References
 - https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/pkg/util/util.go (`RoundUpVolumeSize`)
@@ -88,7 +91,7 @@ from ailint import edits
 from ailint.extract import parse_quantity
 from ailint.model import FixAvailability, Finding, Severity
 from ailint.registry import Rule, Scope, make_fix
-from ailint.storage import FSX, GiB, claim_templates, fsx_capacity_rule, fsx_params, fsx_round_up_gib, provisioner_name, storage_class_of
+from ailint.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
 
 RULE = Rule(
     code="STO003",
@@ -111,10 +114,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for claim in claim_templates(obj):
         if claim.spec.get("volumeName"):
             continue  # static provisioning: the file system already exists
-        sc = storage_class_of(ctx, claim.spec)
-        if provisioner_name(sc) != FSX:
-            continue
-        params = fsx_params(sc)  # type: ignore[arg-type]
+        found = fsx_class_of(ctx, claim.spec, _capacity_facet)
+        if found is None:
+            continue  # not FSx, not in the run, or same-named classes that size differently
+        sc, params = found
         if params.intelligent_tiering or params.malformed:
             continue
         raw = claim.storage_request
@@ -130,7 +133,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if params.storage_type == "HDD":
             kind = f"{params.deployment_type} HDD"
         shown = str(raw) if str(raw).endswith("Gi") else f"{raw} ({_gib(size)})"
-        msg = (f"requests {shown} on {sc.name} ({kind}), which takes {rule['valid']}; "  # type: ignore[union-attr]
+        msg = (f"requests {shown} on {sc.name} ({kind}), which takes {rule['valid']}; "
                f"the driver creates and bills {rounded}Gi")
         lower = _lower_valid(rounded, rule)
         if lower and size > lower * GiB and (size - lower * GiB) / size <= 0.1:
@@ -138,6 +141,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         path = claim.path_of("resources", "requests", "storage")
         fix = make_fix(f"set storage to {rounded}Gi", [edits.replace_value(obj, path, f"{rounded}Gi")])
         yield RULE.finding(obj, path, msg, severity=Severity.INFO if over <= 0.01 else None, fix=fix)
+
+
+def _capacity_facet(sc: Any, p: Any) -> tuple[Any, ...]:
+    """What the rule reads from a class: same-named classes of the run must agree on it."""
+    return (p.malformed, p.storage_type, p.deployment_type, None if p.malformed else fsx_capacity_rule(p))
 
 
 def _lower_valid(rounded: int, rule: dict[str, Any]) -> int | None:

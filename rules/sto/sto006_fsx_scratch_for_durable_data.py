@@ -83,7 +83,7 @@ from typing import Any, Iterator
 from ailint.extract import PodTemplate, is_training_pod, pod_templates
 from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Rule, Scope
-from ailint.storage import FSX, claim_templates, fsx_params, namespace_of, provisioner_name, storage_class_of
+from ailint.storage import claim_templates, fsx_class_of, namespace_of
 
 RULE = Rule(
     code="STO006",
@@ -129,14 +129,21 @@ def _users(ctx: Any, obj: Any, claim_name: str) -> list[tuple[Any, PodTemplate, 
     return out
 
 
+def _s3_export(sc: Any) -> bool:
+    return bool(as_dict(sc.data.get("parameters")).get("s3ExportPath"))
+
+
+def _facet(sc: Any, p: Any) -> tuple[Any, ...]:
+    return (p.malformed, p.deployment_type, p.deployment_type_set, _s3_export(sc))
+
+
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for claim in claim_templates(obj):
-        sc = storage_class_of(ctx, claim.spec)
-        if provisioner_name(sc) != FSX or claim.spec.get("volumeName"):
-            continue
-        params = fsx_params(sc)  # type: ignore[arg-type]
-        sc_params = as_dict(sc.data.get("parameters"))  # type: ignore[union-attr]
-        if params.malformed or not params.is_scratch or sc_params.get("s3ExportPath"):
+        found = None if claim.spec.get("volumeName") else fsx_class_of(ctx, claim.spec, _facet)
+        if found is None:
+            continue  # not FSx, or same-named classes of the run that disagree on what is read here
+        sc, params = found
+        if params.malformed or not params.is_scratch or _s3_export(sc):
             continue
         users = _users(ctx, obj, claim.name)
         if any(_syncs(pod) for _, pod, _ in users):
@@ -153,6 +160,6 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         dt = params.deployment_type if params.deployment_type_set else "SCRATCH_1 (the default)"
         path = claim.path_of("storageClassName") if "storageClassName" in claim.spec else claim.path
-        yield RULE.finding(obj, path, f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "  # type: ignore[union-attr]
+        yield RULE.finding(obj, path, f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "
                                       f"an FSx {dt} file system without s3ExportPath; scratch data is not "
                                       "replicated and is lost if a file server fails")

@@ -198,6 +198,26 @@ def _covered(cq: K8sObject) -> set[str]:
     return out
 
 
+def _workloads_by_queue(ctx: Any) -> dict[str | None, list[K8sObject]]:
+    """Workloads of the run by queue-name label, in kind then run order (indexed once per run)."""
+    def build() -> dict[str | None, list[K8sObject]]:
+        out: dict[str | None, list[K8sObject]] = {}
+        for kind in WORKLOAD_KINDS:
+            for w in ctx.of_kind(kind):
+                out.setdefault(_queue_name(w), []).append(w)
+        return out
+
+    return ctx.memo("TRN008.workloads_by_queue", build)
+
+
+def _needed(w: K8sObject, ctx: Any) -> set[str]:
+    cache = ctx.memo("TRN008.needed", dict)
+    got = cache.get(id(w))  # workloads live as long as the run's context
+    if got is None:
+        got = cache[id(w)] = _workload_resources(w, ctx)
+    return set(got)
+
+
 def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     spec = as_dict(obj.get("spec"))
     if obj.get("spec", "namespaceSelector") is None:
@@ -215,24 +235,24 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     lqs = [lq for lq in ctx.of_kind("LocalQueue") if _is_kueue(lq)
            and lq.get("spec", "clusterQueue") == obj.name]
     missing: dict[str, str] = {}
+    by_queue = _workloads_by_queue(ctx)
     for lq in lqs:
-        for kind in WORKLOAD_KINDS:
-            for w in ctx.of_kind(kind):
-                if _queue_name(w) != lq.name or not tr.same_namespace(w, lq):
-                    continue
-                needed = _workload_resources(w, ctx)
-                uncovered = needed - covered
-                if not uncovered:
-                    continue
-                # The same LocalQueue or ClusterQueue defined more than once (alternative setups
-                # in one repo): trust any definition that covers the workload.
-                names = {o.get("spec", "clusterQueue") for o in ctx.of_kind("LocalQueue")
-                         if _is_kueue(o) and o.name == lq.name and tr.same_namespace(o, w)}
-                if any(not needed - _covered(c) for c in ctx.of_kind("ClusterQueue")
-                       if _is_kueue(c) and c.name in names and c is not obj):
-                    continue
-                for res in sorted(uncovered):
-                    missing.setdefault(res, f"{w.kind} {_name(w)}")
+        for w in by_queue.get(lq.name, ()):
+            if not tr.same_namespace(w, lq):
+                continue
+            needed = _needed(w, ctx)
+            uncovered = needed - covered
+            if not uncovered:
+                continue
+            # The same LocalQueue or ClusterQueue defined more than once (alternative setups
+            # in one repo): trust any definition that covers the workload.
+            names = {o.get("spec", "clusterQueue") for o in ctx.of_kind("LocalQueue")
+                     if _is_kueue(o) and o.name == lq.name and tr.same_namespace(o, w)}
+            if any(not needed - _covered(c) for c in ctx.of_kind("ClusterQueue")
+                   if _is_kueue(c) and c.name in names and c is not obj):
+                continue
+            for res in sorted(uncovered):
+                missing.setdefault(res, f"{w.kind} {_name(w)}")
     for res, who in missing.items():
         yield RULE.finding(obj, ("spec", "resourceGroups"),
                            f"{who} requests {res} but ClusterQueue {obj.name!r} does not cover it: Kueue never "
