@@ -138,7 +138,8 @@ def _compiled() -> dict[str, Any]:
 
 
 def value_shape(value: str) -> str | None:
-    """The kind of credential a value looks like (`hf_…`, `sk-…`, `AKIA…`, `nvapi-…`), or None."""
+    """The kind of credential a value looks like (`value_shapes` in data/secrets.json, first match:
+    `sk-ant-…` Anthropic, `sk-proj-…`/`sk-…` OpenAI, `hf_…`, `AKIA…`, `nvapi-…`), or None."""
     for name, rx in _compiled()["shapes"]:
         if rx.search(value):
             return name
@@ -291,22 +292,28 @@ class Credential:
 
 def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     """Static AWS keys, PAT/API-token env from Secrets, kubeconfig Secrets and legacy
-    service-account-token Secrets held by the pod."""
+    service-account-token Secrets held by the pod: one credential per source. A kubeconfig
+    Secret is reported at its volume, and a `KUBECONFIG` env var pointing into that volume
+    is named in the same credential (it is evidence, not a second credential)."""
     out: list[Credential] = []
     ns = namespace_of(pod.obj)
-    secret_mounts: dict[str, str] = {}  # volume name -> secret name
+    # volume name -> (secret name, volume path, "legacy" | "kubeconfig" | None)
+    secret_vols: dict[str, tuple[str, Path, str | None]] = {}
     for i, v in iter_dicts(pod.spec.get("volumes")):
         sec = as_dict(v.get("secret"))
-        if isinstance(sec.get("secretName"), str):
-            secret_mounts[str(v.get("name"))] = sec["secretName"]
-            s = find_secret(ctx, ns, sec["secretName"])
-            items = [str(it.get("key", "")) + str(it.get("path", "")) for _, it in iter_dicts(sec.get("items"))]
-            path = pod.path("volumes", i)
-            if s is not None and s.data.get("type") == "kubernetes.io/service-account-token":
-                out.append(Credential(path, f"legacy service-account token Secret {sec['secretName']} is mounted"))
-            elif "kubeconfig" in sec["secretName"].lower() or any("kubeconfig" in x.lower() for x in items) \
-                    or any("kubeconfig" in k.lower() for k in secret_keys(s)):
-                out.append(Credential(path, f"kubeconfig Secret {sec['secretName']} is mounted"))
+        name = sec.get("secretName")
+        if not isinstance(name, str):
+            continue
+        s = find_secret(ctx, ns, name)
+        items = [str(it.get("key", "")) + str(it.get("path", "")) for _, it in iter_dicts(sec.get("items"))]
+        kind = None
+        if s is not None and s.data.get("type") == "kubernetes.io/service-account-token":
+            kind = "legacy"
+        elif "kubeconfig" in name.lower() or any("kubeconfig" in x.lower() for x in items) \
+                or any("kubeconfig" in k.lower() for k in secret_keys(s)):
+            kind = "kubeconfig"
+        secret_vols[str(v.get("name"))] = (name, pod.path("volumes", i), kind)
+    kubeconfig_env: dict[str, str] = {}  # volume name -> "KUBECONFIG=<path>"
     for c in pod.containers():
         for i, e in iter_dicts(c.data.get("env")):
             name = str(e.get("name") or "")
@@ -318,12 +325,9 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
                 src = f"Secret {ref.get('name')}" if ref else "a literal value"
                 out.append(Credential(epath, f"{name} from {src} in container {c.name}"))
             elif name.upper() == "KUBECONFIG" and isinstance(e.get("value"), str):
-                for m in c.volume_mounts:
-                    mp = str(m.get("mountPath") or "")
-                    if mp and e["value"].startswith(mp) and str(m.get("name")) in secret_mounts:
-                        sec_name = secret_mounts[str(m.get("name"))]
-                        out.append(Credential(epath, f"KUBECONFIG points into Secret {sec_name}"))
-                        break
+                vol = _secret_volume_at(c, e["value"], secret_vols)
+                if vol is not None and secret_vols[vol][2] != "legacy":
+                    kubeconfig_env.setdefault(vol, f"KUBECONFIG={e['value']}")
         for i, ef in iter_dicts(c.data.get("envFrom")):
             ref = as_dict(ef.get("secretRef"))
             s = find_secret(ctx, ns, ref.get("name"))
@@ -332,6 +336,13 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
             if hit:
                 out.append(Credential(c.path_of("envFrom", i),
                                       f"envFrom Secret {ref.get('name')} holds {', '.join(sorted(hit)[:3])}"))
+    for vol, (name, path, kind) in secret_vols.items():
+        if kind == "legacy":
+            out.append(Credential(path, f"legacy service-account token Secret {name} is mounted"))
+        elif vol in kubeconfig_env:
+            out.append(Credential(path, f"kubeconfig Secret {name}, read as {kubeconfig_env[vol]}"))
+        elif kind == "kubeconfig":
+            out.append(Credential(path, f"kubeconfig Secret {name} is mounted"))
     sa = service_account_name(pod)
     for s in ctx.of_kind("Secret"):
         if s.data.get("type") == "kubernetes.io/service-account-token" and namespace_of(s) == ns \
@@ -339,6 +350,20 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
             if not any(f"Secret {s.name} " in x.what for x in out):
                 out.append(Credential(pod.spec_path, f"legacy token Secret {s.name} exists for ServiceAccount {sa}"))
     return out
+
+
+def _secret_volume_at(c: Container, file_path: str, secret_vols: dict[str, Any]) -> str | None:
+    """The Secret volume mounted (by container `c`) where `file_path` lives: the longest
+    mountPath that is the path or one of its parent directories."""
+    best, best_len = None, -1
+    for m in c.volume_mounts:
+        mp = str(m.get("mountPath") or "").rstrip("/")
+        vol = str(m.get("name"))
+        if not mp or vol not in secret_vols:
+            continue
+        if (file_path == mp or file_path.startswith(mp + "/")) and len(mp) > best_len:
+            best, best_len = vol, len(mp)
+    return best
 
 
 def short_lived_identity(pod: PodTemplate, ctx: Any) -> str | None:

@@ -152,8 +152,10 @@ def _check(paths: tuple[str, ...], fmt: str | None, output: str | None, select: 
 
         n = bl.write(write_baseline, result.findings)
         click.echo(f"ailint: wrote {n} fingerprints to {write_baseline}", err=True)
-    rendered, is_rich = _render(result, fmt, color, output)
-    _emit(rendered, output, is_rich)
+    rendered, is_rich = _render(result, fmt, color if not diff else False, output)
+    # with --diff, standard output carries the patch alone (pipe it to `git apply`);
+    # the report goes to --output, or to standard error
+    _emit(rendered, output, is_rich, to_stderr=diff)
     return exit_code(result.findings, settings.fail_on)
 
 
@@ -173,7 +175,7 @@ def _render(result: Any, fmt: str, color: bool | None, output: str | None) -> tu
     return rep.render(result), False
 
 
-def _emit(text: str, output: str | None, is_rich: bool) -> None:
+def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False) -> None:
     if output and output != "-":
         import tempfile
 
@@ -186,7 +188,10 @@ def _emit(text: str, output: str | None, is_rich: bool) -> None:
         except OSError as exc:
             _fail(f"cannot write {output}: {exc.strerror or exc}")
         return
-    if is_rich:
+    if to_stderr:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    elif is_rich:
         from .report.text import print_rich
 
         print_rich(text)

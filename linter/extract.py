@@ -121,8 +121,33 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
             yield t
 
 
+_TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
+_TEMPLATES_MAX = 256
+_CONTAINERS: dict[int, tuple[PodTemplate, list[Container]]] = {}
+
+
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
-    """Every pod template of every supported kind (see spec section 0)."""
+    """Every pod template of every supported kind (see spec section 0).
+
+    Computed once per object and shared by every rule (the last few hundred objects are
+    remembered; an entry holds its object, so an id is never reused while it is cached).
+    Objects are never mutated during a run, so the templates stay valid.
+    """
+    key = id(obj)
+    hit = _TEMPLATES.get(key)
+    if hit is not None and hit[0] is obj:
+        return iter(hit[1])
+    try:
+        found = list(_pod_templates(obj))
+    except Exception:  # noqa: BLE001 - fail where the generator would, when it is consumed
+        return _pod_templates(obj)
+    if len(_TEMPLATES) >= _TEMPLATES_MAX:
+        del _TEMPLATES[next(iter(_TEMPLATES))]
+    _TEMPLATES[key] = (obj, found)
+    return iter(found)
+
+
+def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     kind = obj.kind
     spec = as_dict(obj.data.get("spec"))
     if kind == "Pod":
@@ -230,6 +255,17 @@ class Container:
     path: Path  # path of the container mapping inside the object
     data: dict[str, Any]
     init: bool = False
+    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts
+
+    def _cached(self, key: str, compute: Any) -> Any:
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute()
+            return value
 
     @property
     def name(self) -> str:
@@ -284,6 +320,9 @@ class Container:
 
     def accelerators(self) -> dict[str, float]:
         """Accelerator resources this container asks for (limits, else requests)."""
+        return dict(self._cached("accelerators", self._accelerators))
+
+    def _accelerators(self) -> dict[str, float]:
         out: dict[str, float] = {}
         lim, req = self.resources("limits"), self.resources("requests")
         for res in ACCELERATOR_RESOURCES:
@@ -299,7 +338,7 @@ class Container:
 
     @property
     def tokens(self) -> list[str]:
-        return command_tokens(self.data)
+        return list(self._cached("tokens", lambda: command_tokens(self.data)))
 
     @property
     def volume_mounts(self) -> list[dict[str, Any]]:
@@ -307,12 +346,23 @@ class Container:
 
 
 def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Container]:
-    spec = pod.spec
+    """Init containers (when asked), then app containers; built once per pod template."""
+    key = id(pod)
+    hit = _CONTAINERS.get(key)
+    if hit is not None and hit[0] is pod:
+        found = hit[1]
+    else:
+        spec = pod.spec
+        found = [Container(pod, pod.spec_path + ("initContainers", i), c, True)
+                 for i, c in iter_dicts(spec.get("initContainers"))]
+        found += [Container(pod, pod.spec_path + ("containers", i), c, False)
+                  for i, c in iter_dicts(spec.get("containers"))]
+        if len(_CONTAINERS) >= _TEMPLATES_MAX:
+            del _CONTAINERS[next(iter(_CONTAINERS))]
+        _CONTAINERS[key] = (pod, found)  # a side table: no reference cycle through the pod
     if include_init:
-        for i, c in iter_dicts(spec.get("initContainers")):
-            yield Container(pod, pod.spec_path + ("initContainers", i), c, True)
-    for i, c in iter_dicts(spec.get("containers")):
-        yield Container(pod, pod.spec_path + ("containers", i), c, False)
+        return iter(found)
+    return (c for c in found if not c.init)
 
 
 def all_containers(obj: K8sObject, include_init: bool = True) -> Iterator[Container]:
@@ -464,6 +514,12 @@ SERVING_ENGINES = {
 
 def serving_engine(c: Container) -> str | None:
     """Which inference server a container runs: by image or entrypoint (spec decision 3)."""
+    if isinstance(c, Container):
+        return c._cached("serving_engine", lambda: _serving_engine(c))
+    return _serving_engine(c)
+
+
+def _serving_engine(c: Container) -> str | None:
     image = c.image.lower()
     toks = c.tokens
     head = " ".join(toks[:8]).lower()

@@ -195,3 +195,12 @@ def test_jobs_give_identical_results(tmp_path):
     a = run(["check", "--no-config", "--format", "json", "--jobs", "1", str(tmp_path)])
     b = run(["check", "--no-config", "--format", "json", "--jobs", "2", str(tmp_path)])
     assert json.loads(a.output) == json.loads(b.output)
+
+
+def test_diff_stdout_is_only_the_patch(tmp_path, bad):
+    runner = CliRunner()
+    r = runner.invoke(cli, ["check", "--no-config", "--select", "GPU002", "--diff", "--format", "json", str(bad)])
+    out = r.stdout
+    assert out.startswith("--- ") and "+++ " in out and "+          nvidia.com/gpu: 1" in out
+    assert '"findings"' not in out  # the report went to stderr
+    assert bad.read_text() == BAD  # nothing written

@@ -60,8 +60,11 @@ spec:
 
 ## Fix
 Unsafe, for types in the accelerator table: adds the nearest alternatives with the same
-accelerator count, at least the same memory per device, vCPUs and RAM (for example
-g6e.2xlarge gets g6e.4xlarge, g6e.8xlarge, g6e.16xlarge, p5.4xlarge). Review the cost before applying.
+number of GPUs (of any model: the spec's "same or more GPU memory") or of Neuron devices
+of the same chip, and at least the same memory per device, vCPUs, RAM and EFA interfaces;
+types with the same accelerator model come first. For example g6e.2xlarge (1 L40S) gets g6e.4xlarge,
+g6e.8xlarge, g6e.16xlarge and p5.4xlarge (1 H100); the message names the other GPU models.
+Review the cost before applying.
 
 ## References
 - https://karpenter.sh/docs/concepts/nodepools/#spectemplatespecrequirements
@@ -89,8 +92,10 @@ RULE = Rule(
 
 
 def alternatives(type_name: str, limit: int) -> list[str]:
-    """Table types that can replace `type_name`: same accelerator kind and count, at least the
-    same memory per device, vCPUs and RAM; nearest first."""
+    """Table types that can replace `type_name`: the same number of GPUs (any GPU model) or of
+    Neuron devices of the same chip (a model compiled for one Neuron generation does not run
+    on another), with at least the same memory per device, vCPUs, RAM and EFA interfaces;
+    the same accelerator model first, then the nearest size."""
     it = instances.get(type_name)
     if it is None:
         return []
@@ -98,12 +103,39 @@ def alternatives(type_name: str, limit: int) -> list[str]:
     for other in instances.table().values():
         if other.type == it.type or other.is_gpu != it.is_gpu or other.count != it.count:
             continue
+        if not it.is_gpu and other.accelerator_name != it.accelerator_name:
+            continue
         if other.memory_mib_per_device < it.memory_mib_per_device or other.vcpu < it.vcpu \
-                or other.memory_gib < it.memory_gib:
+                or other.memory_gib < it.memory_gib or other.efa_max < it.efa_max:
             continue
         out.append(other)
-    out.sort(key=lambda o: (o.accelerator != it.accelerator, o.vcpu, o.memory_gib, o.memory_mib_per_device, o.type))
+    out.sort(key=lambda o: (_model(o) != _model(it), o.vcpu, o.memory_gib, o.memory_mib_per_device, o.type))
     return [o.type for o in out[:max(limit, 0)]]
+
+
+def _model(it: Any) -> str:
+    """The accelerator model as Karpenter labels it (`a100`, `l40s`, `inferentia2`)."""
+    return it.gpu_name or it.accelerator_name or ""
+
+
+def _hint(single: str, alts: list[str]) -> str:
+    """What the alternatives share with `single`, true for every one the fix adds: a type
+    with another accelerator model is named with it (`p5.4xlarge (H100)`)."""
+    it = instances.get(single)
+    if it is None or not alts:
+        return "allow a range of families or sizes"
+    names = []
+    for a in alts[:4]:
+        o = instances.get(a)
+        model = _model(o) if o is not None else ""
+        same = model == _model(it)
+        names.append(a if same or not model else f"{a} ({model.upper() if o.is_gpu else model})")  # type: ignore[union-attr]
+    more = f" and {len(alts) - 4} more" if len(alts) > 4 else ""
+    gib = round(it.memory_mib_per_device / 1024, 2)
+    unit = ("GPU" if it.count == 1 else "GPUs") if it.is_gpu else \
+        f"{it.accelerator_name} device{'s' if it.count > 1 else ''}"
+    verb = "has" if len(alts) == 1 else "have"
+    return f"{', '.join(names)}{more} also {verb} {it.count} {unit} with >= {gib:g} GiB"
 
 
 def _fix(obj: Any, index: int, single: str, alts: list[str]):
@@ -139,11 +171,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         except (TypeError, ValueError):
             limit = 4
         alts = alternatives(single, limit)
-        hint = (f"; {', '.join(alts[:3])}{' and others' if len(alts) > 3 else ''} have the same accelerators "
-                "and as much memory" if alts else "; allow a range of families or sizes")
         yield RULE.finding(obj, ("spec", "template", "spec", "requirements", index, "values"),
-                           f"NodePool {obj.name!r} allows only {single}{spot}: one capacity shortage in its zones "
-                           f"blocks every pending pod{hint}",
+                           f"NodePool {obj.name!r} allows only {single}{spot}: a capacity shortage blocks every "
+                           f"pending pod; {_hint(single, alts)}",
                            fix=_fix(obj, index, single, alts) if alts else None)
         return
     if spot_only:

@@ -110,7 +110,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration") if ctx is not None else True
     safe = ert and info.only_accelerators and info.vendors <= {"nvidia", "amd"} and bool(info.vendors)
     msg = (f"NodePool {obj.name!r} can launch accelerator nodes ({info.reason}) but has no NoSchedule taint: "
-           "CPU-only pods land on them, raise cost and block consolidation")
+           "CPU-only pods land there and block consolidation")
     if not info.only_accelerators:
         msg += "; it also allows CPU types: split it into a CPU and an accelerator pool"
     where = tpath if obj.has(tpath) else ("spec", "template", "spec")

@@ -18,8 +18,10 @@ run, (b) for custom and Windows AMI families.
 ## Why is this bad?
 Karpenter ignores instance-store NVMe unless `instanceStorePolicy: RAID0` is set: the
 terabytes of local disk at several GB/s that GPU instances ship with stay unused, while
-container images (10 to 115 GB for AI images) and emptyDir model caches fill the 20Gi EBS
-root volume, which evicts pods on disk pressure and slows every cold start.
+container images (10 to 115 GB for AI images) and emptyDir model caches fill the EBS volume
+that holds container storage (the 20Gi root volume on AL2023/AL2, the 20Gi data volume
+`/dev/xvdb` on Bottlerocket, unless `blockDeviceMappings` resize it), which evicts pods on
+disk pressure and slows every cold start. The message names that volume and its size.
 
 ## Example
 ```yaml
@@ -160,6 +162,26 @@ def _pod_disk_need(pod: Any) -> float:
     return total
 
 
+def _container_volume(obj: Any) -> str:
+    """The EBS volume that holds images and emptyDirs on this NodeClass's nodes: the data
+    volume /dev/xvdb on Bottlerocket (20Gi by default), the root volume elsewhere (20Gi on
+    AL2023/AL2), with its size from `blockDeviceMappings` when set there."""
+    family = karpenter.ami_family(obj)
+    maps = [m for _, m in iter_dicts(obj.get("spec", "blockDeviceMappings"))]
+    if family == "bottlerocket":
+        what, pick = "data volume /dev/xvdb", [m for m in maps if m.get("deviceName") == "/dev/xvdb"]
+    else:
+        what = "root volume"
+        pick = [m for m in maps if m.get("rootVolume") is True] or \
+            [m for m in maps if m.get("deviceName") == karpenter.DEFAULT_ROOT_DEVICE.get(family or "", "/dev/xvda")]
+    if pick:
+        size = as_dict(pick[0].get("ebs")).get("volumeSize")
+        return f"the {size} {what}" if isinstance(size, (str, int)) and not isinstance(size, bool) else f"the {what}"
+    if not maps and family in karpenter.DEFAULT_CONTAINER_VOLUME_GIB:
+        return f"the default {karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family]}Gi {what}"
+    return f"the {what}"
+
+
 def _bdm_value(family: str, size: str) -> list[dict[str, Any]]:
     def ebs(sz: str) -> dict[str, Any]:
         return {"volumeSize": sz, "volumeType": "gp3", "encrypted": True}
@@ -190,8 +212,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         smallest = min((instances.get(t) for t in types), key=lambda it: it.local_nvme_gb)  # type: ignore[union-attr,return-value]
         yield RULE.finding(obj, ("spec",),
                            f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of NodePool "
-                           f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored and images and "
-                           "model caches fill the EBS root volume",
+                           f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored; images and "
+                           f"caches fill {_container_volume(obj)}",
                            fix=make_fix("add instanceStorePolicy: RAID0",
                                         [edits.insert_key(obj, ("spec",), "instanceStorePolicy", "RAID0")]))
         return

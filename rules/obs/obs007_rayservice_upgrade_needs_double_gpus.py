@@ -156,6 +156,6 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     if total < (opts.get("minGpus") or 0):
         return
-    yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: every cluster change "
-                                  f"runs a second full cluster, {2 * total:g} GPUs until the switch; consider "
+    yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: each cluster change runs "
+                                  f"a second cluster, {2 * total:g} GPUs until the switch; consider "
                                   "NewClusterWithIncrementalUpgrade")

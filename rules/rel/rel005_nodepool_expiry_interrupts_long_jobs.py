@@ -129,18 +129,27 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
-    """A hosted training pod's expected run time (None for other pods), once per pod per run."""
-    cache = ctx.memo("REL005.duration", dict)
-    key = id(pod)  # pods of `ctx.pods_in` live as long as the run's context
-    got = cache.get(key)
+def _facts(ctx: Any, pod: Any) -> list[Any]:
+    """[do-not-disrupt protects it, (expected run time or None, where)] of a pod, once per run.
+
+    Every pool re-reads the pods it hosts; pods of `ctx.pods_in` live as long as the context.
+    """
+    cache = ctx.memo("REL005.pod_facts", dict)
+    got = cache.get(id(pod))
     if got is None:
-        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
-            got = (None, "")
-        else:
-            got = expected_duration(pod)
-        cache[key] = got
+        got = cache[id(pod)] = [protects(pod.annotations.get(DO_NOT_DISRUPT)), None]
     return got
+
+
+def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
+    """A hosted training pod's expected run time (None for other pods)."""
+    facts = _facts(ctx, pod)
+    if facts[1] is None:
+        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
+            facts[1] = (None, "")
+        else:
+            facts[1] = expected_duration(pod)
+    return facts[1]
 
 
 def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
@@ -186,7 +195,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     path = ("spec", "template", "spec", "expireAfter") if explicit else ("spec", "template", "spec")
     exp_txt = f"expireAfter {format_duration(expiry)}" + ("" if explicit else " (default)")
-    dnd = [(o, pod) for o, pod in hosted if protects(pod.annotations.get(DO_NOT_DISRUPT))]
+    dnd = [(o, pod) for o, pod in hosted if _facts(ctx, pod)[0]]
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
         who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")

@@ -212,7 +212,8 @@ def spot_source(pod: Any, ctx: Any) -> str | None:
     accel = is_accelerator_pod(pod)
     spot_pools = [p.name for p in ctx.pools_for(pod) if pool_allows_spot(p) and (not accel or _may_host_accel(p))]
     if spot_pools:
-        return f"NodePool {', '.join(sorted(spot_pools)[:2])} allows spot"
+        shown = sorted(spot_pools)[:2]
+        return f"NodePool{'s' if len(shown) > 1 else ''} {', '.join(shown)} allow{'' if len(shown) > 1 else 's'} Spot"
     return None
 
 
@@ -250,8 +251,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                                             unsafe=True))
         elif serving and tgp is not None and tgp <= DEFAULT_TGP:
             shown = f"{tgp}" if "terminationGracePeriodSeconds" in pod.spec else f"unset ({DEFAULT_TGP} s)"
-            yield RULE.finding(obj, tgp_path, f"serving pod on Spot ({why}) has terminationGracePeriodSeconds "
-                                              f"{shown}: long generations are cut at interruption; use 90 to 110",
+            yield RULE.finding(obj, tgp_path, f"serving pod on Spot ({why}): terminationGracePeriodSeconds "
+                                              f"{shown} cuts long generations at interruption; use 90 to 110",
                                fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)],
                                             unsafe=True))
         if serving:
@@ -259,8 +260,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if as_dict(c.data.get("lifecycle")).get("preStop"):
                     continue
                 yield RULE.finding(obj, c.path_of("lifecycle", "preStop"),
-                                   f"serving container {c.name} on Spot ({why}) has no preStop hook: it keeps "
-                                   "receiving traffic while it shuts down; add a preStop pause",
+                                   f"serving container {c.name} on Spot ({why}) has no preStop hook: it gets "
+                                   "traffic while shutting down; add a preStop pause",
                                    fix=make_fix("add a 15 s preStop sleep", [_prestop_edit(obj, c)], unsafe=True))
         if training:
             ann = pod.all_annotations()

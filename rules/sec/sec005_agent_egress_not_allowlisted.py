@@ -249,10 +249,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if _auto_mode_default_deny(ctx):
                 continue
             known = _has_policy_context(ctx)
-            yield RULE.finding(obj, where, f"{who} has no egress policy: no NetworkPolicy or CiliumNetworkPolicy "
-                                           f"with egress rules selects it{'' if known else ' in these files'}, so "
-                                           "it can reach any host; add default-deny egress plus DNS and an "
-                                           "allowlist", severity=sev if known else _LOWER[sev])
+            yield RULE.finding(obj, where, f"{who}: no NetworkPolicy or CiliumNetworkPolicy with egress rules "
+                                           f"selects it{'' if known else ' in these files'}, so it can reach any "
+                                           "host; add default-deny egress plus DNS and an allowlist",
+                               severity=sev if known else _LOWER[sev])
             continue
         broad = c_broad or k_broad
         if broad and not c_fqdn:

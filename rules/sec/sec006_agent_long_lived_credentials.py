@@ -4,7 +4,9 @@ Flags agent pods that hold long-lived credentials while they have no short-lived
 Long-lived credentials are: static `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` from any
 source; env vars from Secrets (or literals) that look like personal access or API tokens
 (GitHub, GitLab, Slack, Jira, database URLs and passwords), also through `envFrom` when
-the Secret is in the files; a mounted kubeconfig Secret; a legacy
+the Secret is in the files; a mounted kubeconfig Secret (named so, holding a `kubeconfig`
+key, or read through a `KUBECONFIG` env var pointing into the mount: one finding, at the
+volume); a legacy
 `kubernetes.io/service-account-token` Secret (mounted, or created for the pod's
 ServiceAccount). It fires when the pod has none of: an IRSA role
 (`eks.amazonaws.com/role-arn` on its ServiceAccount), an EKS Pod Identity association
@@ -110,5 +112,4 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         for cred in creds:
             yield RULE.finding(obj, cred.path, f"agent pod holds a long-lived credential ({cred.what}) and no "
-                                               "IRSA, Pod Identity or short projected token; use short-lived "
-                                               "credentials")
+                                               "IRSA, Pod Identity or short-lived projected token")

@@ -4,8 +4,10 @@ Finds secrets written as literals: a container `env[].value` whose name is a sec
 (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, `NGC_API_KEY`, `OPENAI_API_KEY`,
 `ANTHROPIC_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `LITELLM_MASTER_KEY`, `WANDB_API_KEY`,
 `*_PASSWORD`, `*_TOKEN`, `*_API_KEY`, a `DATABASE_URL` with a password) or whose value has
-a credential's shape (`hf_…`, `sk-…`, `AKIA…`, `nvapi-…`, GitHub, GitLab and Slack
-tokens). The same checks run over ConfigMap data (for example a LiteLLM config with
+a credential's shape, named for its issuer in the message: `sk-ant-…` (Anthropic),
+`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…` (OpenAI), other `sk-…` (OpenAI-style, as LiteLLM
+keys), `hf_…` (Hugging Face), `AKIA…`/`ASIA…` (AWS access key IDs, long-term/temporary),
+`nvapi-…` (NVIDIA), and GitHub, GitLab and Slack tokens. The same checks run over ConfigMap data (for example a LiteLLM config with
 `master_key: sk-…`), RayJob `runtimeEnvYAML` and RayService `serveConfigV2` `env_vars`.
 Placeholders and templating (`changeme`, `${HF_TOKEN}`, `<your-token>`) are reported as
 info; references (`$(VAR)`, `os.environ/VAR`, file paths) are not reported.
@@ -119,8 +121,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                                    severity=Severity.INFO, fix=fix)
             else:
                 yield RULE.finding(obj, path + ("value",),
-                                   f"{where} is a literal secret ({hit.by}); store it in a Secret (or "
-                                   "ExternalSecret), use valueFrom.secretKeyRef and rotate it", fix=fix)
+                                   f"{where} is a literal secret ({hit.by}); move it to a Secret "
+                                   "(valueFrom.secretKeyRef) and rotate it", fix=fix)
     spec = as_dict(obj.data.get("spec"))
     if obj.kind == "RayJob" and isinstance(spec.get("runtimeEnvYAML"), str):
         yield from _text_findings(obj, ("spec", "runtimeEnvYAML"), "runtimeEnvYAML")

@@ -182,15 +182,14 @@ def _ray_object(obj: Any) -> Iterator[Finding]:
                 "kubectl port-forward")
         fix = None
     elif new_enough is None:
-        tail = ("set rayVersion (2.52+) and authOptions.mode: token (KubeRay 1.5.1+), and keep the head service "
-                "ClusterIP")
+        tail = "set rayVersion 2.52+ and authOptions.mode: token, and use a ClusterIP head service"
         fix = None
     else:
-        tail = "set authOptions.mode: token (KubeRay 1.5.1+) and keep the head service ClusterIP"
+        tail = "set authOptions.mode: token and use a ClusterIP head service"
         fix = _fix(obj, base, exposures)
     what = ", ".join(e[1] for e in exposures)
     yield RULE.finding(obj, exposures[0][0], f"{obj.kind} {obj.name} exposes the Ray dashboard/Jobs API (8265) "
-                                             f"through {what} with {auth}; {tail}", fix=fix)
+                                             f"via {what} with {auth}; {tail}", fix=fix)
 
 
 def _fix(obj: Any, base: tuple, exposures: list) -> Any:
@@ -242,8 +241,8 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
         if not auth_enabled(ray, cluster_base(ray)):
             yield RULE.finding(obj, ("spec", "type"),
                                f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of {ray.kind} "
-                               f"{ray.name}, which has no token authentication; use ClusterIP and port-forward, or "
-                               "set authOptions.mode: token on the Ray object")
+                               f"{ray.name}, which has no token auth; use ClusterIP and port-forward, or set "
+                               "authOptions.mode: token")
             return
 
 
@@ -276,7 +275,8 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
                 break
     for ray in targets:
         if not auth_enabled(ray, cluster_base(ray)):
+            via = "" if svc_name.startswith(str(ray.name)) else f" (Service {svc_name})"
             yield RULE.finding(obj, path, f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of {ray.kind} "
-                                          f"{ray.name} (Service {svc_name}), which has no token authentication; set "
-                                          "authOptions.mode: token on the Ray object or drop the route")
+                                          f"{ray.name}{via}, which has no token auth; set authOptions.mode: token "
+                                          "or drop the route")
             return

@@ -119,16 +119,33 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             engine = serving_engine(c) if not c.init else None
             severe = serving_pod and (engine in ("vllm", "sglang") or serving.dlc_engine(ref) is not None)
             kind = "init" if c.init and not c.sidecar else role
-            msg = (f"image {c.image} {reason}; the {kind} container {c.name or '<unnamed>'} can change version "
-                   f"between pulls: pin a version tag or an @sha256 digest")
+            image, what, name = _short_image(c.image), _short_reason(reason), c.name or "<unnamed>"
+            msg = (f"image {image} ({what}) can change between pulls in {kind} container {name}; "
+                   "pin a tag or digest")
             policy = c.data.get("imagePullPolicy")
             if accel and (policy == "Always" or (policy is None and (ref.tag is None or ref.tag == "latest"))):
-                why = "imagePullPolicy: Always" if policy == "Always" else "the default pull policy (Always)"
-                msg = (f"image {c.image} {reason}, and {why} re-pulls it on every start of accelerator pod "
-                       f"container {c.name or '<unnamed>'}; pin a version tag or an @sha256 digest")
+                why = "imagePullPolicy: Always" if policy == "Always" else "pull policy Always by default"
+                msg = (f"image {image} ({what}) is re-pulled ({why}) at every start of accelerator "
+                       f"container {name}; pin a tag or digest")
             yield RULE.finding(obj, c.path_of("image"), msg, anchor="value",
                                severity=Severity.ERROR if severe else Severity.WARNING,
                                fix=_pin(obj, c, ref, ctx, opts))
+
+
+def _short_reason(reason: str) -> str:
+    """`uses the floating tag :latest` -> `floating tag` (the image in the message shows the tag)."""
+    if reason.startswith("has no tag"):
+        return "no tag, so :latest"
+    return reason.removeprefix("uses the ").split(" :")[0]
+
+
+def _short_image(image: str, limit: int = 56) -> str:
+    """A long image keeps its registry and repository name: `vault.habana.ai/.../tf-cpu-2.9.1`
+    (the finding points at the full value)."""
+    parts = image.split("/")
+    if len(image) <= limit or len(parts) < 3:
+        return image
+    return f"{parts[0]}/.../{parts[-1]}"
 
 
 _ML_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "TrainingRuntime",

@@ -207,8 +207,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         what = "vLLM prefix caching" if engine == "vllm" else "SGLang's radix (prefix) cache"
         how = f"{n} replicas" if auto is None else f"up to {n} replicas"
         names = ", ".join(sorted({str(s.name) for s in services}))
-        msg = (f"{what} is on in {how}, reached through Service {names} with round-robin balancing; "
-               "shared prefixes miss the cache: route with an InferencePool or use sessionAffinity: ClientIP")
+        msg = (f"{what} is on in {how} behind round-robin Service {names}, so shared prefixes miss the cache; "
+               "route with an InferencePool or use sessionAffinity: ClientIP")
         path = ("spec", "replicas") if "replicas" in spec else ("spec",)
         yield RULE.finding(obj, path, msg, severity=Severity.WARNING if n >= 3 else Severity.INFO,
                            fix=_fix(obj, services))

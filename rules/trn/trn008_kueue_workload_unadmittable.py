@@ -330,8 +330,9 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     queues = tr.local_queues(ctx, obj)
     if not queues or any(q.name == "default" for q in queues):
         return
-    names = ", ".join(sorted({str(q.name) for q in queues}))
-    many = len({q.name for q in queues}) > 1
+    all_names = sorted({str(q.name) for q in queues})
+    names = ", ".join(all_names[:3]) + (f" and {len(all_names) - 3} more" if len(all_names) > 3 else "")
+    many = len(all_names) > 1
     msg = (f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
            "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended with "
            "manageJobsWithoutQueueName)")
