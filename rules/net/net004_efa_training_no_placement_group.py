@@ -150,11 +150,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     pools = [p for p in pools if not _single_zone(p.requirements) and not _reserved(p)]
     if not pools:
         return
-    for other in ctx.objects:
-        job = _multi_node_efa(other)
-        if job is None:
-            continue
-        n, pod = job
+    for other, n, pod in ctx.memo("NET004.multi_node_efa", lambda: _multi_node_efa_jobs(ctx)):
         acc = pod_accelerators(pod)
         hosts = [p for p in ctx.pools_for(pod) if p in pools and pool_can_run(p, acc)]
         if not hosts or any(_single_zone(t) for t in pod_node_requirements(pod)):
@@ -179,6 +175,16 @@ def _reserved(pool: Any) -> bool:
         if r.key == "karpenter.sh/capacity-type" and r.operator == "In" and set(r.values) == {"reserved"}:
             return True
     return False
+
+
+def _multi_node_efa_jobs(ctx: Any) -> list[tuple[Any, int, Any]]:
+    """(object, pod count, EFA pod) of every multi-node EFA object of the run, once per run."""
+    out = []
+    for other in ctx.objects:
+        job = _multi_node_efa(other)
+        if job is not None:
+            out.append((other, job[0], job[1]))
+    return out
 
 
 def _multi_node_efa(obj: Any) -> tuple[int, Any] | None:

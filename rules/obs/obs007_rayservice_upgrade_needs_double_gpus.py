@@ -146,7 +146,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     path = ("spec", "upgradeStrategy", "type") if strategy else ("spec", "upgradeStrategy")
     limits = [parse_quantity(p.limits.get("nvidia.com/gpu")) for p in pools.values()]
-    what = "upgradeStrategy NewCluster" if strategy else "no upgradeStrategy (zero-downtime NewCluster)"
+    what = "upgradeStrategy NewCluster" if strategy else "no upgradeStrategy (default NewCluster)"
     known = [q for q in limits if q is not None]
     if pools and len(known) == len(limits) and sum(known) < 2 * total:
         yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: an upgrade needs "

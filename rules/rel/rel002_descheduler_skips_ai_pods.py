@@ -163,16 +163,23 @@ def _targets(profile: Profile, ctx: Any) -> list[tuple[Any, Any]]:
     if not plugins:
         return []
     out = []
+    for o, ns, pod in ctx.memo("REL002.ai_pods", lambda: _ai_pods(ctx)):
+        labels = pod.labels
+        if not profile.evictor_admits_labels(labels):
+            continue
+        if any(profile.plugin_covers(p, ns, labels) for p in plugins):
+            out.append((o, pod))
+    return out
+
+
+def _ai_pods(ctx: Any) -> list[tuple[Any, str, Any]]:
+    """(object, namespace, pod) of accelerator and serving pods of the target kinds, once per run."""
+    out = []
     for o in ctx.of_kind(*TARGET_KINDS):
         ns = o.namespace or "default"
         for pod in pod_templates(o):
-            if not (is_accelerator_pod(pod) or is_serving_pod(pod)):
-                continue
-            labels = pod.labels
-            if not profile.evictor_admits_labels(labels):
-                continue
-            if any(profile.plugin_covers(p, ns, labels) for p in plugins):
-                out.append((o, pod))
+            if is_accelerator_pod(pod) or is_serving_pod(pod):
+                out.append((o, ns, pod))
     return out
 
 

@@ -219,7 +219,27 @@ def local_queues(ctx: Any, obj: K8sObject) -> list[K8sObject]:
     """Kueue LocalQueues of the run in the object's namespace (see `same_namespace`)."""
     if ctx is None or not getattr(ctx, "bundle", False):
         return []
-    return [o for o in ctx.of_kind("LocalQueue") if o.group.startswith("kueue.x-k8s.io") and same_namespace(o, obj)]
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return [o for o in ctx.of_kind("LocalQueue") if o.group.startswith("kueue.x-k8s.io") and same_namespace(o, obj)]
+    by_ns, by_file = memo("trn.local_queues", lambda: _local_queue_index(ctx))
+    # same_namespace: the same namespace, or the same file when either names none; run order kept
+    if obj.namespace:
+        hits = by_ns.get(obj.namespace, []) + [x for x in by_file.get(obj.source.display, ()) if not x[1].namespace]
+        return [q for _, q in sorted(hits, key=lambda x: x[0])]
+    return [q for _, q in by_file.get(obj.source.display, ())]
+
+
+def _local_queue_index(ctx: Any) -> tuple[dict[str, list[tuple[int, K8sObject]]], dict[str, list[tuple[int, K8sObject]]]]:
+    """Kueue LocalQueues by namespace and by file, each with its run position (built once per run)."""
+    by_ns: dict[str, list[tuple[int, K8sObject]]] = {}
+    by_file: dict[str, list[tuple[int, K8sObject]]] = {}
+    for i, o in enumerate(ctx.of_kind("LocalQueue")):
+        if o.group.startswith("kueue.x-k8s.io"):
+            if o.namespace:
+                by_ns.setdefault(o.namespace, []).append((i, o))
+            by_file.setdefault(o.source.display, []).append((i, o))
+    return by_ns, by_file
 
 
 def iter_replica_specs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:

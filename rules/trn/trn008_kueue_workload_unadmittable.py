@@ -210,6 +210,18 @@ def _workloads_by_queue(ctx: Any) -> dict[str | None, list[K8sObject]]:
     return ctx.memo("TRN008.workloads_by_queue", build)
 
 
+def _by_name(ctx: Any, kind: str) -> dict[Any, list[K8sObject]]:
+    """Kueue objects of `kind` by name (indexed once per run)."""
+    def build() -> dict[Any, list[K8sObject]]:
+        out: dict[Any, list[K8sObject]] = {}
+        for o in ctx.of_kind(kind):
+            if _is_kueue(o):
+                out.setdefault(o.name, []).append(o)
+        return out
+
+    return ctx.memo(("TRN008.by_name", kind), build)
+
+
 def _needed(w: K8sObject, ctx: Any) -> set[str]:
     cache = ctx.memo("TRN008.needed", dict)
     got = cache.get(id(w))  # workloads live as long as the run's context
@@ -246,10 +258,10 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
                 continue
             # The same LocalQueue or ClusterQueue defined more than once (alternative setups
             # in one repo): trust any definition that covers the workload.
-            names = {o.get("spec", "clusterQueue") for o in ctx.of_kind("LocalQueue")
-                     if _is_kueue(o) and o.name == lq.name and tr.same_namespace(o, w)}
-            if any(not needed - _covered(c) for c in ctx.of_kind("ClusterQueue")
-                   if _is_kueue(c) and c.name in names and c is not obj):
+            names = {o.get("spec", "clusterQueue") for o in _by_name(ctx, "LocalQueue").get(lq.name, ())
+                     if tr.same_namespace(o, w)}
+            if any(not needed - _covered(c) for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ())
+                   if c is not obj):
                 continue
             for res in sorted(uncovered):
                 missing.setdefault(res, f"{w.kind} {_name(w)}")
@@ -289,11 +301,12 @@ _PROVISIONER_PREFIXES = ("karpenter.sh/", "karpenter.k8s.aws/", "eks.amazonaws.c
 
 
 def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
-    pools = [p for p in ctx.nodepools if karpenter.is_accelerator_pool(p)]
+    pools = ctx.memo("TRN008.accelerator_pools",
+                     lambda: [p for p in ctx.nodepools if karpenter.is_accelerator_pool(p)])
     if not pools or not _flavor_used_for_accelerators(rf, ctx):
         return
     labels = {str(k): str(v) for k, v in as_dict(rf.get("spec", "nodeLabels")).items()}
-    pool_keys = {k for p in ctx.nodepools for k in p.labels}
+    pool_keys = ctx.memo("TRN008.pool_label_keys", lambda: {k for p in ctx.nodepools for k in p.labels})
     if labels and not any(k.startswith(_PROVISIONER_PREFIXES) or k in karpenter.INSTANCE_TYPE_KEYS or k in pool_keys
                           for k in labels):
         return  # labels of another provisioner (GKE node pools, device plugins): not about these NodePools
@@ -334,8 +347,7 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     names = ", ".join(all_names[:3]) + (f" and {len(all_names) - 3} more" if len(all_names) > 3 else "")
     many = len(all_names) > 1
     msg = (f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
-           "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended with "
-           "manageJobsWithoutQueueName)")
+           "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended)")
     fix = None
     blockers = []
     if obj.kind == "RayJob":
