@@ -169,13 +169,24 @@ def _who(agents: list[AgentPod]) -> str:
 
 
 def _agents_by_binding(ctx: Any, bindings: list[Any]) -> list[tuple[Any, list[AgentPod]]]:
-    agents = agent_pods(ctx)
+    index = ctx.memo("SEC001.agents_by_binding", lambda: _binding_index(ctx))
     out = []
     for b in bindings:
-        got = [a for a in agents if b in bindings_for(ctx, a.sa)]
+        got = index.get(id(b))
         if got:
-            out.append((b, got))
+            out.append((b, list(got)))
     return out
+
+
+def _binding_index(ctx: Any) -> dict[int, list[AgentPod]]:
+    """Binding (by id; bindings live as long as the context) -> agents it grants to, in agent order."""
+    index: dict[int, list[AgentPod]] = {}
+    for a in agent_pods(ctx):
+        for b in bindings_for(ctx, a.sa):
+            got = index.setdefault(id(b), [])
+            if not got or got[-1] is not a:
+                got.append(a)
+    return index
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:

@@ -222,6 +222,20 @@ def _by_name(ctx: Any, kind: str) -> dict[Any, list[K8sObject]]:
     return ctx.memo(("TRN008.by_name", kind), build)
 
 
+def _covering(ctx: Any, lq_name: Any, w: K8sObject, needed: set[str]) -> list[K8sObject]:
+    """ClusterQueues that a LocalQueue of this name in the workload's namespace points to and
+    that cover everything the workload needs (once per queue name and workload)."""
+    cache = ctx.memo("TRN008.covering", dict)
+    key = (lq_name, id(w))
+    got = cache.get(key)
+    if got is None:
+        names = {o.get("spec", "clusterQueue") for o in _by_name(ctx, "LocalQueue").get(lq_name, ())
+                 if tr.same_namespace(o, w)}
+        got = cache[key] = [c for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ())
+                            if not needed - _covered(c)]
+    return got
+
+
 def _needed(w: K8sObject, ctx: Any) -> set[str]:
     cache = ctx.memo("TRN008.needed", dict)
     got = cache.get(id(w))  # workloads live as long as the run's context
@@ -258,10 +272,7 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
                 continue
             # The same LocalQueue or ClusterQueue defined more than once (alternative setups
             # in one repo): trust any definition that covers the workload.
-            names = {o.get("spec", "clusterQueue") for o in _by_name(ctx, "LocalQueue").get(lq.name, ())
-                     if tr.same_namespace(o, w)}
-            if any(not needed - _covered(c) for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ())
-                   if c is not obj):
+            if any(c is not obj for c in _covering(ctx, lq.name, w, needed)):
                 continue
             for res in sorted(uncovered):
                 missing.setdefault(res, f"{w.kind} {_name(w)}")
