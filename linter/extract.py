@@ -55,6 +55,7 @@ class PodTemplate:
     role: str = ""
     replicas: int | None = None
     group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
+    _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -123,7 +124,6 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
 
 _TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
 _TEMPLATES_MAX = 256
-_CONTAINERS: dict[int, tuple[PodTemplate, list[Container]]] = {}
 
 
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
@@ -347,19 +347,14 @@ class Container:
 
 def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Container]:
     """Init containers (when asked), then app containers; built once per pod template."""
-    key = id(pod)
-    hit = _CONTAINERS.get(key)
-    if hit is not None and hit[0] is pod:
-        found = hit[1]
-    else:
+    found = pod._containers
+    if found is None:
         spec = pod.spec
         found = [Container(pod, pod.spec_path + ("initContainers", i), c, True)
                  for i, c in iter_dicts(spec.get("initContainers"))]
         found += [Container(pod, pod.spec_path + ("containers", i), c, False)
                   for i, c in iter_dicts(spec.get("containers"))]
-        if len(_CONTAINERS) >= _TEMPLATES_MAX:
-            del _CONTAINERS[next(iter(_CONTAINERS))]
-        _CONTAINERS[key] = (pod, found)  # a side table: no reference cycle through the pod
+        pod._containers = found  # lives as long as the pod template (a cycle the GC collects)
     if include_init:
         return iter(found)
     return (c for c in found if not c.init)

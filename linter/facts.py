@@ -215,6 +215,16 @@ class Context:
     def _pools_for(self, pod: PodTemplate, check_taints: bool) -> list[NodePoolView]:
         terms = pod_node_requirements(pod)
         tols = effective_tolerations(pod, self.profile.flag("extendedResourceToleration")) if check_taints else []
+        # pods with the same node requirements and tolerations land on the same pools
+        try:
+            sig: Any = (check_taints, tuple(tuple((r.key, r.operator, r.values) for r in t) for t in terms),
+                        tuple(tuple((k, v.__class__, v) for k, v in t.items()) for t in tols))
+            hash(sig)
+        except TypeError:  # an unhashable toleration value: no sharing
+            sig = None
+        by_sig = self.__dict__.setdefault("_pools_by_sig_", {})
+        if sig is not None and sig in by_sig:
+            return by_sig[sig]
         out = []
         for pool in self.nodepools:
             if not any(pool.compatible_with(t) for t in terms):
@@ -222,6 +232,8 @@ class Context:
             if check_taints and untolerated(pool.taints, tols):
                 continue
             out.append(pool)
+        if sig is not None:
+            by_sig[sig] = out
         return out
 
     def target_types(self, pod: PodTemplate) -> set[str] | None:

@@ -142,7 +142,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         total += gpus * max(n, 1)
         for p in ctx.pools_for(pod):
             pools[p.name] = p
-    if total <= 0 or _zero_downtime_disabled(ctx):
+    if total <= 0 or ctx.memo("OBS007.zero_downtime_disabled", lambda: _zero_downtime_disabled(ctx)):
         return
     path = ("spec", "upgradeStrategy", "type") if strategy else ("spec", "upgradeStrategy")
     limits = [parse_quantity(p.limits.get("nvidia.com/gpu")) for p in pools.values()]
