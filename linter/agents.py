@@ -14,13 +14,12 @@ Everything tolerates any shape and never raises.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterator
 
+from . import pkgdata
 from .extract import Container, PodTemplate, is_agent_pod, pod_templates
 from .model import Edit, K8sObject, Path, as_dict, as_list, iter_dicts
 
@@ -114,7 +113,7 @@ def sandbox_runtime_classes(ctx: Any) -> list[K8sObject]:
 # ---------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def secret_data() -> dict[str, Any]:
-    return json.loads(resources.files("ailint.data").joinpath("secrets.json").read_text())
+    return pkgdata.load_json("ailint.data", "secrets.json")
 
 
 @lru_cache(maxsize=1)

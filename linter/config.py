@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from . import pkgdata
 from .extract import Profile
 from .load import Limits
 from .model import Severity
@@ -90,7 +90,7 @@ def read_config(path: str) -> dict[str, Any]:
 
 
 def config_schema() -> dict[str, Any]:
-    return json.loads(resources.files("ailint.schemas").joinpath("config.schema.json").read_text())
+    return pkgdata.load_json("ailint.schemas", "config.schema.json")
 
 
 def validate(data: dict[str, Any], path: str) -> None:

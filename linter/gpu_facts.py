@@ -244,6 +244,18 @@ def hosting_pools(ctx: Any, pod: PodTemplate, *, needs_accelerators: bool) -> li
     With `needs_accelerators`, pools that rule accelerators out are dropped.
     """
     terms = pod_node_requirements(pod)
+    memo = getattr(ctx, "memo", None)
+    if memo is not None:  # pods with the same node requirements share the answer
+        cache = memo("gpu_facts.hosting_pools", dict)
+        key = (needs_accelerators, tuple(tuple((r.key, r.operator, r.values) for r in t) for t in terms))
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = _hosting_pools(ctx, terms, needs_accelerators)
+        return list(hit)
+    return _hosting_pools(ctx, terms, needs_accelerators)
+
+
+def _hosting_pools(ctx: Any, terms: list[list[Any]], needs_accelerators: bool) -> list[Any]:
     out = []
     for pool in ctx.nodepools:
         if pool.obj.get("spec", "template") is None:
@@ -386,7 +398,10 @@ def pod_may_use_spot(ctx: Any, pod: PodTemplate) -> bool:
 
 
 def accelerator_pools(ctx: Any) -> list[Any]:
-    return [p for p in ctx.nodepools if pool_capability(p) == "yes"]
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return [p for p in ctx.nodepools if pool_capability(p) == "yes"]
+    return list(memo("gpu_facts.accelerator_pools", lambda: [p for p in ctx.nodepools if pool_capability(p) == "yes"]))
 
 
 def eksctl_accelerator_nodegroups(ctx: Any) -> list[str]:

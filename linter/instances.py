@@ -6,12 +6,11 @@ these node requirements" so that rules can compute a pod's target instance set.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterable
 
+from . import pkgdata
 from .extract import Requirement
 
 
@@ -85,7 +84,7 @@ _LABELS: dict[InstanceType, dict[str, str]] = {}
 
 @lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
-    return json.loads(resources.files("ailint.data").joinpath("instances.json").read_text())
+    return pkgdata.load_json("ailint.data", "instances.json")
 
 
 @lru_cache(maxsize=1)
@@ -132,6 +131,19 @@ def matching_types(reqs: Iterable[Requirement]) -> set[str] | None:
     reqs = [r for r in reqs if r.key in INSTANCE_KEYS]
     if not reqs:
         return None
+    key = tuple((r.key, r.operator, r.values) for r in reqs)
+    hit = _MATCHING.get(key)
+    if hit is None:
+        if len(_MATCHING) > 4096:
+            _MATCHING.clear()
+        hit = _MATCHING[key] = _matching_types(reqs)
+    return set(hit)
+
+
+_MATCHING: dict[tuple[Any, ...], frozenset[str]] = {}  # requirements -> types (pools repeat them)
+
+
+def _matching_types(reqs: list[Requirement]) -> frozenset[str]:
     out = set()
     for it in table().values():
         labels = it.labels()
@@ -139,7 +151,7 @@ def matching_types(reqs: Iterable[Requirement]) -> set[str] | None:
             labels["beta.kubernetes.io/instance-type"] = it.type
         if all(r.allows(labels.get(r.key)) for r in reqs):
             out.add(it.type)
-    return out
+    return frozenset(out)
 
 
 def names_unknown_type(reqs: Iterable[Requirement]) -> bool:

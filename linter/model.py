@@ -339,3 +339,4 @@ class FileResult:
     objects: list[K8sObject] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     source: SourceFile | None = None
+    suppressions: list[Any] | None = None  # comment suppressions, when read before the text was spilled

@@ -19,9 +19,9 @@ _STATE: dict[str, Any] = {}
 def _init(settings: Any, engine_args: tuple) -> None:
     from .run import Engine
 
-    rules, debug = engine_args
+    rules, debug, bounded = engine_args
     _STATE["settings"] = settings
-    _STATE["engine"] = Engine(settings, rules, debug)
+    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded)
 
 
 def _work(chunk: list) -> list[FileResult]:
@@ -42,7 +42,7 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     chunks = [c for c in chunks if c]
     order = {id(c): i for i, c in enumerate(candidates)}
     results: list[tuple[int, FileResult]] = []
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug))) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded))) as ex:
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
             for cand, fr in zip(chunk, res):
                 results.append((order[id(cand)], fr))

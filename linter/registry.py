@@ -97,15 +97,24 @@ class Rule:
                        obj.ref, tuple(path), fix)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RegisteredRule:
     rule: Rule
     check: Callable[..., Iterator[Finding]] | None
-    doc: str
+    _doc: str | None  # None: read from the module on first use (see `doc`)
     module: str
 
     def __getattr__(self, item: str) -> Any:  # RegisteredRule.code etc.
         return getattr(self.rule, item)
+
+    @property
+    def doc(self) -> str:
+        """The module docstring (imports the rule module when the registry came from the index)."""
+        d = self._doc
+        if d is None:
+            d = _dedent(importlib.import_module(self.module).__doc__)
+            object.__setattr__(self, "_doc", d)
+        return d
 
     @property
     def sections(self) -> dict[str, str]:
@@ -137,6 +146,138 @@ def _dedent(doc: str | None) -> str:
 
 
 _REGISTRY: dict[str, RegisteredRule] | None = None
+
+
+class _LazyCheck:
+    """A rule's `check`, imported from its module on first call.
+
+    With the rule index (below), a run imports only the rule modules whose kinds it meets.
+    """
+
+    __slots__ = ("module", "_fn")
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self._fn: Callable[..., Iterator[Finding]] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[Finding]:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = getattr(importlib.import_module(self.module), "check")
+        return fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_LazyCheck, (self.module,))
+
+
+# -- the rule index: rule metadata without importing 80 rule modules ------------------------
+# Discovery imports every rule module (and the helper modules and regexes they pull in): a
+# third of a one-file run. Its result is cached as JSON in the user cache directory, keyed by
+# the size and mtime of every source file of the package, so it is never stale: any edit
+# makes a new key and the next run discovers again (AILINT_NO_CACHE=1 turns the cache off).
+_INDEX_VERSION = 1
+
+
+def _cache_dir() -> str | None:
+    import os
+
+    if os.environ.get("AILINT_NO_CACHE"):
+        return None
+    base = os.environ.get("AILINT_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "ailint")
+    return base
+
+
+def _index_file() -> str | None:
+    import os
+    import sys
+    import zlib
+
+    import ailint
+    import ailint.rules
+
+    base = _cache_dir()
+    if base is None:
+        return None
+    parts = [f"{_INDEX_VERSION}:{ailint.__version__}:{sys.version}"]
+    for root in dict.fromkeys([*ailint.__path__, *ailint.rules.__path__]):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for f in sorted(filenames):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, f))
+                    parts.append(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    key = "\n".join(parts).encode("utf-8", "surrogateescape")
+    return os.path.join(base, f"rules-{zlib.crc32(key):08x}-{len(key):x}.json")
+
+
+def _rule_to_json(r: Rule) -> dict[str, Any]:
+    return {"code": r.code, "name": r.name, "severity": r.severity.value, "summary": r.summary,
+            "kinds": list(r.kinds), "scope": r.scope.value, "fix": r.fix.value,
+            "options": {k: [o.default, o.description, o.type] for k, o in r.options.items()},
+            "tags": list(r.tags), "precision": r.precision, "security_severity": r.security_severity,
+            "engine": r.engine}
+
+
+def _rule_from_json(d: dict[str, Any]) -> Rule:
+    return Rule(code=d["code"], name=d["name"], severity=Severity(d["severity"]), summary=d["summary"],
+                kinds=tuple(d["kinds"]), scope=Scope(d["scope"]), fix=FixAvailability(d["fix"]),
+                options={k: Option(*v) for k, v in d["options"].items()}, tags=tuple(d["tags"]),
+                precision=d["precision"], security_severity=d["security_severity"], engine=d["engine"])
+
+
+def _load_index(path: str | None) -> dict[str, RegisteredRule] | None:
+    if path is None:
+        return None
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            entries = json.load(fh)
+        from . import engine_rules
+
+        found = {rule.code: RegisteredRule(rule, None, _dedent(doc), "ailint.engine_rules")
+                 for rule, doc in engine_rules.ENGINE_RULES}
+        for e in entries:
+            rule = _rule_from_json(e["rule"])
+            found[rule.code] = RegisteredRule(rule, _LazyCheck(e["module"]) if e["check"] else None, None,
+                                              e["module"])
+        return dict(sorted(found.items()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
+    if path is None:
+        return
+    import json
+    import os
+
+    entries = []
+    for reg in found.values():
+        if reg.module == "ailint.engine_rules":
+            continue
+        e = _rule_to_json(reg.rule)
+        if _rule_from_json(json.loads(json.dumps(e))) != reg.rule:
+            return  # metadata JSON cannot carry exactly: no index, always discover
+        entries.append({"module": reg.module, "check": reg.check is not None, "rule": e})
+    try:
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):  # indexes of older sources
+            if old.startswith("rules-") and old.endswith(".json"):
+                try:
+                    os.unlink(os.path.join(d, old))
+                except OSError:
+                    pass
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(entries, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _discover() -> dict[str, RegisteredRule]:
@@ -173,7 +314,15 @@ def _discover() -> dict[str, RegisteredRule]:
 def all_rules() -> dict[str, RegisteredRule]:
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = _discover()
+        try:
+            path = _index_file()
+        except OSError:
+            path = None
+        found = _load_index(path)
+        if found is None:
+            found = _discover()
+            _write_index(path, found)
+        _REGISTRY = found
     return _REGISTRY
 
 

@@ -50,6 +50,7 @@ class Engine:
     rules: list[RegisteredRule]
     debug: bool = False
     only_object_rules: bool = False
+    bounded: bool = False  # spill position tables and texts after object rules (ailint.bounded)
     _options: dict[str, dict[str, Any]] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -125,7 +126,7 @@ def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = No
 
 def lint(paths: Sequence[str], settings: Settings, *, stdin_text: str | None = None,
          stdin_filename: str | None = None, debug: bool = False, jobs: int = 1,
-         rules: list[RegisteredRule] | None = None) -> RunResult:
+         rules: list[RegisteredRule] | None = None, bounded: bool | None = None) -> RunResult:
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug)
@@ -133,6 +134,7 @@ def lint(paths: Sequence[str], settings: Settings, *, stdin_text: str | None = N
                                settings.exclude, settings.respect_gitignore))
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
+    engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
     result = RunResult(rules=rules)
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
@@ -151,7 +153,32 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     for obj in fr.objects:
         for reg in engine.rules_for(obj):
             fr.findings.extend(engine.check(reg, obj, ctx))
+    if engine.bounded and fr.source is not None and not fr.source.is_stdin:
+        from .bounded import spill
+
+        fr.suppressions = suppress.comment_suppressions(fr.source)
+        spill(fr, settings.limits)
     return fr
+
+
+BOUNDED_BYTES = 32 * 1024 * 1024  # above this much input, spill (see ailint.bounded)
+
+
+def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
+    """Spill when the input is large (`AILINT_BOUNDED=1`/`0` forces it on or off)."""
+    forced = os.environ.get("AILINT_BOUNDED")
+    if forced in ("0", "1"):
+        return forced == "1"
+    total = 0
+    for c in candidates:
+        if c.path != "-" and not c.problem:
+            try:
+                total += os.path.getsize(c.path)
+            except OSError:
+                pass
+            if total > BOUNDED_BYTES:
+                return True
+    return False
 
 
 def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
@@ -188,7 +215,9 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         findings = kept
     sups: list[suppress.Suppression] = []
     for fr in file_results:
-        if fr.source is not None:
+        if fr.suppressions is not None:
+            sups.extend(fr.suppressions)
+        elif fr.source is not None:
             sups.extend(suppress.comment_suppressions(fr.source))
         for obj in fr.objects:
             sups.extend(suppress.annotation_suppressions(obj))

@@ -28,7 +28,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from importlib import resources
+from . import pkgdata
 from typing import Any, Callable, Iterable, Iterator
 
 from .model import Finding, K8sObject, Path, Severity, Span, as_dict, as_list, iter_dicts
@@ -218,9 +218,9 @@ class _CrdStore:
     """The generated custom-resource schemas (`ailint.schemas/crds`), loaded on demand."""
 
     def __init__(self) -> None:
-        self.base = resources.files("ailint.schemas").joinpath("crds")
+        self.base = pkgdata.path("ailint.schemas", "crds")
         try:
-            self.index: dict[str, dict[str, Any]] = json.loads(self.base.joinpath("index.json").read_text("utf-8"))
+            self.index: dict[str, dict[str, Any]] = json.loads(pkgdata.read_text("ailint.schemas", "crds", "index.json"))
         except (OSError, ValueError):
             self.index = {}
         self.loaded: dict[str, _CrdSchema] = {}
@@ -234,7 +234,7 @@ class _CrdStore:
             return None
         s = self.loaded.get(fname)
         if s is None:
-            schema = json.loads(self.base.joinpath(fname).read_text("utf-8"))
+            schema = json.loads(pkgdata.read_text("ailint.schemas", "crds", fname))
             compiler = _Compiler(schema)
             s = self.loaded[fname] = _CrdSchema(schema, compiler, compiler.compile(schema))
         return s

@@ -8,13 +8,12 @@ file) is parsed here, never in a rule, and cached by its text.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterator, Sequence
 
+from . import pkgdata
 from . import edits
 from .extract import Container, PodTemplate, parse_quantity, serving_engine
 from .model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
@@ -22,7 +21,7 @@ from .model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
 
 @lru_cache(maxsize=1)
 def data() -> dict[str, Any]:
-    return json.loads(resources.files("ailint.data").joinpath("serving.json").read_text())
+    return pkgdata.load_json("ailint.data", "serving.json")
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,14 +19,13 @@ All helpers tolerate any YAML shape and never raise.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterator
 
+from . import pkgdata
 from .extract import Container, PodTemplate, flag_value, model_id, parse_quantity, serving_engine, volumes
 from .model import K8sObject, Path, as_dict, as_list, iter_dicts
 
@@ -41,7 +40,7 @@ DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
 
 @lru_cache(maxsize=1)
 def fsx_table() -> dict[str, Any]:
-    return json.loads(resources.files("ailint.data").joinpath("fsx.json").read_text())
+    return pkgdata.load_json("ailint.data", "fsx.json")
 
 
 def namespace_of(obj: K8sObject) -> str:

@@ -246,7 +246,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if not discovery_key and not _pins_run_pool(ctx, pod):
                 continue  # custom labels are usually set by node groups or pools outside the run
             if provisioned is None:
-                provisioned = _provisioned_keys(ctx)
+                provisioned = ctx.memo("GPU007.provisioned_keys", lambda: _provisioned_keys(ctx))
             if key in provisioned:
                 continue
             if discovery_key:

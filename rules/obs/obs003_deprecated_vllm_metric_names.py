@@ -67,12 +67,11 @@ adapter's rules must change too) or when the text layout hides the name.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterator
 
+from ailint import pkgdata
 from ailint.agents import version_at_least
 from ailint.model import Edit, FixAvailability, Finding, Severity, Span, as_dict, iter_dicts
 from ailint.registry import Rule, make_fix
@@ -94,7 +93,7 @@ _SUFFIX = r"(_total|_bucket|_sum|_count|_created)?"
 
 @lru_cache(maxsize=1)
 def _metrics() -> list[dict[str, Any]]:
-    data = json.loads(resources.files("ailint.data").joinpath("metrics.json").read_text())
+    data = pkgdata.load_json("ailint.data", "metrics.json")
     out = []
     for m in data["vllm_deprecated"]:
         m = dict(m)

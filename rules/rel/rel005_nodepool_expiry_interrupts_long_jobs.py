@@ -129,21 +129,8 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def _facts(ctx: Any, pod: Any) -> list[Any]:
-    """[do-not-disrupt protects it, (expected run time or None, where)] of a pod, once per run.
-
-    Every pool re-reads the pods it hosts; pods of `ctx.pods_in` live as long as the context.
-    """
-    cache = ctx.memo("REL005.pod_facts", dict)
-    got = cache.get(id(pod))
-    if got is None:
-        got = cache[id(pod)] = [protects(pod.annotations.get(DO_NOT_DISRUPT)), None]
-    return got
-
-
-def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
-    """A hosted training pod's expected run time (None for other pods)."""
-    facts = _facts(ctx, pod)
+def _duration(facts: list[Any], pod: Any) -> tuple[Any, str]:
+    """A hosted training pod's expected run time (None for other pods), computed once per pod."""
     if facts[1] is None:
         if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
             facts[1] = (None, "")
@@ -152,8 +139,9 @@ def _duration(ctx: Any, pod: Any) -> tuple[Any, str]:
     return facts[1]
 
 
-def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
-    """Pods of the run that this pool can host (computed once per run for all pools)."""
+def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any, list[Any]]]:
+    """Pods of the run that this pool can host (computed once per run for all pools), each with
+    its facts [do-not-disrupt protects it, expected run time] shared by every pool hosting it."""
     index = getattr(ctx, "_ailint_rel005_hosted", None)
     if index is None:
         index = {}
@@ -163,8 +151,11 @@ def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any]]:
             pools = ctx.pools_for(pod)
             if pod_accelerators(pod):
                 pools = [p for p in pools if p.can_launch_accelerators]
+            if not pools:
+                continue
+            facts = [protects(pod.annotations.get(DO_NOT_DISRUPT)), None]
             for p in pools:
-                index.setdefault(id(p.obj), []).append((o, pod))
+                index.setdefault(id(p.obj), []).append((o, pod, facts))
         try:
             setattr(ctx, "_ailint_rel005_hosted", index)
         except AttributeError:
@@ -195,7 +186,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     path = ("spec", "template", "spec", "expireAfter") if explicit else ("spec", "template", "spec")
     exp_txt = f"expireAfter {format_duration(expiry)}" + ("" if explicit else " (default)")
-    dnd = [(o, pod) for o, pod in hosted if _facts(ctx, pod)[0]]
+    dnd = [(o, pod) for o, pod, facts in hosted if facts[0]]
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
         who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
@@ -204,8 +195,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                            fix=_fix(obj))
     long_runs = []
     seen = set()
-    for o, pod in hosted:
-        runtime, where = _duration(ctx, pod)
+    for o, pod, facts in hosted:
+        runtime, where = facts[1] or _duration(facts, pod)
         if runtime is not None and runtime > expiry and id(o) not in seen:
             seen.add(id(o))
             long_runs.append((o, runtime, where))
