@@ -20,6 +20,7 @@ text, and the tables it yields are identical (tests/test_bounded.py compares ful
 
 from __future__ import annotations
 
+import marshal
 import zlib
 from collections import OrderedDict
 from typing import Any, Iterator
@@ -148,15 +149,15 @@ class LazyPositions(dict):  # type: ignore[type-arg]
 
     __slots__ = ("_file", "_index")
 
-    def __init__(self, file: _FileTables, index: int) -> None:
+    def __init__(self, file: _FileTables | bytes, index: int) -> None:
         super().__init__()
-        self._file: _FileTables | None = file
+        self._file: _FileTables | bytes | None = file  # a re-parse, or the table marshalled
         self._index = index
 
     def _load(self) -> None:
         f = self._file
         if f is not None:
-            dict.update(self, f.table(self._index))
+            dict.update(self, marshal.loads(f) if f.__class__ is bytes else f.table(self._index))
             self._file = None
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -218,6 +219,17 @@ def spill(fr: FileResult, limits: Any) -> None:
     src.__class__ = SpilledSource
     _TEXT_SLOT.__set__(src, _TextRef(text))
     src._line_starts = None
+
+
+def pack(fr: FileResult) -> None:
+    """Marshal the position tables of a worker's file: the parent unpacks only those it reads.
+
+    Pickling and unpickling the tables cost more than the rest of a file's result; marshal
+    is several times faster and the parent needs the tables of few objects (their findings).
+    """
+    for obj in fr.objects:
+        if obj.positions.__class__ is dict:
+            obj.positions = LazyPositions(marshal.dumps(obj.positions), 0)
 
 
 def spilled(obj: K8sObject) -> bool:

@@ -1,8 +1,12 @@
-"""`--jobs N`: parse files and run single-object rules in worker processes.
+"""`--jobs N`: parse files and run single-object rules in worker processes, then share the
+bundle rules and schema validation between forked processes.
 
 Workers return each file's result (objects included, so bundle rules can join them in the
-parent); results come back in input order, so findings are identical with and without
-`--jobs`.
+parent; with `ailint.bounded` the position tables and texts stay behind and are re-read on
+demand); results come back in input order. The bundle phase forks the parent once all
+objects are joined (copy-on-write: nothing is pickled but the findings), hands out chunks of
+objects through a pipe of task numbers, and puts the findings back in object order, so
+findings are identical with and without `--jobs`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ def _init(settings: Any, engine_args: tuple) -> None:
 
     rules, debug, bounded = engine_args
     _STATE["settings"] = settings
-    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded)
+    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True)
 
 
 def _work(chunk: list) -> list[FileResult]:
@@ -37,7 +41,7 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
 
         return [process_file(c, settings, engine) for c in candidates]
     # interleaved chunks balance big and small files across workers
-    n = max(jobs * 4, 1)
+    n = max(jobs * 16, 1)
     chunks = [candidates[i::n] for i in range(n)]
     chunks = [c for c in chunks if c]
     order = {id(c): i for i, c in enumerate(candidates)}
@@ -48,3 +52,67 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
                 results.append((order[id(cand)], fr))
     results.sort(key=lambda x: x[0])
     return [fr for _, fr in results]
+
+
+def run_forked(work: Any, n: int, schema: bool, jobs: int) -> list[list[Any]] | None:
+    """`work(range)` for chunks of range(n) and `work(None)` (the schema pass, when `schema`),
+    shared by `jobs` processes: the parent and forked children. Returns the results in chunk
+    order (schema last), or None when forking is not possible (the caller runs serially)."""
+    import pickle
+    import struct
+    import sys
+
+    procs = min(jobs, os.cpu_count() or 1)
+    if procs < 2 or not hasattr(os, "fork") or sys.platform == "win32":
+        return None
+    size = max(8, n // (procs * 8))
+    bounds = [range(a, min(a + size, n)) for a in range(0, n, size)]
+    tasks = ([-1] if schema else []) + list(range(len(bounds)))  # the schema pass is the longest task
+    rd, wr = os.pipe()
+    os.write(wr, b"".join(struct.pack("<i", t) for t in tasks))  # 4 bytes a task, < PIPE_BUF
+    os.close(wr)
+
+    def run(t: int) -> list[Any]:
+        return list(work(None if t < 0 else bounds[t]))
+
+    def drain() -> dict[int, list[Any]]:
+        done: dict[int, list[Any]] = {}
+        while True:
+            b = os.read(rd, 4)
+            if len(b) < 4:
+                return done
+            t = struct.unpack("<i", b)[0]
+            done[t] = run(t)
+
+    children: list[tuple[int, int]] = []
+    for _ in range(procs - 1):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: take tasks until none are left, send the findings, leave
+            code = 1
+            try:
+                os.close(r)
+                payload = pickle.dumps(drain(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as fh:
+                    fh.write(payload)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        children.append((pid, r))
+    results = drain()
+    os.close(rd)
+    for pid, r in children:
+        with os.fdopen(r, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+        try:
+            results.update(pickle.loads(data))
+        except Exception:  # noqa: BLE001 - a child that died: its tasks are redone below
+            pass
+    out = []
+    for t in range(len(bounds)):
+        out.append(results[t] if t in results else run(t))
+    if schema:
+        out.append(results[-1] if -1 in results else run(-1))
+    return out

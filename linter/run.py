@@ -51,6 +51,8 @@ class Engine:
     debug: bool = False
     only_object_rules: bool = False
     bounded: bool = False  # spill position tables and texts after object rules (ailint.bounded)
+    jobs: int = 1  # processes for the bundle rules and schema validation (ailint.parallel)
+    pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
     _options: dict[str, dict[str, Any]] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -135,6 +137,7 @@ def lint(paths: Sequence[str], settings: Settings, *, stdin_text: str | None = N
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
+    engine.jobs = jobs
     result = RunResult(rules=rules)
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
@@ -158,6 +161,10 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
 
         fr.suppressions = suppress.comment_suppressions(fr.source)
         spill(fr, settings.limits)
+    elif engine.pack:
+        from .bounded import pack
+
+        pack(fr)
     return fr
 
 
@@ -186,18 +193,20 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     findings: list[Finding] = [f for fr in file_results for f in fr.findings]
     ctx = Context(objects=objects, profile=settings.profile, bundle=True)
-    for obj in objects:
-        for reg in engine.rules_for(obj, bundle=True):
-            findings.extend(engine.check(reg, obj, ctx))
-    # schema validation is an engine pass of its own (SCH), when installed and enabled
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
-    if settings.schema and sch and objects:
-        try:
-            from .schema import validate_objects
-        except ImportError:
-            validate_objects = None  # type: ignore[assignment]
-        if validate_objects is not None:
-            findings.extend(validate_objects(objects, settings, {r.rule.code for r in sch}))
+    schema = bool(settings.schema and sch and objects)
+    chunks = None
+    if engine.jobs > 1 and len(objects) > 1:
+        from .parallel import run_forked
+
+        chunks = run_forked(lambda chunk: bundle_chunk(chunk, objects, ctx, settings, engine, sch),
+                            len(objects), schema, engine.jobs)
+    if chunks is None:
+        chunks = [bundle_chunk(range(len(objects)), objects, ctx, settings, engine, sch)]
+        if schema:
+            chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
+    for part in chunks:
+        findings.extend(part)
     for fr in file_results:
         result.files.append(FileSummary(fr.path, fr.documents, len(fr.objects)))
         if fr.source is not None:
@@ -234,6 +243,24 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     result.findings = sorted(res.kept + [f for f in res.meta if f.code in ail_enabled], key=Finding.sort_key)
     result.suppressed.extend(res.suppressed)
     return result
+
+
+def bundle_chunk(indexes: Iterable[int] | None, objects: list[K8sObject], ctx: Context, settings: Settings,
+                 engine: Engine, sch: list[RegisteredRule]) -> list[Finding]:
+    """Bundle-rule findings of `objects[i]` for i in `indexes`, in order; `None`: the schema pass."""
+    out: list[Finding] = []
+    if indexes is None:
+        # schema validation is an engine pass of its own (SCH), when installed and enabled
+        try:
+            from .schema import validate_objects
+        except ImportError:
+            return out
+        return list(validate_objects(objects, settings, {r.rule.code for r in sch}))
+    for i in indexes:
+        obj = objects[i]
+        for reg in engine.rules_for(obj, bundle=True):
+            out.extend(engine.check(reg, obj, ctx))
+    return out
 
 
 def _selector_matches(selector: str, finding: Finding) -> bool:

@@ -222,6 +222,17 @@ def _by_name(ctx: Any, kind: str) -> dict[Any, list[K8sObject]]:
     return ctx.memo(("TRN008.by_name", kind), build)
 
 
+def _lq_workloads(ctx: Any, lq: K8sObject) -> list[tuple[K8sObject, set[str]]]:
+    """(workload, accelerator resources it needs) of the workloads a LocalQueue serves, in run
+    order (once per LocalQueue: every ClusterQueue naming it asks again)."""
+    cache = ctx.memo("TRN008.lq_workloads", dict)
+    got = cache.get(id(lq))  # LocalQueues live as long as the run's context
+    if got is None:
+        got = cache[id(lq)] = [(w, _needed(w, ctx)) for w in _workloads_by_queue(ctx).get(lq.name, ())
+                               if tr.same_namespace(w, lq)]
+    return got
+
+
 def _covering(ctx: Any, lq_name: Any, w: K8sObject, needed: set[str]) -> list[K8sObject]:
     """ClusterQueues that a LocalQueue of this name in the workload's namespace points to and
     that cover everything the workload needs (once per queue name and workload)."""
@@ -261,12 +272,8 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     lqs = [lq for lq in ctx.of_kind("LocalQueue") if _is_kueue(lq)
            and lq.get("spec", "clusterQueue") == obj.name]
     missing: dict[str, str] = {}
-    by_queue = _workloads_by_queue(ctx)
     for lq in lqs:
-        for w in by_queue.get(lq.name, ()):
-            if not tr.same_namespace(w, lq):
-                continue
-            needed = _needed(w, ctx)
+        for w, needed in _lq_workloads(ctx, lq):
             uncovered = needed - covered
             if not uncovered:
                 continue
