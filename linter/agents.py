@@ -217,6 +217,9 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     if not isinstance(text, str):
         return
     c = _compiled()
+    # A shape that matches no line matches nowhere in the text either (no shape spans or
+    # anchors on a line break), so one search over the text rules most shapes out at once.
+    shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)]
     seen_values: set[str] = set()
     for line in text.splitlines():
         stripped = line.strip()
@@ -241,7 +244,7 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
                     seen_values.add(value)
                     yield key, value, hit
                     continue
-        for name, rx in c["shapes"]:
+        for name, rx in shapes:
             for mm in rx.finditer(line):
                 val = mm.group(1)
                 if val not in seen_values:

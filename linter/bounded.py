@@ -145,61 +145,56 @@ _TABLES: OrderedDict[int, tuple[_FileTables, list[dict[Path, Pos]]]] = OrderedDi
 
 
 class LazyPositions(dict):  # type: ignore[type-arg]
-    """An object's position table, filled from a re-parse of its file on first read."""
+    """An object's position table, read back when it is first needed.
+
+    From a re-parse of the file (`spill`): every read goes through the small cache of
+    re-parsed files, so tables come and go and memory stays bounded. From a marshalled copy
+    (`pack`, a `--jobs` worker's result): unpacked into this dict on first read.
+    """
 
     __slots__ = ("_file", "_index")
 
     def __init__(self, file: _FileTables | bytes, index: int) -> None:
         super().__init__()
-        self._file: _FileTables | bytes | None = file  # a re-parse, or the table marshalled
+        self._file: _FileTables | bytes | None = file
         self._index = index
 
-    def _load(self) -> None:
+    def _t(self) -> dict[Path, Pos]:
         f = self._file
-        if f is not None:
-            dict.update(self, marshal.loads(f) if f.__class__ is bytes else f.table(self._index))
+        if f is None:
+            return self
+        if f.__class__ is bytes:
+            dict.update(self, marshal.loads(f))
             self._file = None
+            return self
+        return f.table(self._index)  # type: ignore[union-attr]
 
     def get(self, key: Any, default: Any = None) -> Any:
-        if self._file is not None:
-            self._load()
-        return dict.get(self, key, default)
+        return dict.get(self._t(), key, default)
 
     def __getitem__(self, key: Any) -> Any:
-        if self._file is not None:
-            self._load()
-        return dict.__getitem__(self, key)
+        return dict.__getitem__(self._t(), key)
 
     def __contains__(self, key: Any) -> bool:
-        if self._file is not None:
-            self._load()
-        return dict.__contains__(self, key)
+        return dict.__contains__(self._t(), key)
 
     def __iter__(self) -> Iterator[Any]:
-        if self._file is not None:
-            self._load()
-        return dict.__iter__(self)
+        return dict.__iter__(self._t())
 
     def __len__(self) -> int:
-        if self._file is not None:
-            self._load()
-        return dict.__len__(self)
+        return dict.__len__(self._t())
 
     def keys(self):  # type: ignore[override]
-        self._load()
-        return dict.keys(self)
+        return dict.keys(self._t())
 
     def values(self):  # type: ignore[override]
-        self._load()
-        return dict.values(self)
+        return dict.values(self._t())
 
     def items(self):  # type: ignore[override]
-        self._load()
-        return dict.items(self)
+        return dict.items(self._t())
 
     def copy(self) -> dict[Path, Pos]:
-        self._load()
-        return dict(dict.items(self))
+        return dict(dict.items(self._t()))
 
     def __reduce__(self) -> Any:  # a worker sends the promise, not the table
         if self._file is not None:

@@ -87,9 +87,15 @@ def _check(paths: tuple[str, ...], fmt: str | None, output: str | None, select: 
            unsafe_fixes: bool, diff: bool, config_file: str | None, no_config: bool, baseline: str | None,
            write_baseline: str | None, set_pairs: tuple[str, ...], jobs: int | None, stdin_filename: str | None,
            kube_version: str | None, no_schema: bool, color: bool | None, debug: bool) -> int:
+    import gc
+
     from . import registry
     from .config import ConfigError, load_settings, parse_set
     from .run import exit_code, lint
+
+    # A run allocates millions of small, long-lived, acyclic objects: collecting every 700
+    # allocations is wasted work (about 5% of a corpus run).
+    gc.set_threshold(10_000, 10, 10)
 
     try:
         settings = load_settings(config_file, no_config)
@@ -124,8 +130,9 @@ def _check(paths: tuple[str, ...], fmt: str | None, output: str | None, select: 
     files = [p for p in paths if p != "-"]
     if jobs is None:
         jobs = 1 if len(paths) == 1 and os.path.isfile(paths[0]) else (os.cpu_count() or 1)
+    fixing = fix or unsafe_fixes or diff  # fixes rewrite files: keep every text in memory
     result = lint(list(paths) or ["."], settings, stdin_text=stdin_text, stdin_filename=stdin_filename,
-                  debug=debug, jobs=jobs)
+                  debug=debug, jobs=jobs, bounded=False if fixing else None)
     del files
     if fix or unsafe_fixes or diff:
         from .fix import run_fixes
@@ -134,7 +141,7 @@ def _check(paths: tuple[str, ...], fmt: str | None, output: str | None, select: 
                                          lint_again=lambda: lint(list(paths) or ["."], settings,
                                                                  stdin_text=stdin_text,
                                                                  stdin_filename=stdin_filename, debug=debug,
-                                                                 jobs=jobs))
+                                                                 jobs=jobs, bounded=False))
         for msg in fix_messages:
             click.echo(msg, err=not diff or msg.startswith("ailint:"))
     if baseline:

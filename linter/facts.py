@@ -128,8 +128,16 @@ class NodePoolView:
             types = self.allowed_types
             if types is None:
                 return False, None
-            return True, {instances.get(t).labels().get(key, "") for t in types if instances.get(t)}  # type: ignore[union-attr]
+            got = self._instance_labels.get(key)
+            if got is None:  # once per pool and key: every pod's selector asks again
+                got = self._instance_labels[key] = frozenset(
+                    instances.get(t).labels().get(key, "") for t in types if instances.get(t))  # type: ignore[union-attr]
+            return True, set(got)
         return False, None
+
+    @cached_property
+    def _instance_labels(self) -> dict[str, frozenset[str]]:
+        return {}
 
     def compatible_with(self, reqs: list[Requirement]) -> bool:
         """Could a node of this pool satisfy the pod's node requirements (one term)?"""

@@ -43,10 +43,10 @@ class InstanceType:
 
     def labels(self) -> dict[str, str]:
         """The well-known node labels Karpenter (and Auto Mode) set for this type."""
-        got = _LABELS.get(self)
-        if got is None:
-            got = _LABELS[self] = self._labels()  # built once per type: pool matching asks often
-        return dict(got)
+        got = _LABELS.get(id(self))
+        if got is None or got[0] is not self:  # built once per type: pool matching asks often
+            got = _LABELS[id(self)] = (self, self._labels())
+        return dict(got[1])
 
     def _labels(self) -> dict[str, str]:
         out = {
@@ -79,7 +79,7 @@ class InstanceType:
         return out
 
 
-_LABELS: dict[InstanceType, dict[str, str]] = {}
+_LABELS: dict[int, tuple[InstanceType, dict[str, str]]] = {}  # id -> (the type, its labels)
 
 
 @lru_cache(maxsize=1)

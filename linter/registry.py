@@ -266,12 +266,14 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
     try:
         d = os.path.dirname(path)
         os.makedirs(d, exist_ok=True)
-        for old in os.listdir(d):  # indexes of older sources
-            if old.startswith("rules-") and old.endswith(".json"):
-                try:
-                    os.unlink(os.path.join(d, old))
-                except OSError:
-                    pass
+        # indexes of older sources: keep a few (several checkouts may share the cache)
+        old = sorted((os.path.join(d, f) for f in os.listdir(d) if f.startswith("rules-") and f.endswith(".json")),
+                     key=lambda f: os.stat(f).st_mtime, reverse=True)
+        for f in old[7:]:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(entries, fh)

@@ -103,6 +103,7 @@ it would also let drift evict do-not-disrupt pods once it elapses.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterator
 
 from ailint import edits
@@ -129,23 +130,43 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def _duration(facts: list[Any], pod: Any) -> tuple[Any, str]:
-    """A hosted training pod's expected run time (None for other pods), computed once per pod."""
-    if facts[1] is None:
-        if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
-            facts[1] = (None, "")
-        else:
-            facts[1] = expected_duration(pod)
-    return facts[1]
+class _Group:
+    """Pods that the same NodePools can host, in run order (pods sharing node selectors and
+    tolerations share their pools). A pool's hosted pods are the pods of its groups: no list
+    per pool, which would hold pools x pods entries."""
+
+    __slots__ = ("pods", "_dnd", "_runs")
+
+    def __init__(self) -> None:
+        self.pods: list[tuple[int, Any, Any]] = []  # (run position, object, pod)
+        self._dnd: list[tuple[int, Any, Any]] | None = None
+        self._runs: list[tuple[int, Any, float, str]] | None = None
+
+    def dnd(self) -> list[tuple[int, Any, Any]]:
+        """Pods a do-not-disrupt annotation protects."""
+        if self._dnd is None:
+            self._dnd = [(i, o, pod) for i, o, pod in self.pods if protects(pod.annotations.get(DO_NOT_DISRUPT))]
+        return self._dnd
+
+    def runs(self) -> list[tuple[int, Any, float, str]]:
+        """Training pods without do-not-disrupt whose expected run time is known."""
+        if self._runs is None:
+            out = []
+            for i, o, pod in self.pods:
+                if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
+                    continue
+                runtime, where = expected_duration(pod)
+                if runtime is not None:
+                    out.append((i, o, runtime, where))
+            self._runs = out
+        return self._runs
 
 
-def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any, list[Any]]]:
-    """Pods of the run that this pool can host (computed once per run for all pools), each with
-    its facts [do-not-disrupt protects it, expected run time] shared by every pool hosting it."""
-    index = getattr(ctx, "_ailint_rel005_hosted", None)
-    if index is None:
-        index = {}
-        for o, pod in ctx.pods_in(None):
+def _hosted(pool: Any, ctx: Any) -> list[_Group]:
+    """The groups of pods this pool can host (all groups computed once per run)."""
+    def build() -> dict[int, list[_Group]]:
+        groups: dict[tuple[int, ...], _Group] = {}
+        for i, (o, pod) in enumerate(ctx.pods_in(None)):
             if pod.role == "submitter":
                 continue
             pools = ctx.pools_for(pod)
@@ -153,14 +174,18 @@ def _hosted(pool: Any, ctx: Any) -> list[tuple[Any, Any, list[Any]]]:
                 pools = [p for p in pools if p.can_launch_accelerators]
             if not pools:
                 continue
-            facts = [protects(pod.annotations.get(DO_NOT_DISRUPT)), None]
-            for p in pools:
-                index.setdefault(id(p.obj), []).append((o, pod, facts))
-        try:
-            setattr(ctx, "_ailint_rel005_hosted", index)
-        except AttributeError:
-            pass
-    return index.get(id(pool.obj), [])
+            key = tuple(dict.fromkeys(id(p.obj) for p in pools))
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = _Group()
+            g.pods.append((i, o, pod))
+        by_pool: dict[int, list[_Group]] = {}
+        for key, g in groups.items():
+            for pid in key:
+                by_pool.setdefault(pid, []).append(g)
+        return by_pool
+
+    return ctx.memo("REL005.hosted", build).get(id(pool.obj), [])
 
 
 def _fix(obj: Any):
@@ -181,12 +206,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     expiry, explicit = expire_after(pool)
     if expiry is None or expiry == NEVER:
         return
-    hosted = _hosted(pool, ctx)
-    if not hosted:
+    groups = _hosted(pool, ctx)
+    if not groups:
         return
     path = ("spec", "template", "spec", "expireAfter") if explicit else ("spec", "template", "spec")
     exp_txt = f"expireAfter {format_duration(expiry)}" + ("" if explicit else " (default)")
-    dnd = [(o, pod) for o, pod, facts in hosted if facts[0]]
+    dnd = [(o, pod) for _, o, pod in heapq.merge(*(g.dnd() for g in groups), key=lambda x: x[0])]
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
         who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
@@ -195,9 +220,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                            fix=_fix(obj))
     long_runs = []
     seen = set()
-    for o, pod, facts in hosted:
-        runtime, where = facts[1] or _duration(facts, pod)
-        if runtime is not None and runtime > expiry and id(o) not in seen:
+    for _, o, runtime, where in heapq.merge(*(g.runs() for g in groups), key=lambda x: x[0]):
+        if runtime > expiry and id(o) not in seen:
             seen.add(id(o))
             long_runs.append((o, runtime, where))
     if long_runs:
