@@ -127,11 +127,15 @@ def _compiled() -> dict[str, Any]:
         "url_pw": re.compile(d["url_with_password"]),
         "shapes": [(s["name"], re.compile(r"(?<![A-Za-z0-9_-])(" + s["pattern"] + r")(?![A-Za-z0-9_-])"))
                    for s in d["value_shapes"]],
+        # One alternation answers "does any shape match?" in one pass (most values match
+        # none); the ordered list above then names the first shape that does.
+        "any_shape": re.compile(r"(?<![A-Za-z0-9_-])(?:" + "|".join(f"(?:{s['pattern']})" for s in d["value_shapes"])
+                                + r")(?![A-Za-z0-9_-])"),
         "config_keys": re.compile(d["config_keys"]),
         "config_not": re.compile(d["config_key_not_secret"]),
         "placeholders": {p.lower() for p in d["placeholders"]},
         "placeholder_res": [re.compile(p) for p in d["placeholder_patterns"]],
-        "references": [re.compile(p) for p in d["references"]],
+        "references": re.compile("|".join(f"(?:{p})" for p in d["references"])),  # any of them
         "long_lived": re.compile(d["long_lived_names"]),
     }
 
@@ -139,7 +143,10 @@ def _compiled() -> dict[str, Any]:
 def value_shape(value: str) -> str | None:
     """The kind of credential a value looks like (`value_shapes` in data/secrets.json, first match:
     `sk-ant-…` Anthropic, `sk-proj-…`/`sk-…` OpenAI, `hf_…`, `AKIA…`, `nvapi-…`), or None."""
-    for name, rx in _compiled()["shapes"]:
+    c = _compiled()
+    if not c["any_shape"].search(value):
+        return None
+    for name, rx in c["shapes"]:
         if rx.search(value):
             return name
     return None
@@ -155,7 +162,7 @@ def is_secret_name(name: str) -> bool:
 
 def is_reference(value: str) -> bool:
     v = value.strip()
-    return any(rx.search(v) for rx in _compiled()["references"])
+    return _compiled()["references"].search(v) is not None
 
 
 def is_placeholder(value: str) -> bool:
@@ -219,7 +226,7 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     c = _compiled()
     # A shape that matches no line matches nowhere in the text either (no shape spans or
     # anchors on a line break), so one search over the text rules most shapes out at once.
-    shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)]
+    shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)] if c["any_shape"].search(text) else []
     seen_values: set[str] = set()
     for line in text.splitlines():
         stripped = line.strip()

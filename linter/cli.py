@@ -272,7 +272,39 @@ def webhook_serve(host: str, port: int, tls_cert: str | None, tls_key: str | Non
 
 
 def main() -> None:
-    cli(prog_name="ailint")
+    """The console entry point: run the command, then leave without tearing the heap down.
+
+    A run ends holding every parsed object; the interpreter's orderly shutdown frees them
+    one by one (about 35 ms of a 0.3 s one-file run, more on a large tree) for nothing.
+    Output is flushed and atexit handlers run (worker pools, temp files) before `os._exit`.
+    """
+    try:
+        cli(prog_name="ailint")
+        code: Any = 0
+    except SystemExit as stop:
+        code = stop.code
+    _fast_exit(code)
+
+
+def _fast_exit(code: Any) -> None:
+    import atexit
+
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints the message, exit 1
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `ailint check . | head`: the reader left; say nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = code or 1
+    except Exception:  # noqa: BLE001 - a failing flush or handler must still exit with a code
+        code = code or 1
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,10 @@ returned are tuple paths inside the object, so findings point at the real field.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 
@@ -56,6 +55,7 @@ class PodTemplate:
     replicas: int | None = None
     group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
     _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
+    _facts: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # role answers, see _pod_fact
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -428,15 +428,53 @@ _VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 @lru_cache(maxsize=4096)
 def _split(s: str) -> tuple[str, ...]:
-    """Shell-like split (cached: shlex is slow and every rule re-reads the same scripts)."""
+    """Shell-like split (cached: every rule re-reads the same scripts)."""
     return tuple(_split_uncached(s))
 
 
 def _split_uncached(s: str) -> list[str]:
     try:
-        return shlex.split(s, comments=True)
+        return shell_split(s)
     except ValueError:
         return s.split()
+
+
+# One piece of a POSIX shell word, or what separates words (shlex's whitespace is these four).
+_SH_PIECE = re.compile(r"""([ \t\r\n]+)|(\#[^\n]*)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\\#]+)""",
+                       re.S)
+_DQ_ESCAPE = re.compile(r'\\([\\"])')
+
+
+def shell_split(s: str) -> list[str]:
+    """`shlex.split(s, comments=True)`, the same tokens at C speed (shlex reads a character at
+    a time in Python: long `sh -c` scripts made it a visible part of a run). ValueError on
+    an unclosed quote or a trailing backslash, as shlex. tests/test_extract.py compares the
+    two on the corpus and on generated strings."""
+    out: list[str] = []
+    word: list[str] = []
+    in_word = False  # a word is open (it may be empty: `''` is a word)
+    pos, end = 0, len(s)
+    match = _SH_PIECE.match
+    while pos < end:
+        m = match(s, pos)
+        if m is None:
+            raise ValueError("No closing quotation" if s[pos] in "'\"" else "No escaped character")
+        pos = m.end()
+        kind = m.lastindex
+        if kind == 1 or kind == 2:  # whitespace or a comment ends the word
+            if in_word:
+                out.append("".join(word))
+                word, in_word = [], False
+            continue
+        if kind == 4:  # in double quotes a backslash escapes only `"` and `\`
+            piece = m.group(4)
+            word.append(_DQ_ESCAPE.sub(r"\1", piece) if "\\" in piece else piece)
+        else:
+            word.append(m.group(kind))
+        in_word = True
+    if in_word:
+        out.append("".join(word))
+    return out
 
 
 def command_tokens(container: dict[str, Any]) -> list[str]:
@@ -602,8 +640,23 @@ def serving_containers(pod: PodTemplate) -> list[tuple[Container, str]]:
     return out
 
 
+def _pod_fact(pod: PodTemplate, key: str, compute: Callable[[PodTemplate], bool]) -> bool:
+    """A role answer computed once per pod template: many rules ask the same pod the same question."""
+    facts = pod._facts
+    if facts is None:
+        facts = pod._facts = {}
+    got = facts.get(key)
+    if got is None:
+        got = facts[key] = compute(pod)
+    return got
+
+
 def is_serving_pod(pod: PodTemplate) -> bool:
     """A pod running an inference server (by image or command), or annotated `serving`."""
+    return _pod_fact(pod, "serving", _is_serving_pod)
+
+
+def _is_serving_pod(pod: PodTemplate) -> bool:
     ov = role_override(pod)
     if ov:
         return ov == "serving"
@@ -613,6 +666,11 @@ def is_serving_pod(pod: PodTemplate) -> bool:
 
 
 def is_training_pod(pod: PodTemplate) -> bool:
+    """A pod of a training job kind, a GPU batch Job, or one running a launcher (torchrun, ...)."""
+    return _pod_fact(pod, "training", _is_training_pod)
+
+
+def _is_training_pod(pod: PodTemplate) -> bool:
     ov = role_override(pod)
     if ov:
         return ov == "training"
@@ -628,6 +686,12 @@ def is_training_pod(pod: PodTemplate) -> bool:
 
 
 def is_agent_pod(pod: PodTemplate) -> bool:
+    """An AI agent's pod: agent-sandbox kinds, or agent/MCP/sandbox words in its names and
+    labels once infrastructure agents (log shippers, monitoring) are taken out."""
+    return _pod_fact(pod, "agent", _is_agent_pod)
+
+
+def _is_agent_pod(pod: PodTemplate) -> bool:
     ov = role_override(pod)
     if ov:
         return ov == "agent"

@@ -85,13 +85,11 @@ Images whose tag names aws-ofi-nccl 1.5 or older are not flagged for the pins th
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ailint import edits
-from ailint.extract import Container, PodTemplate, pod_templates
-from ailint.extract import POD_KINDS
+from ailint.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
 from ailint.model import FixAvailability, Finding, Path, Severity, as_dict, as_list, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 from ailint.storage import mount_for_path, namespace_of, volume_for_mount
@@ -124,7 +122,7 @@ class EnvVar:
 def _strip(v: str) -> str:
     v = v.strip()
     try:
-        parts = shlex.split(v, comments=True)
+        parts = shell_split(v)
     except ValueError:
         return v.strip("'\"")
     return parts[0] if parts else ""
