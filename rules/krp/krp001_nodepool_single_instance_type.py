@@ -62,7 +62,8 @@ spec:
 Unsafe, for types in the accelerator table: adds the nearest alternatives with the same
 number of GPUs (of any model: the spec's "same or more GPU memory") or of Neuron devices
 of the same chip, and at least the same memory per device, vCPUs, RAM and EFA interfaces;
-types with the same accelerator model come first. For example g6e.2xlarge (1 L40S) gets g6e.4xlarge,
+a multi-GPU P type (NVLink/NVSwitch) gets only P types, never a PCIe-only G type; types
+with the same accelerator model come first. For example g6e.2xlarge (1 L40S) gets g6e.4xlarge,
 g6e.8xlarge, g6e.16xlarge and p5.4xlarge (1 H100); the message names the other GPU models.
 Review the cost before applying.
 
@@ -94,8 +95,9 @@ RULE = Rule(
 def alternatives(type_name: str, limit: int) -> list[str]:
     """Table types that can replace `type_name`: the same number of GPUs (any GPU model) or of
     Neuron devices of the same chip (a model compiled for one Neuron generation does not run
-    on another), with at least the same memory per device, vCPUs, RAM and EFA interfaces;
-    the same accelerator model first, then the nearest size."""
+    on another), with at least the same memory per device, vCPUs, RAM and EFA interfaces,
+    and NVLink-joined GPUs where the original has them; the same accelerator model first,
+    then the nearest size."""
     it = instances.get(type_name)
     if it is None:
         return []
@@ -105,12 +107,20 @@ def alternatives(type_name: str, limit: int) -> list[str]:
             continue
         if not it.is_gpu and other.accelerator_name != it.accelerator_name:
             continue
+        if _nvlinked(it) and not _nvlinked(other):
+            continue  # GPUs joined by NVLink/NVSwitch: a PCIe-only type would slow collectives
         if other.memory_mib_per_device < it.memory_mib_per_device or other.vcpu < it.vcpu \
                 or other.memory_gib < it.memory_gib or other.efa_max < it.efa_max:
             continue
         out.append(other)
     out.sort(key=lambda o: (_model(o) != _model(it), o.vcpu, o.memory_gib, o.memory_mib_per_device, o.type))
     return [o.type for o in out[:max(limit, 0)]]
+
+
+def _nvlinked(it: Any) -> bool:
+    """Several GPUs joined by NVLink/NVSwitch: EC2's P families (p3 to p6), unlike the G
+    families, whose GPUs talk over PCIe. Training sized for one does not fit the other."""
+    return it.is_gpu and it.count > 1 and it.family.startswith("p")
 
 
 def _model(it: Any) -> str:
