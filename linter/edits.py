@@ -26,6 +26,7 @@ import json
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
 import yaml
@@ -253,6 +254,14 @@ def child_indent(obj: K8sObject, path: Sequence[Any]) -> int | None:
 
 
 _STATS: dict[int, tuple[Any, tuple[int | None, bool | None, int]]] = {}
+
+
+def forget(obj: K8sObject) -> None:
+    """Drop the cached layout of `obj`: a long-running caller (the webhook) that checks one
+    object at a time must not keep the last few dozen alive."""
+    hit = _STATS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        _STATS.pop(id(obj), None)
 
 
 def _step(obj: K8sObject, path: Sequence[Any]) -> int | None:
@@ -608,6 +617,7 @@ def block(value: Any, indent_unit: int = 2, seq_indent: bool = True, dash_gap: i
             lines.append(f"{ind}{_inline(v)}")
 
     emit(value, 0)
+    del emit  # the recursive closure refers to itself: break the cycle, no garbage for the GC
     return lines
 
 
@@ -792,6 +802,56 @@ def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | No
     if at is None:
         return None
     return _insertion(text, at, out)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentEdit(Edit):
+    """An insertion of whole YAML documents (built by `append_document`).
+
+    `documents` declares how many documents `content` adds. `ailint check --fix` accepts a
+    result with more documents than the file had only through such edits, and only when the
+    added documents parse to exactly what `content` parses to on its own.
+    """
+
+    documents: int = 1
+
+
+_MARKER_LINE = re.compile(r"^---[ \t]*(?:#.*)?$")
+
+
+@_never_raise
+def append_document(obj: K8sObject, value: dict[str, Any]) -> DocumentEdit | None:
+    """Append `value` (a plain mapping: a whole new object) as a new document at the end of
+    the file of `obj`.
+
+    The document follows the file's layout (indentation step, sequence style, gap after `-`,
+    line endings) and starts with a `---` line; a missing final newline stays missing; in a
+    file that ends with a `---` line (documents terminated, not separated) it goes before
+    that line, which stays last. The end of the file (not the spot after `obj`) keeps the
+    document numbers of every existing object, so findings keep their identity between fix
+    passes; several appends in one pass go in fix order. None for JSON files and when the
+    text would not read back as `value`.
+    """
+    src = obj.source
+    text = src.text
+    if not isinstance(value, dict) or not value or src.display.endswith(".json") or not text.strip():
+        return None
+    doc = block(value, _indent_unit(obj), seq_indented(obj), _stats(obj)[2])
+    try:
+        back = list(yaml.load_all(_join_lines(doc, "\n"), Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
+        return None
+    if repr(back) != repr([value]):
+        return None  # a value the block writer cannot round-trip (exotic keys or types)
+    at = len(text)
+    ls = _line_start(text, len(text.rstrip()))
+    if _MARKER_LINE.match(text[ls:].strip()):
+        at = ls  # before the closing `---`
+    nl = _newline_at(text, at)
+    body = _join_lines(["---"] + doc, nl)
+    if at >= len(text) and not text.endswith("\n"):
+        body = nl + body[: -len(nl)]
+    return DocumentEdit(at, at, body, 1)
 
 
 def _delete_lines(text: str, start: int, end: int) -> Edit:

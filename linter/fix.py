@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
+from .edits import DocumentEdit
 from .model import Applicability, Edit, FileResult, Finding, Fix, SourceFile
 
 MAX_PASSES = 5
@@ -76,14 +77,16 @@ def apply_to_text(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
         seen.update((e.start, e.end, e.content) for e in edits)
         applied.append(fix)
     out = text
-    for e in sorted(accepted, key=lambda e: (e.start, e.end), reverse=True):
+    # back to front; at one point the later accepted first, so appended documents keep fix order
+    for _, e in sorted(enumerate(accepted), key=lambda p: (p[1].start, p[1].end, p[0]), reverse=True):
         out = out[: e.start] + e.content + out[e.end:]
     return out, applied
 
 
 def _overlaps(a: Edit, b: Edit) -> bool:
     if a.start == a.end and b.start == b.end:
-        return a.start == b.start  # two inserts at one point: order would be ambiguous
+        # two inserts at one point: order would be ambiguous (whole appended documents excepted)
+        return a.start == b.start and not (isinstance(a, DocumentEdit) and isinstance(b, DocumentEdit))
     return a.start < b.end and b.start < a.end or (a.start == a.end and b.start < a.start < b.end) \
         or (b.start == b.end and a.start < b.start < a.end)
 
@@ -179,9 +182,14 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
     The result must parse, keep the number of documents, add no duplicate key, keep every
     comment line, and differ from the old documents only inside the edited regions: a
     changed or removed value must overlap an edit, an added key or item must sit in a
-    collection that contains an edit.
+    collection that contains an edit. The one way to add documents is a `DocumentEdit`
+    (`edits.append_document`): the result may then have exactly the declared number more,
+    each at the place of its insertion and equal (types included) to the documents its
+    text parses to on its own; the old documents are then checked as above, without it.
     """
-    edits = list(edits)
+    edits = list(dict.fromkeys(edits))  # an edit shared by two fixes is applied once
+    added = [e for e in edits if isinstance(e, DocumentEdit)]
+    edits = [e for e in edits if not isinstance(e, DocumentEdit)]
     try:
         old_docs = _documents(old)
     except (yaml.YAMLError, RecursionError):
@@ -193,6 +201,10 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["invalid YAML"])[0]
         return f"the result would not parse{where}: {problem}"
+    if added:
+        why, new_docs = _without_added(old, old_docs, new_docs, added)
+        if why:
+            return why
     if len(old_docs) != len(new_docs):
         return f"the result would have {len(new_docs)} documents instead of {len(old_docs)}"
     lost = comment_lines(old, old_docs) - comment_lines(new, new_docs)
@@ -206,6 +218,53 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
             if not _allowed(kind, path, od.positions, src, edits):
                 return f"the result would {kind} {_pointer(path)} outside the edited lines"
     return None
+
+
+def _document_starts(text: str) -> list[int]:
+    """Offsets where the documents of `text` start (their `---`, or their first token)."""
+    src = SourceFile("-", "-", text)
+    return [src.offset(ev.start_mark.line + 1, ev.start_mark.column + 1)
+            for ev in yaml.parse(text, Loader=yaml.CSafeLoader) if isinstance(ev, yaml.DocumentStartEvent)]
+
+
+def _without_added(old: str, old_docs: list[_Doc], new_docs: list[_Doc],
+                   added: list[DocumentEdit]) -> tuple[str | None, list[_Doc]]:
+    """Check the documents that `added` declare and take them out of `new_docs`:
+    (why not, or None; the new documents that correspond to the old ones)."""
+    declared: list[tuple[int, list[_Doc]]] = []
+    for e in sorted(added, key=lambda e: e.start):  # stable: one point keeps the fixes' order
+        try:
+            docs = _documents(e.content)
+        except (yaml.YAMLError, RecursionError):
+            return "a document the fix adds does not parse", new_docs
+        if e.start != e.end:
+            return "a fix that adds documents may only insert text", new_docs
+        if len(docs) != e.documents or any(d.data is None or d.problems for d in docs):
+            return f"the fix declares {e.documents} added document(s) but its text holds {len(docs)}", new_docs
+        declared.append((e.start, docs))
+    want = len(old_docs) + sum(len(d) for _, d in declared)
+    if len(new_docs) != want:
+        return f"the result would have {len(new_docs)} documents instead of {want}", new_docs
+    try:
+        starts = _document_starts(old)
+    except (yaml.YAMLError, RecursionError):
+        return "the file does not parse as a whole; fixes are applied only to files that do", new_docs
+    if len(starts) != len(old_docs):
+        return "the documents of the file cannot be located", new_docs
+    taken: set[int] = set()
+    shift = 0
+    for at, docs in declared:
+        i = sum(1 for s in starts if s < at) + shift
+        for j, d in enumerate(docs):
+            got = new_docs[i + j]
+            if got.problems:
+                return "the result would have a duplicate key", new_docs
+            if _canon(got.data) != _canon(d.data):
+                return (f"document {i + j + 1} of the result would not be the document the fix adds "
+                        "(the insertion does not stand on its own)"), new_docs
+            taken.add(i + j)
+        shift += len(docs)
+    return None, [d for k, d in enumerate(new_docs) if k not in taken]
 
 
 def comment_lines(text: str, docs: list[_Doc] | None = None) -> Counter[str]:

@@ -97,6 +97,10 @@ Unsafe, one of two: when a DeschedulerPolicy in the same file configures the plu
 soft-spread workload in its scope); otherwise switch the constraint to `DoNotSchedule`
 (pods may then stay Pending when a zone is short of capacity; consider `minDomains`).
 When the pods are only protected by the DefaultEvictor, see `descheduler-skips-ai-pods`.
+No fix appends a new DeschedulerPolicy: it is not an API object (`kubectl apply` rejects a
+`descheduler/v1alpha2` document) but the descheduler's own configuration, read from its
+ConfigMap or Helm values (`deschedulerPolicy`), so it belongs with the descheduler's
+installation, not next to the workload.
 
 ## References
 - https://github.com/kubernetes-sigs/descheduler#removepodsviolatingtopologyspreadconstraint

@@ -1,8 +1,9 @@
 """
 ## What it does
 Finds workloads of two or more replicas (Deployment, StatefulSet, LeaderWorkerSet) that
-something in the run will evict, and that have no PodDisruptionBudget selecting their pods.
-Evictable means either:
+something in the run will evict, and that have no PodDisruptionBudget selecting their pods
+(a LeaderWorkerSet of one group that restarts as a whole, the default
+`RecreateGroupOnPodRestart`, is a singleton whatever its size). Evictable means either:
 
 - a DeschedulerPolicy in the run has an enabled plugin whose namespaces and labelSelector
   include the workload, and its DefaultEvictor does not protect the pods (see
@@ -113,10 +114,14 @@ spec:
 None.
 
 ## Fix
-None: ailint fixes never add documents to a file. Add a `PodDisruptionBudget` with the
-workload's `matchLabels` and `maxUnavailable: 1` (or a percentage for large fleets; LWS
-pods carry `leaderworkerset.sigs.k8s.io/name`). For a blocking PDB, choose how many pods
-may go at once.
+Unsafe (it picks the budget and adds an object to the file): append a `policy/v1`
+`PodDisruptionBudget` named after the workload (`<name>-pdb` when that name is taken), in
+its namespace, with `maxUnavailable: 1` and the workload's `spec.selector` (a
+LeaderWorkerSet's pods by `leaderworkerset.sigs.k8s.io/name`). Review the budget: a
+percentage suits large fleets. No fix when the selector would also select the pods of
+another workload in these files (two PDBs on one pod make every eviction fail), when the
+workload has no usable selector, or for a blocking PDB: there, choose how many pods may go
+at once.
 
 ## References
 - https://kubernetes.io/docs/tasks/run-application/configure-pdb/
@@ -130,10 +135,11 @@ from typing import Any, Iterator
 
 from ailint.descheduler import policies, protected_by
 from ailint.disruption import disrupting_reasons
+from ailint import edits
 from ailint.extract import pod_accelerators, pod_templates
 from ailint.facts import selector_matches
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope
+from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict
+from ailint.registry import Rule, Scope, make_fix
 
 RULE = Rule(
     code="REL003",
@@ -142,12 +148,13 @@ RULE = Rule(
     summary="A replicated workload that consolidation, drift or the descheduler evicts has no usable PDB",
     kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "PodDisruptionBudget"),
     scope=Scope.BUNDLE,
-    fix=FixAvailability.NEVER,
+    fix=FixAvailability.SOMETIMES,
     tags=("reliability", "disruption", "karpenter", "descheduler"),
     precision="high",
 )
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set on every pod of the set (LWS SetNameLabelKey)
 
 
 def _replicas(obj: Any) -> int | None:
@@ -160,6 +167,16 @@ def _replicas(obj: Any) -> int | None:
         total += pod.replicas
         known = True
     return total if known else None
+
+
+def _single_group(obj: Any) -> bool:
+    """A LeaderWorkerSet of one group that restarts as a whole when one of its pods goes (the
+    default `RecreateGroupOnPodRestart`): a singleton, whatever its pod count."""
+    if obj.kind != "LeaderWorkerSet":
+        return False
+    groups = obj.get("spec", "replicas")
+    policy = obj.get("spec", "leaderWorkerTemplate", "restartPolicy")
+    return (groups is None or groups == 1) and policy in (None, "RecreateGroupOnPodRestart", "RecreateGroupAfterStart")
 
 
 def _evicted_by(obj: Any, ctx: Any) -> str | None:
@@ -222,7 +239,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         yield from _check_pdb(obj, ctx)
         return
     replicas = _replicas(obj)
-    if replicas is None or replicas < 2:
+    if replicas is None or replicas < 2 or _single_group(obj):
         return
     if _pdbs_for(obj, ctx):
         return
@@ -231,7 +248,52 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
     yield RULE.finding(obj, path, f"{replicas} replicas can be evicted by {why} but no PodDisruptionBudget "
-                                  "selects them; all can go at once")
+                                  "selects them; all can go at once", fix=_pdb_fix(obj, ctx))
+
+
+def _pod_labels(o: Any, pod: Any) -> dict[str, Any]:
+    labels = pod.labels
+    if o.kind == "LeaderWorkerSet":
+        labels = {**labels, LWS_NAME_LABEL: o.name or ""}
+    return labels
+
+
+def _selector(obj: Any) -> dict[str, Any] | None:
+    """A LabelSelector for exactly the workload's pods (None when there is no usable one)."""
+    if obj.kind == "LeaderWorkerSet":
+        return {"matchLabels": {LWS_NAME_LABEL: obj.name}} if obj.name else None
+    sel = obj.get("spec", "selector")
+    if isinstance(sel, dict) and set(sel) <= {"matchLabels", "matchExpressions"}:
+        ml, exprs = sel.get("matchLabels"), sel.get("matchExpressions")
+        if (ml is None or isinstance(ml, dict) and all(isinstance(v, str) for v in ml.values())) and \
+                (exprs is None or isinstance(exprs, list) and all(isinstance(e, dict) for e in exprs)) and \
+                (ml or exprs):
+            return {k: v for k, v in sel.items() if v}
+    return None
+
+
+def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
+    """Append a PDB (maxUnavailable: 1) selecting the workload's pods, when that is unambiguous."""
+    name, ns = obj.name, obj.namespace
+    sel = _selector(obj)
+    pods = list(pod_templates(obj))
+    if not name or sel is None or not pods or \
+            not all(selector_matches(sel, _pod_labels(obj, p)) for p in pods):
+        return None  # the rule would not see the new PDB select the pods
+    for o, pod in ctx.pods_in(ns or "default"):
+        if o is not obj and selector_matches(sel, _pod_labels(o, pod)):
+            return None  # it would also select another workload's pods
+    taken = {p.name for p in ctx.of_kind("PodDisruptionBudget", namespace=ns or "default")}
+    pdb_name = next((n for n in (name, f"{name}-pdb") if n not in taken and len(n) <= 253), None)
+    if pdb_name is None:
+        return None
+    meta: dict[str, Any] = {"name": pdb_name}
+    if ns:
+        meta["namespace"] = ns
+    doc = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+           "spec": {"maxUnavailable": 1, "selector": sel}}
+    return make_fix(f"add PodDisruptionBudget {pdb_name} with maxUnavailable: 1",
+                    [edits.append_document(obj, doc)], unsafe=True)
 
 
 def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:

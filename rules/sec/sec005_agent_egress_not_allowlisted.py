@@ -100,10 +100,15 @@ spec:
 None.
 
 ## Fix
-None: the allowlist is the agent's own (which model endpoint, which package mirror, which
-internal services), and a fix cannot add a new object to the file. Start from a
-default-deny egress NetworkPolicy selecting the pod that allows only DNS to
-`kube-system/kube-dns`, then add the endpoints with Cilium `toFQDNs` or an egress proxy.
+Unsafe, and only a start: when no policy selects the pod, append a `networking.k8s.io/v1`
+NetworkPolicy `<name>-egress` in the pod's namespace that selects it (the workload's
+`spec.selector`, else the pod's labels) with `policyTypes: [Egress]` and one egress rule:
+DNS (UDP and TCP 53) to the `k8s-app: kube-dns` pods of `kube-system`. Every other
+destination is then denied, so the agent loses its model API and tools until you add them
+(the allowlist is the agent's own: Cilium `toFQDNs`, an egress proxy, or `ipBlock`s); with
+NodeLocal DNSCache, allow its address too. No fix for policies that are too broad (narrow
+them), for SandboxTemplates, for kinds with several pod templates, or when the selector
+would also select pods of another workload in these files.
 
 ## References
 - https://docs.cilium.io/en/stable/security/policy/language/#dns-based
@@ -117,12 +122,13 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ailint.agents import executes_code
+from ailint import edits
 from ailint.extract import POD_KINDS, is_agent_pod, pod_templates
 from ailint.facts import selector_matches
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
+from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
 from ailint.netpol import (CILIUM_KINDS, ipblock_prefix, is_network_policy, policies_selecting, rule_peers,
                            rule_ports)
-from ailint.registry import Rule, Scope
+from ailint.registry import Rule, Scope, make_fix
 
 RULE = Rule(
     code="SEC005",
@@ -131,7 +137,7 @@ RULE = Rule(
     summary="An agent pod can send data to any host: no egress allowlist selects it",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
-    fix=FixAvailability.NEVER,
+    fix=FixAvailability.SOMETIMES,
     tags=("security", "agents", "network"),
     precision="medium",
     security_severity=7.5,
@@ -252,12 +258,57 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             yield RULE.finding(obj, where, f"{who}: no NetworkPolicy or CiliumNetworkPolicy with egress rules "
                                            f"selects it{'' if known else ' in these files'}, so it can reach any "
                                            "host; add default-deny egress plus DNS and an allowlist",
-                               severity=sev if known else _LOWER[sev])
+                               severity=sev if known else _LOWER[sev], fix=_deny_egress_fix(obj, pod, ctx))
             continue
         broad = c_broad or k_broad
         if broad and not c_fqdn:
             yield RULE.finding(obj, where, f"{who} egress is not an allowlist: {broad}; allow DNS and named "
                                            "endpoints only (Cilium toFQDNs or an egress proxy)", severity=sev)
+
+
+_FIX_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "CronJob", "LeaderWorkerSet")
+_SELECTOR_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
+DNS_EGRESS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                      "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+              "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+
+
+def _pod_selector(obj: Any, pod: Any) -> dict[str, Any] | None:
+    """A LabelSelector for exactly this pod template's pods, or None."""
+    sel = obj.get("spec", "selector") if obj.kind in _SELECTOR_KINDS else None
+    if isinstance(sel, dict) and set(sel) <= {"matchLabels", "matchExpressions"}:
+        ml, exprs = sel.get("matchLabels"), sel.get("matchExpressions")
+        if (ml is None or isinstance(ml, dict) and all(isinstance(v, str) for v in ml.values())) and \
+                (exprs is None or isinstance(exprs, list) and all(isinstance(e, dict) for e in exprs)) and \
+                (ml or exprs):
+            return {k: v for k, v in sel.items() if v}
+    labels = pod.labels
+    if labels and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return {"matchLabels": dict(labels)}
+    return None
+
+
+def _deny_egress_fix(obj: Any, pod: Any, ctx: Any) -> Fix | None:
+    """Append a default-deny egress NetworkPolicy allowing DNS, when it selects exactly this pod."""
+    name, ns = obj.name, obj.namespace
+    if obj.kind not in _FIX_KINDS or not name or len(list(pod_templates(obj))) != 1:
+        return None
+    sel = _pod_selector(obj, pod)
+    if sel is None or not selector_matches(sel, pod.labels):
+        return None  # the rule would not see the new policy select the pod
+    for o, other in ctx.pods_in(_ns(obj)):
+        if o is not obj and selector_matches(sel, other.labels):
+            return None  # it would cut off another workload's egress too
+    np_name = f"{name}-egress"
+    if len(np_name) > 253 or any(np.name == np_name for np in ctx.of_kind("NetworkPolicy", namespace=_ns(obj))):
+        return None
+    meta: dict[str, Any] = {"name": np_name}
+    if ns:
+        meta["namespace"] = ns
+    doc = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
+           "spec": {"podSelector": sel, "policyTypes": ["Egress"], "egress": [DNS_EGRESS]}}
+    return make_fix(f"add NetworkPolicy {np_name}: deny egress but DNS (then allow the agent's endpoints)",
+                    [edits.append_document(obj, doc)], unsafe=True)
 
 
 def _sandbox_template(obj: Any) -> tuple[tuple, str] | None:
