@@ -260,15 +260,17 @@ def webhook() -> None:
 @click.option("--insecure-http", is_flag=True, help="Serve plain HTTP (local tests only).")
 @click.option("--enforce", is_flag=True, help="Deny requests with error findings (default: warn only).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Worker processes sharing the port (pre-fork); 0 = one per usable CPU.")
 def webhook_serve(host: str, port: int, tls_cert: str | None, tls_key: str | None, insecure_http: bool,
-                  enforce: bool, config_file: str | None) -> None:
+                  enforce: bool, config_file: str | None, workers: int) -> None:
     """Serve POST /validate for admission.k8s.io/v1 AdmissionReview requests."""
     from .webhook import serve
 
     if not insecure_http and not (tls_cert and tls_key):
         _fail("--tls-cert and --tls-key are required (or --insecure-http for local tests)")
     sys.exit(serve(host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, insecure_http=insecure_http,
-                   enforce=enforce, config_file=config_file))
+                   enforce=enforce, config_file=config_file, workers=workers))
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job",
 POD_KINDS = ("Pod", *WORKLOAD_KINDS, "CronJob", "LeaderWorkerSet", "RayCluster", "RayJob", "RayService",
              "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet", "TrainJob",
              "TrainingRuntime", "ClusterTrainingRuntime", "Volcano/Job", "InferenceService", "PodTemplate",
-             "Sandbox", "SandboxTemplate")
+             "Sandbox", "SandboxTemplate", "LLMInferenceService", "LLMInferenceServiceConfig")
 BATCH_KINDS = ("Job", "CronJob", "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob",
                "JobSet", "TrainJob", "RayJob", "TrainingRuntime", "ClusterTrainingRuntime")
 ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron",
@@ -124,6 +124,14 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
 
 _TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
 _TEMPLATES_MAX = 256
+
+
+def forget(obj: K8sObject) -> None:
+    """Drop the cached templates of `obj`: a long-running caller (the webhook) that checks
+    one object at a time must not keep the last few hundred alive."""
+    hit = _TEMPLATES.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        _TEMPLATES.pop(id(obj), None)
 
 
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
@@ -232,6 +240,10 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             if c and ("containers" in c or any(isinstance(v, dict) for v in c.values())):
                 if "containers" in c:
                     yield PodTemplate(obj, ("spec", comp), None, comp, _int(c.get("minReplicas")))
+    elif kind in ("LLMInferenceService", "LLMInferenceServiceConfig") and obj.group.startswith("serving.kserve.io"):
+        from .kserve import templates as kserve_templates  # bare PodSpecs, merged over presets
+
+        yield from kserve_templates(obj, spec)
 
 
 def _jobset_templates(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
@@ -338,11 +350,21 @@ class Container:
 
     @property
     def tokens(self) -> list[str]:
-        return list(self._cached("tokens", lambda: command_tokens(self.data)))
+        return list(self._cached("tokens", lambda: _preset_tokens(self) or command_tokens(self.data)))
 
     @property
     def volume_mounts(self) -> list[dict[str, Any]]:
         return [m for m in as_list(self.data.get("volumeMounts")) if isinstance(m, dict)]
+
+
+def _preset_tokens(c: Container) -> list[str] | None:
+    """The command a controller preset runs in `c` when the file sets none (KServe
+    LLMInferenceService, see ailint.kserve), else None."""
+    if c.pod.obj.kind not in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+        return None
+    from .kserve import preset_tokens
+
+    return preset_tokens(c)
 
 
 def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Container]:
@@ -565,7 +587,8 @@ def _serving_engine(c: Container) -> str | None:
             if re.search(r"(^|\s|/)vllm serve\b|vllm\.entrypoints", " ".join(toks).lower()):
                 return engine
             if img_re.search(image) and not any(x in image for x in (
-                    "vllm-router", "production-stack-router", "inference-scheduler", "routing-sidecar")):
+                    "vllm-router", "production-stack-router", "inference-scheduler", "routing-sidecar",
+                    "llm-d-router", "latency-predictor")):
                 return engine
             continue
         if img_re.search(image) or any(e in head for e in entry):
@@ -662,6 +685,9 @@ def _is_serving_pod(pod: PodTemplate) -> bool:
         return ov == "serving"
     if pod.obj.kind == "RayService":
         return True
+    if pod.obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig") and \
+            pod.role in ("main", "worker", "prefill", "prefill-worker"):
+        return True  # KServe runs vLLM there even when the template names no image
     return bool(serving_containers(pod))
 
 
@@ -698,6 +724,8 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
     obj = pod.obj
     if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
         return True
+    if obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+        return False  # model servers and their endpoint picker
     if obj.kind == "DaemonSet":
         return False  # node agents (log shippers, device plugins, exporters)
     names = [obj.name or "", *[f"{k}={v}" for k, v in {**obj.labels, **pod.labels}.items()

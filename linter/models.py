@@ -238,6 +238,10 @@ def candidate_model_ids(container: Container | None, pod: PodTemplate) -> list[s
         served = flag_value(container.tokens, "--served-model-name")
         if served:
             out.extend(s for s in served.split(",") if s)
+    if pod.obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+        uri = pod.obj.get("spec", "model", "uri")  # hf://org/name, s3://..., pvc://...
+        if isinstance(uri, str) and uri:
+            out.append(uri)
     if pod.obj.kind == "RayService":
         cfg = pod.obj.get("spec", "serveConfigV2")
         if isinstance(cfg, str):

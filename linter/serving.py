@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 from . import pkgdata
 from . import edits
 from .extract import Container, PodTemplate, parse_quantity, serving_engine
+from .kserve import preset_source
 from .model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
 
 
@@ -277,14 +278,15 @@ def gpu_path(c: Container) -> tuple:
 
 
 def flag_path(c: Container, names: Sequence[str]) -> tuple | None:
-    """The path of the command/args item where one of `names` is written (last one wins)."""
+    """The path of the command/args item where one of `names` is written (last one wins), else
+    where a controller-built command takes it from (KServe LLMInferenceService: spec fields)."""
     best = None
     pat = _flag_regex(names)
     for key in ("command", "args"):
         for i, tok in enumerate(as_list(c.data.get(key))):
             if isinstance(tok, str) and pat.search(tok):
                 best = c.path_of(key, i)
-    return best
+    return best if best is not None else preset_source(c, names)
 
 
 def _flag_regex(names: Sequence[str]) -> re.Pattern[str]:
@@ -352,6 +354,10 @@ def set_flag_edit(obj: K8sObject, c: Container, names: Sequence[str], new_value:
                 continue
             for m in pat.finditer(tok):
                 hits.append((key, i, m))
+    if not hits:
+        path = preset_source(c, names, create=True)  # KServe LLMInferenceService spec.parallelism
+        if path is not None and path[-2] == "parallelism" and isinstance(new_value, int):
+            return edits.set_value(obj, path, new_value)
     if len(hits) != 1:
         return None
     key, i, m = hits[0]
@@ -586,4 +592,5 @@ def text_location(obj: K8sObject, c: Container, text: str) -> tuple[tuple, Span 
                 path = c.path_of(key, i)
                 m = match_in_scalar(obj, path, rx)
                 return path, (span_of(obj, *m) if m else None)
-    return None
+    src = preset_source(c, text=text)  # KServe LLMInferenceService spec.model.uri / name
+    return (src, None) if src is not None else None

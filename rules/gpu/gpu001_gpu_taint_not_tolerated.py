@@ -136,6 +136,7 @@ from typing import Any, Iterator
 from ailint import gpu_facts
 from ailint.extract import (POD_KINDS, effective_tolerations, parse_taint, pod_accelerators, pod_templates,
                             untolerated)
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity, as_list
 from ailint.registry import Rule, Scope, make_fix
 
@@ -171,6 +172,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if pod.spec.get("nodeName"):
             continue  # bound by hand: the scheduler and Karpenter are not involved
+        if "tolerations" not in pod.spec and preset_supplies(pod, "tolerations"):
+            continue  # an LLMInferenceService config the run may not show can add them
         why = gpu_facts.accelerator_target(pod, ctx)
         if not why:
             continue

@@ -60,6 +60,7 @@ from typing import Any, Iterator
 
 from ailint import edits
 from ailint.extract import POD_KINDS, all_containers, parse_quantity
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity
 from ailint.registry import Rule, make_fix
 
@@ -98,6 +99,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if where == "limits":
                 continue
             if res not in limits:
+                if preset_supplies(c, "resources"):
+                    continue  # an LLMInferenceService config the run may not show can set the limit
                 yield RULE.finding(obj, path, f"{res} is requested ({value}) but not limited; extended "
                                               "resources must be set in limits",
                                    fix=_copy_to_limits(obj, c, res, value))

@@ -81,6 +81,7 @@ from typing import Any, Iterator
 
 from ailint import gpu_facts, instances
 from ailint.extract import POD_KINDS, pod_templates
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 
@@ -155,8 +156,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if not acc or gpu_facts.is_placeholder(c):
                 continue
             missing = [r for r in ("cpu", "memory") if c.request(r) in (None, "") and r not in defaults]
-            if not missing:
-                continue
+            if not missing or preset_supplies(c, "resources"):
+                continue  # (an LLMInferenceService config the run may not show can set them)
             if types is False:
                 types = gpu_facts.target_types(ctx, pod)
             res = gpu_facts.main_resource(acc)

@@ -94,6 +94,7 @@ from typing import Any, Iterator
 from ailint import gpu_facts
 from ailint.extract import (GPU_RESOURCES, NEURON_RESOURCES, POD_KINDS, flag_value, parse_quantity, pod_templates,
                             serving_engine, volumes)
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity, as_dict
 from ailint.registry import Option, Rule, make_fix
 
@@ -161,6 +162,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES) or gpu_facts.is_placeholder(c):
                 continue
             if _mounts_shm(c) or c.env_value("NCCL_SHM_DISABLE") in ("1", "true", "True"):
+                continue
+            if preset_supplies(c, "/dev/shm"):  # KServe LLMInferenceService presets mount a Memory emptyDir
                 continue
             why = _reason(c)
             if why is None:

@@ -90,7 +90,7 @@ RULE = Rule(
 )
 
 LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "LeaderWorkerSet",
-                "RayService", "InferenceService")
+                "RayService", "InferenceService", "LLMInferenceService")
 _VERBOSE = ("INFO", "TRACE")
 _NCCL_TESTS = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|broadcast_perf|"
                          r"sendrecv_perf|nccl-tests|nccl_tests)\b")

@@ -69,6 +69,7 @@ from typing import Any, Iterator
 
 from ailint import edits
 from ailint.extract import POD_KINDS, is_training_pod, pod_templates
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity
 from ailint.registry import Rule, make_fix
 
@@ -88,8 +89,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         training = is_training_pod(pod)
         for i, c in enumerate(pod.containers(include_init=False)):
-            if "terminationMessagePolicy" in c.data:
-                continue
+            if "terminationMessagePolicy" in c.data or preset_supplies(c, "terminationMessagePolicy"):
+                continue  # set here, or by a controller preset (KServe LLMInferenceService)
             accel = c.accelerators()
             if not accel and not (training and i == 0):
                 continue  # sidecars of training pods (log forwarders) are not the crash to keep

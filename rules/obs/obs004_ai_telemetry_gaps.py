@@ -144,6 +144,8 @@ def _unscraped_servers(obj: Any, ctx: Any) -> Iterator[Finding]:
         return
     if obj.kind in ("RayCluster", "RayJob", "RayService"):
         return  # Ray exports its own metrics endpoint; vLLM inside Ray Serve is scraped through it
+    if obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+        return  # KServe creates a PodMonitor (kserve-llm-isvc-vllm-engine) for its pods by default
     for pod in pod_templates(obj):
         if obj.kind == "LeaderWorkerSet" and pod.role == "worker" and obj.has(
                 ("spec", "leaderWorkerTemplate", "leaderTemplate")):

@@ -116,6 +116,7 @@ from ailint import edits
 from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_node_requirements,
                             pod_templates,
                             requirements_from_terms, serving_containers)
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 
@@ -243,6 +244,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if why is None:
             continue
         tgp = _tgp(pod)
+        if "terminationGracePeriodSeconds" not in pod.spec and preset_supplies(pod, "terminationGracePeriodSeconds"):
+            tgp = None  # a controller preset sets it (KServe LLMInferenceService: 60 s)
         tgp_path = pod.path("terminationGracePeriodSeconds")
         if tgp is not None and tgp > 120:
             yield RULE.finding(obj, tgp_path, f"terminationGracePeriodSeconds {tgp} exceeds the 2-minute Spot notice "
@@ -257,7 +260,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                                             unsafe=True))
         if serving:
             for c, engine in serving_containers(pod) or [(c, "") for c in pod.containers(include_init=False)][:1]:
-                if as_dict(c.data.get("lifecycle")).get("preStop"):
+                if as_dict(c.data.get("lifecycle")).get("preStop") or preset_supplies(c, "preStop"):
                     continue
                 yield RULE.finding(obj, c.path_of("lifecycle", "preStop"),
                                    f"serving container {c.name} on Spot ({why}) has no preStop hook: it gets "

@@ -83,6 +83,7 @@ from typing import Any, Iterator
 from ailint import edits, serving
 from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_templates,
                             serving_engine)
+from ailint.kserve import preset_supplies
 from ailint.model import FixAvailability, Finding, Severity, as_dict
 from ailint.registry import Option, Rule, make_fix
 
@@ -123,6 +124,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             msg = (f"image {image} ({what}) can change between pulls in {kind} container {name}; "
                    "pin a tag or digest")
             policy = c.data.get("imagePullPolicy")
+            if policy is None and preset_supplies(c, "imagePullPolicy"):
+                policy = "IfNotPresent"  # KServe LLMInferenceService presets set it
             if accel and (policy == "Always" or (policy is None and (ref.tag is None or ref.tag == "latest"))):
                 why = "imagePullPolicy: Always" if policy == "Always" else "pull policy Always by default"
                 msg = (f"image {image} ({what}) is re-pulled ({why}) at every start of accelerator "

@@ -226,7 +226,8 @@ def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp:
     if has_tp:
         edit = serving.set_flag_edit(obj, c, args.flag_names("tp"), new_tp)
     elif args.engine == "vllm":
-        edit = serving.append_arg_edit(obj, c, f"--tensor-parallel-size={new_tp}")
+        edit = serving.set_flag_edit(obj, c, args.flag_names("tp"), new_tp) or \
+            serving.append_arg_edit(obj, c, f"--tensor-parallel-size={new_tp}")  # the first: LLMInferenceService
     else:
         edit = serving.append_arg_edit(obj, c, f"--tp-size={new_tp}")
     why = "the GPU limit" if denom == 1 else f"{gpus} GPUs / {denom} PP x DP"

@@ -174,6 +174,8 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 shards = args.int("tp") or int(serving.gpu_limit(c) or 1)
             else:
                 shards = args.tp * args.pp
+                if args.dp > 1 and serving.has_flag(args.tokens, ("--enable-expert-parallel", "-ep")):
+                    continue  # experts spread over TP x DP ranks, across pods: the per-GPU share is unknown
             util = args.float("gpu_memory_utilization") or serving.data()["gpu_memory_utilization_default"]
             offload = args.float("cpu_offload_gb") or 0.0
             usable = _usable(types, neuron, util, shards, offload)

@@ -78,6 +78,7 @@ from typing import Any, Iterator
 from ailint import edits, serving
 from ailint.extract import pod_templates
 from ailint.facts import namespace_of, selector_matches
+from ailint.kserve import controller_labels
 from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
 
@@ -111,6 +112,8 @@ def _selector_labels(spec: dict[str, Any]) -> dict[str, str] | None:
 
 def _pod_labels(o: Any, pod: Any) -> dict[str, str]:
     labels = {str(k): str(v) for k, v in pod.labels.items()}
+    for k, v in controller_labels(pod).items():
+        labels.setdefault(k, v)
     if o.kind == "LeaderWorkerSet":
         labels.setdefault("leaderworkerset.sigs.k8s.io/name", o.name or "")
         if pod.role == "leader":
@@ -255,8 +258,11 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
         servers = list(serving.iter_serving(pod))
         if servers:
             any_serving = True
-        if selector_matches(labels, _pod_labels(o, pod)):
-            matched.append((o, pod, servers))
+        pod_labels = _pod_labels(o, pod)
+        if selector_matches(labels, pod_labels) or (
+                pod_labels.get("kserve.io/component") == "workload"
+                and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name):
+            matched.append((o, pod, servers))  # KServe copies a referenced pool's selector onto its pods
     sel_path = ("spec", "selector", "matchLabels") if "matchLabels" in as_dict(spec.get("selector")) \
         else ("spec", "selector")
     shown = ", ".join(f"{k}={v}" for k, v in labels.items())

@@ -125,7 +125,7 @@ RULE = Rule(
 )
 
 _LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "LeaderWorkerSet",
-                 "RayCluster", "RayService", "Pod", "InferenceService")
+                 "RayCluster", "RayService", "Pod", "InferenceService", "LLMInferenceService")
 
 
 def _claims(pod: PodTemplate) -> Iterator[tuple[int, str]]:
