@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 PEER_VENV = ROOT / "bench" / ".peer-venv"
-GENERATED = ROOT / "bench" / ".generated"
+GENERATED = ROOT / "bench" / "generated"  # not a dot folder: Checkov skips those
 PEER = "checkov==3.3.30"
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 
@@ -57,8 +57,11 @@ def measure(cmd: list[str]) -> tuple[float, float]:
         full = [time_bin, "-v", *cmd]
     else:
         full = cmd
+    # As on a user's machine, a tool's first (discarded) run may cache its bytecode: with
+    # PYTHONDONTWRITEBYTECODE set, every run would compile each edited module again.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t0 = time.perf_counter()
-    proc = subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.perf_counter() - t0
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr or "")
     rss = int(m.group(1)) / 1024 if m else float("nan")
