@@ -123,7 +123,15 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
 
 
 _TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
-_TEMPLATES_MAX = 256
+# Enough for every object of a large run: the bundle rules and the context's pod index then
+# share one set of templates (and their per-pod memos) with the single-object rules. A run
+# ends with `clear_templates()`; the webhook forgets each object after its request.
+_TEMPLATES_MAX = 1 << 16
+
+
+def clear_templates() -> None:
+    """Forget every cached template (the end of a run, or of a worker's batch of files)."""
+    _TEMPLATES.clear()
 
 
 def forget(obj: K8sObject) -> None:
@@ -137,8 +145,8 @@ def forget(obj: K8sObject) -> None:
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     """Every pod template of every supported kind (see spec section 0).
 
-    Computed once per object and shared by every rule (the last few hundred objects are
-    remembered; an entry holds its object, so an id is never reused while it is cached).
+    Computed once per object and shared by every rule for the whole run (an entry holds its
+    object, so an id is never reused while it is cached).
     Objects are never mutated during a run, so the templates stay valid.
     """
     key = id(obj)

@@ -4,9 +4,11 @@ bundle rules and schema validation between forked processes.
 Workers return each file's result (objects included, so bundle rules can join them in the
 parent; with `ailint.bounded` the position tables and texts stay behind and are re-read on
 demand); results come back in input order. The bundle phase forks the parent once all
-objects are joined (copy-on-write: nothing is pickled but the findings), hands out chunks of
-objects through a pipe of task numbers, and puts the findings back in object order, so
-findings are identical with and without `--jobs`.
+objects are joined (copy-on-write: nothing is pickled but the findings), hands out one task
+per bundle rule (and the schema pass) through a pipe of task numbers, and puts the findings
+back in the serial order (object, then rule), so findings are identical with and without
+`--jobs`. A task per rule, not per slice of objects, builds each rule's run-wide indexes in
+one process only.
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ def _init(settings: Any, engine_args: tuple) -> None:
 
 
 def _work(chunk: list) -> list[FileResult]:
+    from .extract import clear_templates
     from .run import process_file
 
-    return [process_file(c, _STATE["settings"], _STATE["engine"]) for c in chunk]
+    try:
+        return [process_file(c, _STATE["settings"], _STATE["engine"]) for c in chunk]
+    finally:
+        clear_templates()  # the objects go to the parent: keep none of them here
 
 
 def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> list[FileResult]:
@@ -54,10 +60,10 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     return [fr for _, fr in results]
 
 
-def run_forked(work: Any, n: int, schema: bool, jobs: int) -> list[list[Any]] | None:
-    """`work(range)` for chunks of range(n) and `work(None)` (the schema pass, when `schema`),
-    shared by `jobs` processes: the parent and forked children. Returns the results in chunk
-    order (schema last), or None when forking is not possible (the caller runs serially)."""
+def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
+    """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
+    take tasks from one pipe until none is left (put the longest first). Returns {task:
+    result}, or None when forking is not possible (the caller runs serially)."""
     import pickle
     import struct
     import sys
@@ -65,30 +71,24 @@ def run_forked(work: Any, n: int, schema: bool, jobs: int) -> list[list[Any]] | 
     procs = min(jobs, os.cpu_count() or 1)
     if procs < 2 or not hasattr(os, "fork") or sys.platform == "win32":
         return None
-    size = max(8, n // (procs * 8))
-    bounds = [range(a, min(a + size, n)) for a in range(0, n, size)]
-    tasks = ([-1] if schema else []) + list(range(len(bounds)))  # the schema pass is the longest task
     rd, wr = os.pipe()
     os.write(wr, b"".join(struct.pack("<i", t) for t in tasks))  # 4 bytes a task, < PIPE_BUF
     os.close(wr)
 
-    def run(t: int) -> list[Any]:
-        return list(work(None if t < 0 else bounds[t]))
-
-    def drain() -> dict[int, list[Any]]:
-        done: dict[int, list[Any]] = {}
+    def drain() -> dict[int, Any]:
+        done: dict[int, Any] = {}
         while True:
             b = os.read(rd, 4)
             if len(b) < 4:
                 return done
             t = struct.unpack("<i", b)[0]
-            done[t] = run(t)
+            done[t] = work(t)
 
     children: list[tuple[int, int]] = []
     for _ in range(procs - 1):
         r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:  # child: take tasks until none are left, send the findings, leave
+        if pid == 0:  # child: take tasks until none are left, send the results, leave
             code = 1
             try:
                 os.close(r)
@@ -110,9 +110,7 @@ def run_forked(work: Any, n: int, schema: bool, jobs: int) -> list[list[Any]] | 
             results.update(pickle.loads(data))
         except Exception:  # noqa: BLE001 - a child that died: its tasks are redone below
             pass
-    out = []
-    for t in range(len(bounds)):
-        out.append(results[t] if t in results else run(t))
-    if schema:
-        out.append(results[-1] if -1 in results else run(-1))
-    return out
+    for t in tasks:
+        if t not in results:
+            results[t] = work(t)
+    return results

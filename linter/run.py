@@ -146,7 +146,12 @@ def lint(paths: Sequence[str], settings: Settings, *, stdin_text: str | None = N
         file_results = run_parallel(candidates, settings, engine, jobs)
     else:
         file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
-    return finish(file_results, settings, engine, result)
+    try:
+        return finish(file_results, settings, engine, result)
+    finally:
+        from .extract import clear_templates
+
+        clear_templates()
 
 
 def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
@@ -197,10 +202,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     schema = bool(settings.schema and sch and objects)
     chunks = None
     if engine.jobs > 1 and len(objects) > 1:
-        from .parallel import run_forked
-
-        chunks = run_forked(lambda chunk: bundle_chunk(chunk, objects, ctx, settings, engine, sch),
-                            len(objects), schema, engine.jobs)
+        chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
     if chunks is None:
         chunks = [bundle_chunk(range(len(objects)), objects, ctx, settings, engine, sch)]
         if schema:
@@ -243,6 +245,42 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     result.findings = sorted(res.kept + [f for f in res.meta if f.code in ail_enabled], key=Finding.sort_key)
     result.suppressed.extend(res.suppressed)
     return result
+
+
+def _bundle_forked(objects: list[K8sObject], ctx: Context, settings: Settings, engine: Engine,
+                   sch: list[RegisteredRule], schema: bool) -> list[list[Finding]] | None:
+    """The bundle rules (a task each) and the schema pass shared by forked processes; the
+    findings in the serial order (by object, then by rule). None when forking is not possible."""
+    from .parallel import run_forked
+
+    rules = engine.bundle_rules
+    # the indexes most rules read, built once here and inherited by every process
+    ctx._by_kind, ctx._pods, ctx.nodepools  # noqa: B018
+    position = {id(reg): t for t, reg in enumerate(rules)}
+    targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
+    for i, obj in enumerate(objects):
+        for reg in engine.rules_for(obj, bundle=True):
+            targets[position[id(reg)]].append(i)
+
+    def work(t: int) -> list[Any]:
+        if t < 0:  # the schema pass, the longest task: first in the queue
+            return bundle_chunk(None, objects, ctx, settings, engine, sch)
+        reg = rules[t]
+        out: list[tuple[int, list[Finding]]] = []
+        for i in targets[t]:
+            found = engine.check(reg, objects[i], ctx)
+            if found:
+                out.append((i, found))
+        return out
+
+    results = run_forked(work, ([-1] if schema else []) + list(range(len(rules))), engine.jobs)
+    if results is None:
+        return None
+    merged = sorted(((i, t, found) for t in range(len(rules)) for i, found in results[t]), key=lambda x: x[:2])
+    parts = [[f for _, _, found in merged for f in found]]
+    if schema:
+        parts.append(results[-1])
+    return parts
 
 
 def bundle_chunk(indexes: Iterable[int] | None, objects: list[K8sObject], ctx: Context, settings: Settings,
