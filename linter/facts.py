@@ -17,6 +17,20 @@ from .extract import (ACCELERATOR_RESOURCES, PodTemplate, Profile, Requirement, 
 from .model import K8sObject, as_dict, as_list, get_in, iter_dicts
 
 
+def copyable_selector(selector: Any) -> dict[str, Any] | None:
+    """`selector` as a LabelSelector a fix can copy into a new object (a PodDisruptionBudget,
+    a NetworkPolicy): string matchLabels and/or mapping matchExpressions, nothing else and not
+    empty; None otherwise."""
+    if not isinstance(selector, dict) or not set(selector) <= {"matchLabels", "matchExpressions"}:
+        return None
+    ml, exprs = selector.get("matchLabels"), selector.get("matchExpressions")
+    if (ml is None or isinstance(ml, dict) and all(isinstance(v, str) for v in ml.values())) and \
+            (exprs is None or isinstance(exprs, list) and all(isinstance(e, dict) for e in exprs)) and \
+            (ml or exprs):
+        return {k: v for k, v in selector.items() if v}
+    return None
+
+
 def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
     """A LabelSelector (matchLabels + matchExpressions) or a plain map against labels.
 

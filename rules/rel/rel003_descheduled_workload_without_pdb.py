@@ -137,7 +137,7 @@ from ailint.descheduler import policies, protected_by
 from ailint.disruption import disrupting_reasons
 from ailint import edits
 from ailint.extract import pod_accelerators, pod_templates
-from ailint.facts import selector_matches
+from ailint.facts import copyable_selector, selector_matches
 from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict
 from ailint.registry import Rule, Scope, make_fix
 
@@ -262,14 +262,7 @@ def _selector(obj: Any) -> dict[str, Any] | None:
     """A LabelSelector for exactly the workload's pods (None when there is no usable one)."""
     if obj.kind == "LeaderWorkerSet":
         return {"matchLabels": {LWS_NAME_LABEL: obj.name}} if obj.name else None
-    sel = obj.get("spec", "selector")
-    if isinstance(sel, dict) and set(sel) <= {"matchLabels", "matchExpressions"}:
-        ml, exprs = sel.get("matchLabels"), sel.get("matchExpressions")
-        if (ml is None or isinstance(ml, dict) and all(isinstance(v, str) for v in ml.values())) and \
-                (exprs is None or isinstance(exprs, list) and all(isinstance(e, dict) for e in exprs)) and \
-                (ml or exprs):
-            return {k: v for k, v in sel.items() if v}
-    return None
+    return copyable_selector(obj.get("spec", "selector"))
 
 
 def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:

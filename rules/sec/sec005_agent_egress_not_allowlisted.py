@@ -124,7 +124,7 @@ from typing import Any, Iterator
 from ailint.agents import executes_code
 from ailint import edits
 from ailint.extract import POD_KINDS, is_agent_pod, pod_templates
-from ailint.facts import selector_matches
+from ailint.facts import copyable_selector, selector_matches
 from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
 from ailint.netpol import (CILIUM_KINDS, ipblock_prefix, is_network_policy, policies_selecting, rule_peers,
                            rule_ports)
@@ -275,13 +275,9 @@ DNS_EGRESS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metad
 
 def _pod_selector(obj: Any, pod: Any) -> dict[str, Any] | None:
     """A LabelSelector for exactly this pod template's pods, or None."""
-    sel = obj.get("spec", "selector") if obj.kind in _SELECTOR_KINDS else None
-    if isinstance(sel, dict) and set(sel) <= {"matchLabels", "matchExpressions"}:
-        ml, exprs = sel.get("matchLabels"), sel.get("matchExpressions")
-        if (ml is None or isinstance(ml, dict) and all(isinstance(v, str) for v in ml.values())) and \
-                (exprs is None or isinstance(exprs, list) and all(isinstance(e, dict) for e in exprs)) and \
-                (ml or exprs):
-            return {k: v for k, v in sel.items() if v}
+    sel = copyable_selector(obj.get("spec", "selector")) if obj.kind in _SELECTOR_KINDS else None
+    if sel is not None:
+        return sel
     labels = pod.labels
     if labels and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         return {"matchLabels": dict(labels)}
