@@ -204,3 +204,33 @@ def test_diff_stdout_is_only_the_patch(tmp_path, bad):
     assert out.startswith("--- ") and "+++ " in out and "+          nvidia.com/gpu: 1" in out
     assert '"findings"' not in out  # the report went to stderr
     assert bad.read_text() == BAD  # nothing written
+
+
+def _ailint(*args, **kw):
+    """The real entry point in a process of its own: `main()` leaves through `os._exit`."""
+    return subprocess.run([sys.executable, "-m", "ailint", *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_entry_point_exit_codes_and_output(tmp_path, bad):
+    clean = tmp_path / "clean.yaml"
+    clean.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n")
+    found = _ailint("check", "--no-config", "--format", "json", str(bad))
+    assert found.returncode == 1 and json.loads(found.stdout)["findings"], found.stderr
+    assert _ailint("check", "--no-config", str(clean)).returncode == 0
+    usage = _ailint("check", "--no-such-option")
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+    out = tmp_path / "report.sarif"
+    written = _ailint("check", "--no-config", "--format", "sarif", "-o", str(out), str(bad))
+    assert written.returncode == 1 and json.loads(out.read_text())["version"] == "2.1.0"  # flushed and closed
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
+    many = tmp_path / "many.yaml"  # a report far larger than a pipe's buffer
+    many.write_text("---\n".join(BAD.replace("name: p", f"name: p{i}") for i in range(400)))
+    proc = subprocess.Popen([sys.executable, "-m", "ailint", "check", "--no-config", "--format", "json", str(many)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(1)
+    proc.stdout.close()  # `ailint check ... | head -c 1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "Exception ignored" not in err, err
