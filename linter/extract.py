@@ -38,8 +38,26 @@ def is_pod_kind(obj: K8sObject) -> bool:
 # ---------------------------------------------------------------------------------------
 # Pod templates
 # ---------------------------------------------------------------------------------------
+class _Memo:
+    """Facts derived from an extracted piece (a pod template, a container), computed once:
+    many rules ask the same piece the same question. The holder has a `_memo` slot."""
+
+    __slots__ = ()
+    _memo: dict[str, Any] | None
+
+    def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute()
+            return value
+
+
 @dataclass(slots=True)
-class PodTemplate:
+class PodTemplate(_Memo):
     """One pod template inside an object.
 
     `spec_path` is the path of the PodSpec; `meta_path` that of the template metadata
@@ -55,7 +73,7 @@ class PodTemplate:
     replicas: int | None = None
     group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
     _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
-    _facts: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # role answers, see _pod_fact
+    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -270,22 +288,12 @@ def _jobset_templates(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
 # Containers
 # ---------------------------------------------------------------------------------------
 @dataclass(slots=True)
-class Container:
+class Container(_Memo):
     pod: PodTemplate
     path: Path  # path of the container mapping inside the object
     data: dict[str, Any]
     init: bool = False
-    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts
-
-    def _cached(self, key: str, compute: Any) -> Any:
-        memo = self._memo
-        if memo is None:
-            memo = self._memo = {}
-        try:
-            return memo[key]
-        except KeyError:
-            value = memo[key] = compute()
-            return value
+    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
 
     @property
     def name(self) -> str:
@@ -671,20 +679,9 @@ def serving_containers(pod: PodTemplate) -> list[tuple[Container, str]]:
     return out
 
 
-def _pod_fact(pod: PodTemplate, key: str, compute: Callable[[PodTemplate], bool]) -> bool:
-    """A role answer computed once per pod template: many rules ask the same pod the same question."""
-    facts = pod._facts
-    if facts is None:
-        facts = pod._facts = {}
-    got = facts.get(key)
-    if got is None:
-        got = facts[key] = compute(pod)
-    return got
-
-
 def is_serving_pod(pod: PodTemplate) -> bool:
     """A pod running an inference server (by image or command), or annotated `serving`."""
-    return _pod_fact(pod, "serving", _is_serving_pod)
+    return pod._cached("serving", lambda: _is_serving_pod(pod))
 
 
 def _is_serving_pod(pod: PodTemplate) -> bool:
@@ -701,7 +698,7 @@ def _is_serving_pod(pod: PodTemplate) -> bool:
 
 def is_training_pod(pod: PodTemplate) -> bool:
     """A pod of a training job kind, a GPU batch Job, or one running a launcher (torchrun, ...)."""
-    return _pod_fact(pod, "training", _is_training_pod)
+    return pod._cached("training", lambda: _is_training_pod(pod))
 
 
 def _is_training_pod(pod: PodTemplate) -> bool:
@@ -722,7 +719,7 @@ def _is_training_pod(pod: PodTemplate) -> bool:
 def is_agent_pod(pod: PodTemplate) -> bool:
     """An AI agent's pod: agent-sandbox kinds, or agent/MCP/sandbox words in its names and
     labels once infrastructure agents (log shippers, monitoring) are taken out."""
-    return _pod_fact(pod, "agent", _is_agent_pod)
+    return pod._cached("agent", lambda: _is_agent_pod(pod))
 
 
 def _is_agent_pod(pod: PodTemplate) -> bool:

@@ -193,6 +193,11 @@ class Context:
             value = cache[key] = compute()
             return value
 
+    def build_indexes(self) -> None:
+        """Build the run-wide indexes most rules read now (before the bundle phase forks, so
+        every process inherits them instead of building its own)."""
+        self._by_kind, self._pods, self.nodepools  # noqa: B018 - cached properties
+
     @cached_property
     def _by_kind(self) -> dict[str, list[K8sObject]]:
         idx: dict[str, list[K8sObject]] = {}

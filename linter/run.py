@@ -254,8 +254,7 @@ def _bundle_forked(objects: list[K8sObject], ctx: Context, settings: Settings, e
     from .parallel import run_forked
 
     rules = engine.bundle_rules
-    # the indexes most rules read, built once here and inherited by every process
-    ctx._by_kind, ctx._pods, ctx.nodepools  # noqa: B018
+    ctx.build_indexes()
     position = {id(reg): t for t, reg in enumerate(rules)}
     targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
     for i, obj in enumerate(objects):
