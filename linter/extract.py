@@ -18,10 +18,12 @@ from .model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 # Kinds
 # ---------------------------------------------------------------------------------------
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
+KSERVE_LLM_KINDS = ("LLMInferenceService", "LLMInferenceServiceConfig")  # templates in ailint.kserve
+KSERVE_SERVING_ROLES = ("main", "worker", "prefill", "prefill-worker")  # the pods that run vLLM
 POD_KINDS = ("Pod", *WORKLOAD_KINDS, "CronJob", "LeaderWorkerSet", "RayCluster", "RayJob", "RayService",
              "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "JobSet", "TrainJob",
              "TrainingRuntime", "ClusterTrainingRuntime", "Volcano/Job", "InferenceService", "PodTemplate",
-             "Sandbox", "SandboxTemplate", "LLMInferenceService", "LLMInferenceServiceConfig")
+             "Sandbox", "SandboxTemplate", *KSERVE_LLM_KINDS)
 BATCH_KINDS = ("Job", "CronJob", "PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob",
                "JobSet", "TrainJob", "RayJob", "TrainingRuntime", "ClusterTrainingRuntime")
 ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron",
@@ -266,7 +268,7 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             if c and ("containers" in c or any(isinstance(v, dict) for v in c.values())):
                 if "containers" in c:
                     yield PodTemplate(obj, ("spec", comp), None, comp, _int(c.get("minReplicas")))
-    elif kind in ("LLMInferenceService", "LLMInferenceServiceConfig") and obj.group.startswith("serving.kserve.io"):
+    elif kind in KSERVE_LLM_KINDS and obj.group.startswith("serving.kserve.io"):
         from .kserve import templates as kserve_templates  # bare PodSpecs, merged over presets
 
         yield from kserve_templates(obj, spec)
@@ -376,7 +378,7 @@ class Container(_Memo):
 def _preset_tokens(c: Container) -> list[str] | None:
     """The command a controller preset runs in `c` when the file sets none (KServe
     LLMInferenceService, see ailint.kserve), else None."""
-    if c.pod.obj.kind not in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+    if c.pod.obj.kind not in KSERVE_LLM_KINDS:
         return None
     from .kserve import preset_tokens
 
@@ -690,8 +692,7 @@ def _is_serving_pod(pod: PodTemplate) -> bool:
         return ov == "serving"
     if pod.obj.kind == "RayService":
         return True
-    if pod.obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig") and \
-            pod.role in ("main", "worker", "prefill", "prefill-worker"):
+    if pod.obj.kind in KSERVE_LLM_KINDS and pod.role in KSERVE_SERVING_ROLES:
         return True  # KServe runs vLLM there even when the template names no image
     return bool(serving_containers(pod))
 
@@ -729,7 +730,7 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
     obj = pod.obj
     if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
         return True
-    if obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+    if obj.kind in KSERVE_LLM_KINDS:
         return False  # model servers and their endpoint picker
     if obj.kind == "DaemonSet":
         return False  # node agents (log shippers, device plugins, exporters)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Sequence
 
-from .extract import Container, PodTemplate, _int, command_tokens, shell_split
+from .extract import KSERVE_LLM_KINDS, KSERVE_SERVING_ROLES, Container, PodTemplate, _int, command_tokens, shell_split
 from .model import K8sObject, Path, as_dict, get_in
 
-KINDS = ("LLMInferenceService", "LLMInferenceServiceConfig")
+KINDS = KSERVE_LLM_KINDS
 
-SERVING_ROLES = ("main", "worker", "prefill", "prefill-worker")
+SERVING_ROLES = KSERVE_SERVING_ROLES
 
 
 def templates(obj: K8sObject, spec: dict[str, Any]) -> Iterator[PodTemplate]:

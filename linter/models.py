@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .extract import Container, PodTemplate, flag_value, format_bytes, model_id, parse_quantity
+from .extract import KSERVE_LLM_KINDS, Container, PodTemplate, flag_value, format_bytes, model_id, parse_quantity
 
 MODEL_SIZE_ANNOTATION = "ailint.io/model-size"
 MODEL_PARAMS_ANNOTATION = "ailint.io/model-params"
@@ -238,7 +238,7 @@ def candidate_model_ids(container: Container | None, pod: PodTemplate) -> list[s
         served = flag_value(container.tokens, "--served-model-name")
         if served:
             out.extend(s for s in served.split(",") if s)
-    if pod.obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+    if pod.obj.kind in KSERVE_LLM_KINDS:
         uri = pod.obj.get("spec", "model", "uri")  # hf://org/name, s3://..., pvc://...
         if isinstance(uri, str) and uri:
             out.append(uri)

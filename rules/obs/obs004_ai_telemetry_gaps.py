@@ -71,7 +71,7 @@ import re
 from typing import Any, Iterator
 
 from ailint import edits
-from ailint.extract import POD_KINDS, has_flag, is_accelerator_pod, pod_templates, serving_containers
+from ailint.extract import KSERVE_LLM_KINDS, POD_KINDS, has_flag, is_accelerator_pod, pod_templates, serving_containers
 from ailint.facts import selector_matches
 from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
 from ailint.registry import Rule, Scope, make_fix
@@ -144,7 +144,7 @@ def _unscraped_servers(obj: Any, ctx: Any) -> Iterator[Finding]:
         return
     if obj.kind in ("RayCluster", "RayJob", "RayService"):
         return  # Ray exports its own metrics endpoint; vLLM inside Ray Serve is scraped through it
-    if obj.kind in ("LLMInferenceService", "LLMInferenceServiceConfig"):
+    if obj.kind in KSERVE_LLM_KINDS:
         return  # KServe creates a PodMonitor (kserve-llm-isvc-vllm-engine) for its pods by default
     for pod in pod_templates(obj):
         if obj.kind == "LeaderWorkerSet" and pod.role == "worker" and obj.has(
