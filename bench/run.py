@@ -106,11 +106,18 @@ def scenarios(sizes: list[int]) -> list[tuple[str, list[str], list[str], list[st
     plain = sorted(glob.glob(str(CORPUS / "*" / "plain")))
     small = ROOT / "fixtures" / "demo" / "vllm.yaml"
     out: list[tuple[str, list[str], list[str], list[str] | None]] = [
-        (f"plain corpus ({len(plain)} folders, 1,922 files)",
-         ["check", "--format", "json", "--fail-on", "never", *plain],
-         [a for d in plain for a in ("-d", d)], None),
-        ("one small file", ["check", "--format", "json", "--fail-on", "never", str(small)],
-         ["-f", str(small)], [bare_python(), "-c", "pass"]),
+        (
+            f"plain corpus ({len(plain)} folders, 1,922 files)",
+            ["check", "--format", "json", "--fail-on", "never", *plain],
+            [a for d in plain for a in ("-d", d)],
+            None,
+        ),
+        (
+            "one small file",
+            ["check", "--format", "json", "--fail-on", "never", str(small)],
+            ["-f", str(small)],
+            [bare_python(), "-c", "pass"],
+        ),
     ]
     for mb in sizes:
         d = str(generate(mb))
@@ -128,8 +135,16 @@ def run(args: argparse.Namespace) -> str:
     for name, a_args, c_args, baseline in scenarios(args.sizes):
         cmds = {"ailint": ailint_cmd() + a_args}
         if peer and not args.no_peer and not (name.startswith("generated 100") and args.skip_peer_100):
-            cmds["checkov"] = peer + ["--framework", "kubernetes", "--quiet", "--compact", "-o", "json",
-                                      "--skip-download", *c_args]
+            cmds["checkov"] = peer + [
+                "--framework",
+                "kubernetes",
+                "--quiet",
+                "--compact",
+                "-o",
+                "json",
+                "--skip-download",
+                *c_args,
+            ]
         if baseline:
             cmds["python -c pass"] = baseline
         for cmd in cmds.values():  # warm-up, discarded
@@ -147,8 +162,7 @@ def run(args: argparse.Namespace) -> str:
             if "checkov" in med:
                 ratio += f"; {med['checkov'][0] / med['ailint'][0]:.1f}x faster than Checkov"
         rows.append((name, med, ratio))
-        print(f"bench: {name}: " + ", ".join(f"{k} {v[0]:.2f}s {v[1]:.0f}MiB" for k, v in med.items()),
-              file=sys.stderr)
+        print(f"bench: {name}: " + ", ".join(f"{k} {v[0]:.2f}s {v[1]:.0f}MiB" for k, v in med.items()), file=sys.stderr)
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as fh:
@@ -156,10 +170,14 @@ def run(args: argparse.Namespace) -> str:
             cpu = m.group(1) if m else cpu
     except OSError:
         pass
-    lines = [f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores ({cpu}), Python "
-             f"{platform.python_version()}, medians of {args.repeat} alternating runs after a discarded warm-up "
-             f"(`python bench/run.py`).", "",
-             "| scenario | ailint | peak RSS | Checkov 3.3.30 | peak RSS | ratio |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores ({cpu}), Python "
+        f"{platform.python_version()}, medians of {args.repeat} alternating runs after a discarded warm-up "
+        f"(`python bench/run.py`).",
+        "",
+        "| scenario | ailint | peak RSS | Checkov 3.3.30 | peak RSS | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, med, ratio in rows:
         a = med["ailint"]
         c = med.get("checkov")

@@ -44,8 +44,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def objects() -> list[dict]:
     out = []
-    for f in sorted(glob.glob(str(ROOT / "fixtures" / "demo" / "*.yaml"))) + \
-            sorted(glob.glob(str(ROOT / "fixtures" / "*" / "*.yaml")))[:200]:
+    for f in (
+        sorted(glob.glob(str(ROOT / "fixtures" / "demo" / "*.yaml")))
+        + sorted(glob.glob(str(ROOT / "fixtures" / "*" / "*.yaml")))[:200]
+    ):
         try:
             with open(f, encoding="utf-8") as fh:
                 for doc in yaml.safe_load_all(fh):
@@ -57,9 +59,16 @@ def objects() -> list[dict]:
 
 
 def bodies() -> list[bytes]:
-    return [json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                        "request": {"uid": f"u{i}", "operation": "CREATE", "object": o}}).encode()
-            for i, o in enumerate(objects())]
+    return [
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"uid": f"u{i}", "operation": "CREATE", "object": o},
+            }
+        ).encode()
+        for i, o in enumerate(objects())
+    ]
 
 
 def pct(values: list[float], p: int) -> float:
@@ -68,8 +77,7 @@ def pct(values: list[float], p: int) -> float:
 
 def summary(label: str, ms: list[float]) -> str:
     ms = sorted(ms)
-    return (f"{label}: p50 {pct(ms, 50):.1f} ms, p95 {pct(ms, 95):.1f} ms, p99 {pct(ms, 99):.1f} ms, "
-            f"max {ms[-1]:.1f} ms")
+    return f"{label}: p50 {pct(ms, 50):.1f} ms, p95 {pct(ms, 95):.1f} ms, p99 {pct(ms, 99):.1f} ms, max {ms[-1]:.1f} ms"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -85,8 +93,17 @@ def cpu_seconds(pid: int) -> float:
     return total + sum(cpu_seconds(k) for k in kids)
 
 
-def client_proc(port: int, cafile: str, data: list[bytes], n_threads: int, n_requests: int, warmup: int,
-                new_conn: bool, deadline: float, out) -> None:
+def client_proc(
+    port: int,
+    cafile: str,
+    data: list[bytes],
+    n_threads: int,
+    n_requests: int,
+    warmup: int,
+    new_conn: bool,
+    deadline: float,
+    out,
+) -> None:
     """One client process: `n_threads` threads share `n_requests`; latencies (ms) go to `out`."""
     ctx = ssl.create_default_context(cafile=cafile)
     counter = itertools.count()
@@ -122,7 +139,7 @@ def client_proc(port: int, cafile: str, data: list[bytes], n_threads: int, n_req
                 mine.append((time.perf_counter() - t0) * 1000)
             with lock:
                 lat.extend(mine)
-        except Exception as exc:  # noqa: BLE001 - reported, the bench fails
+        except Exception as exc:
             with lock:
                 errors.append(f"{type(exc).__name__}: {exc}")
         finally:
@@ -149,14 +166,50 @@ def main() -> int:
 
     data = bodies()
     tmp = Path(tempfile.mkdtemp(prefix="ailint-bench-"))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp / "k.pem"),
-                    "-out", str(tmp / "c.pem"), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(tmp / "k.pem"),
+            "-out",
+            str(tmp / "c.pem"),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     log_path = tmp / "server.log"
     log = open(log_path, "w+", encoding="utf-8")
-    server = subprocess.Popen([sys.executable, "-m", "ailint", "webhook", "serve", "--host", "127.0.0.1",
-                               "--port", "0", "--tls-cert", str(tmp / "c.pem"), "--tls-key", str(tmp / "k.pem"),
-                               "--workers", str(args.workers)], stderr=log)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ailint",
+            "webhook",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--tls-cert",
+            str(tmp / "c.pem"),
+            "--tls-key",
+            str(tmp / "k.pem"),
+            "--workers",
+            str(args.workers),
+        ],
+        stderr=log,
+    )
     try:
         port = None
         t_end = time.monotonic() + 30
@@ -186,8 +239,23 @@ def main() -> int:
         fork = mp.get_context("fork")
         q = fork.Queue()
         t0 = time.perf_counter()
-        ps = [fork.Process(target=client_proc, args=(port, str(tmp / "c.pem"), data, per_proc[p], share[p], args.warmup,
-                                                     args.new_connections, deadline, q)) for p in range(procs)]
+        ps = [
+            fork.Process(
+                target=client_proc,
+                args=(
+                    port,
+                    str(tmp / "c.pem"),
+                    data,
+                    per_proc[p],
+                    share[p],
+                    args.warmup,
+                    args.new_connections,
+                    deadline,
+                    q,
+                ),
+            )
+            for p in range(procs)
+        ]
         for p in ps:
             p.start()
         lat: list[float] = []
@@ -205,8 +273,7 @@ def main() -> int:
         per_worker = re.findall(r'worker_requests_total\{worker="(\d+)"\} (\d+)', probe.getresponse().read().decode())
         probe.close()
         t1 = os.times()
-        client_cpu = (t1.children_user + t1.children_system - client_cpu0.children_user
-                      - client_cpu0.children_system)
+        client_cpu = t1.children_user + t1.children_system - client_cpu0.children_user - client_cpu0.children_system
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -224,19 +291,25 @@ def main() -> int:
         if entry.get("path") == "/validate" and "ms" in entry:
             server_ms.append(entry["ms"])
     mode = "new TLS connection per request" if args.new_connections else "keep-alive connections"
-    print(f"{len(lat)} requests, {args.clients} clients ({mode}, {procs} client process(es)), "
-          f"server --workers {args.workers}, {len(data)} distinct objects, {len(lat) / wall:.0f} req/s")
+    print(
+        f"{len(lat)} requests, {args.clients} clients ({mode}, {procs} client process(es)), "
+        f"server --workers {args.workers}, {len(data)} distinct objects, {len(lat) / wall:.0f} req/s"
+    )
     if lat:
         print(summary("client-side latency", lat))
     if server_ms:
         print(summary("server handler time", server_ms))
     if lat and server_cpu:
-        print(f"CPU per request: server {server_cpu / len(lat) * 1000:.2f} ms, "
-              f"clients {client_cpu / len(lat) * 1000:.2f} ms")
+        print(
+            f"CPU per request: server {server_cpu / len(lat) * 1000:.2f} ms, "
+            f"clients {client_cpu / len(lat) * 1000:.2f} ms"
+        )
     if len(per_worker) > 1:
         print("requests per worker (all, warm-up included): " + ", ".join(f"#{w} {n}" for w, n in per_worker))
-    print(f"machine: nproc {os.cpu_count()}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"server exit status {rc}")
+    print(
+        f"machine: nproc {os.cpu_count()}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"server exit status {rc}"
+    )
     for e in errors[:5]:
         print("error:", e, file=sys.stderr)
     return 1 if errors or len(lat) < args.requests else 0

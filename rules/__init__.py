@@ -1,1 +1,1 @@
-"""ailint's rules, one module per rule under `<family>/`; discovered by `ailint.registry`."""
+"""ailint's rules, one module per rule under `<family>/`; discovered by `ailint.engine.registry`."""

@@ -35,13 +35,28 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 LICENCE = "Apache-2.0"
 
 # Kubernetes' resource.Quantity pattern, as controller-gen writes it into every CRD.
-QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
-                    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 
 # Kept keywords (renamed where OpenAPI v3.0 and JSON Schema 2020-12 differ).
-_SCALAR_KEYS = ("type", "enum", "default", "required", "pattern", "minimum", "maximum",
-                "minLength", "maxLength", "minItems", "maxItems", "minProperties",
-                "maxProperties", "uniqueItems")
+_SCALAR_KEYS = (
+    "type",
+    "enum",
+    "default",
+    "required",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "uniqueItems",
+)
 _DEDUPE_MIN_CHARS = 300
 
 # The root `metadata` of a custom resource is a full ObjectMeta, validated by the API server
@@ -326,8 +341,9 @@ def _readme(notes: list[tuple[str, str, list[str], dict[str, str]]]) -> str:
         repo = f"https://github.com/{src['repo']}" if src.get("repo") else "unknown"
         commit = src.get("commit", "unknown")
         path = src.get("path", copy)
-        lines.append(f"| {kind} | {repo} | `{commit}` | `{path}` | {LICENCE} | "
-                     + ", ".join(f"`{m}`" for m in made) + " |")
+        lines.append(
+            f"| {kind} | {repo} | `{commit}` | `{path}` | {LICENCE} | " + ", ".join(f"`{m}`" for m in made) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

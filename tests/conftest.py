@@ -1,4 +1,3 @@
-import os
 import pathlib
 
 import pytest
@@ -11,8 +10,12 @@ CRDS = SHARED / "ref" / "crds"
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-snapshots", action="store_true", default=False,
-                     help="rewrite fixtures/<CODE>/<case>.expected from the current output")
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite fixtures/<CODE>/<case>.expected from the current output",
+    )
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pathlib
 import re
 from dataclasses import dataclass
 
-from ailint.config import Settings
-from ailint.extract import Profile
-from ailint.run import lint
+from ailint.domain.extract import Profile
+from ailint.engine.config import Settings
+from ailint.engine.run import lint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -110,6 +110,8 @@ def render_snapshot(findings) -> str:
         fix = ""
         if f.fix is not None:
             fix = f" [fix {f.fix.applicability.value}: {f.fix.title}]"
-        lines.append(f"{f.span.line}:{f.span.col}-{f.span.end_line}:{f.span.end_col} {f.code} "
-                     f"{f.severity.value} {f.message}{fix}")
+        lines.append(
+            f"{f.span.line}:{f.span.col}-{f.span.end_line}:{f.span.end_col} {f.code} "
+            f"{f.severity.value} {f.message}{fix}"
+        )
     return "\n".join(lines) + "\n"

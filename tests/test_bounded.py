@@ -1,7 +1,7 @@
 """Speed and memory machinery never changes a result.
 
 A run is the same JSON report whether position tables and texts are kept or spilled
-(`ailint.bounded`), and whether it runs in one process or several (`--jobs`: worker
+(`ailint.engine.bounded`), and whether it runs in one process or several (`--jobs`: worker
 processes for the files, forked processes for the bundle rules and schema validation).
 """
 
@@ -12,7 +12,6 @@ import pickle
 import shutil
 
 import pytest
-
 from conftest import CORPUS, ROOT, needs_shared
 
 # (jobs, bounded) compared with the reference (1, False): together the two inputs cover
@@ -22,9 +21,9 @@ CORPUS_MODES = [(1, True), (2, False)]
 
 
 def _report(paths: list[str], jobs: int, bounded: bool) -> dict:
-    from ailint.config import Settings
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
     from ailint.report import json as rep
-    from ailint.run import lint
 
     result = lint(paths, Settings(root=str(ROOT)), jobs=jobs, bounded=bounded)
     return json.loads(rep.render(result))
@@ -45,8 +44,12 @@ def test_fixtures_as_one_bundle_same_in_every_mode():
 
 @needs_shared
 def test_corpus_slice_same_in_every_mode():
-    repos = ["aws-samples__awsome-distributed-training", "kubernetes-sigs__descheduler", "NVIDIA__KAI-scheduler",
-             "ray-project__kuberay"]
+    repos = [
+        "aws-samples__awsome-distributed-training",
+        "kubernetes-sigs__descheduler",
+        "NVIDIA__KAI-scheduler",
+        "ray-project__kuberay",
+    ]
     paths = [str(CORPUS / r / "plain") for r in repos if (CORPUS / r / "plain").is_dir()]
     if not paths:
         pytest.skip("corpus slice not present")
@@ -54,9 +57,9 @@ def test_corpus_slice_same_in_every_mode():
 
 
 def _spilled_file(tmp_path):
-    from ailint.load import Limits, load_text
-    from ailint.model import SourceFile
-    from ailint.bounded import spill
+    from ailint.core.model import SourceFile
+    from ailint.engine.bounded import spill
+    from ailint.engine.load import Limits, load_text
 
     src = ROOT / "fixtures" / "demo" / "vllm.yaml"
     path = tmp_path / "vllm.yaml"
@@ -79,7 +82,7 @@ def test_spilled_positions_and_text_come_back_identical(tmp_path):
 
 
 def test_a_spilled_file_changed_during_the_run_is_an_error(tmp_path):
-    from ailint.bounded import FileChangedError
+    from ailint.engine.bounded import FileChangedError
 
     path, text, fr, _ = _spilled_file(tmp_path)
     path.write_text(text.replace("vllm", "VLLM"), encoding="utf-8")

@@ -8,9 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from ailint.doors.cli import cli
 from click.testing import CliRunner
-
-from ailint.cli import cli
 
 BAD = """apiVersion: v1
 kind: Pod
@@ -55,8 +54,10 @@ def test_exit_codes(tmp_path, bad):
 
 
 def test_stdin_with_filename():
-    r = run(["check", "--no-config", "--select", "GPU002", "--format", "json", "--stdin-filename", "k8s/pod.yaml", "-"],
-            input=BAD)
+    r = run(
+        ["check", "--no-config", "--select", "GPU002", "--format", "json", "--stdin-filename", "k8s/pod.yaml", "-"],
+        input=BAD,
+    )
     doc = json.loads(r.output)
     assert doc["files"] == [{"path": "k8s/pod.yaml", "documents": 1, "objects": 1}]
     (f,) = doc["findings"]
@@ -68,7 +69,6 @@ def test_stdin_with_filename():
 
 def test_json_report_matches_schema(bad):
     import jsonschema
-
     from tests_support import report_schema
 
     r = run(["check", "--no-config", "--format", "json", str(bad)])
@@ -124,7 +124,7 @@ def test_config_is_discovered_and_applied(tmp_path, bad):
 
 
 def test_pyproject_config(tmp_path, bad):
-    (tmp_path / "pyproject.toml").write_text("[tool.ailint]\nignore = [\"GPU002\"]\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.ailint]\nignore = ["GPU002"]\n')
     r = run(["check", "--format", "json", str(bad)], cwd=tmp_path)
     assert not [f for f in json.loads(r.output)["findings"] if f["code"] == "GPU002"]
 
@@ -136,12 +136,14 @@ def test_set_profile_and_errors(bad):
 
 def test_suppressions_comment_annotation_unused(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text(BAD.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 1  # ailint: ignore[GPU002] reviewed")
-                 + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: q\n  annotations:\n"
-                 "    ailint.io/ignore: \"GPU002: reviewed\"\nspec:\n  containers:\n    - name: c\n      image: x:1\n"
-                 "      resources:\n        requests: {nvidia.com/gpu: 1}\n"
-                 "---\n# ailint: ignore[GPU002]\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
-                 "# ailint: ignore[GPU9999]\n")
+    p.write_text(
+        BAD.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 1  # ailint: ignore[GPU002] reviewed")
+        + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: q\n  annotations:\n"
+        '    ailint.io/ignore: "GPU002: reviewed"\nspec:\n  containers:\n    - name: c\n      image: x:1\n'
+        "      resources:\n        requests: {nvidia.com/gpu: 1}\n"
+        "---\n# ailint: ignore[GPU002]\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+        "# ailint: ignore[GPU9999]\n"
+    )
     r = run(["check", "--no-config", "--select", "GPU002,AIL", "--format", "json", str(p)])
     found = [(f["code"], f["line"]) for f in json.loads(r.output)["findings"]]
     assert ("GPU002", 11) not in found
@@ -174,7 +176,7 @@ def test_rules_listing_and_rule_doc():
 
 
 def test_internal_error_is_one_line(monkeypatch, bad):
-    import ailint.run as run_mod
+    import ailint.engine.run as run_mod
 
     def boom(*a, **k):
         raise RuntimeError("kaput")
@@ -227,8 +229,11 @@ def test_entry_point_exit_codes_and_output(tmp_path, bad):
 def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     many = tmp_path / "many.yaml"  # a report far larger than a pipe's buffer
     many.write_text("---\n".join(BAD.replace("name: p", f"name: p{i}") for i in range(400)))
-    proc = subprocess.Popen([sys.executable, "-m", "ailint", "check", "--no-config", "--format", "json", str(many)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ailint", "check", "--no-config", "--format", "json", str(many)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.read(1)
     proc.stdout.close()  # `ailint check ... | head -c 1`
     err = proc.stderr.read().decode()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import CORPUS, SARIF_SCHEMA, needs_shared
 
 pytestmark = needs_shared
@@ -14,8 +13,8 @@ pytestmark = needs_shared
 
 @pytest.fixture(scope="module")
 def corpus_result():
-    from ailint.config import Settings
-    from ailint.run import lint
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
 
     s = Settings(root=str(CORPUS))
     return lint([str(CORPUS)], s, jobs=2)
@@ -43,7 +42,6 @@ def test_templated_files_are_reported_not_crashed(corpus_result):
 
 def test_json_and_sarif_are_valid(corpus_result):
     import jsonschema
-
     from ailint.report import json as json_report
     from ailint.report import sarif
     from tests_support import report_schema

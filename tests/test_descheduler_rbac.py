@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ailint import edits
-from ailint.descheduler import policies_in
-from ailint.facts import Context
-from ailint.load import load_text
-from ailint.model import Severity, SourceFile
-from ailint.rbac import bindings_for, classify_rule, service_account, agent_templates
+from ailint.core.model import Severity, SourceFile
+from ailint.domain.context import Context
+from ailint.domain.descheduler import policies_in
+from ailint.domain.rbac import agent_templates, bindings_for, classify_rule, service_account
+from ailint.engine.load import load_text
+from ailint.fix import edits
 
 
 def _objs(text):
@@ -39,19 +39,26 @@ def test_embedded_policy_positions_and_edits():
     obj = _objs(CM)[0]
     [pol] = policies_in(obj)
     prof = pol.profiles()[0]
-    assert prof.protections() == {"PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods",
-                                  "PodsWithPVC"}
+    assert prof.protections() == {
+        "PodsWithLocalStorage",
+        "SystemCriticalPods",
+        "FailedBarePods",
+        "DaemonSetPods",
+        "PodsWithPVC",
+    }
     assert prof.healthy_pod_evictors() == ["RemoveDuplicates"]
     span = pol.span(prof.evictor_path + ("args",))
     assert (span.line, span.col) == (13, 13)
     edit = pol.translate(edits.insert_value(pol.edit_view, prof.evictor_path + ("args",), "nodeFit", True))
-    new = CM[:edit.start] + edit.content + CM[edit.end:]
+    new = CM[: edit.start] + edit.content + CM[edit.end :]
     assert "              ignorePvcPods: true\n              nodeFit: true\n" in new
 
 
 def test_pod_protections_override_legacy_flags():
-    text = CM.replace("ignorePvcPods: true", "ignorePvcPods: true\n              podProtections: "
-                                             "{defaultDisabled: [PodsWithLocalStorage]}")
+    text = CM.replace(
+        "ignorePvcPods: true",
+        "ignorePvcPods: true\n              podProtections: {defaultDisabled: [PodsWithLocalStorage]}",
+    )
     [pol] = policies_in(_objs(text)[0])
     assert pol.profiles()[0].protections() == {"SystemCriticalPods", "FailedBarePods", "DaemonSetPods"}
 
@@ -63,8 +70,9 @@ def test_classify_rule():
     assert sev({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["k"], "verbs": ["get"]}) == []
     assert sev({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}) == [Severity.WARNING]
     assert sev({"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}) == [Severity.ERROR]
-    assert sev({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
-                "verbs": ["create"]}) == [Severity.ERROR]
+    assert sev({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["create"]}) == [
+        Severity.ERROR
+    ]
     assert sev({"apiGroups": ["example.com"], "resources": ["deployments"], "verbs": ["create"]}) == []
     assert sev({"nonResourceURLs": ["/metrics"], "verbs": ["get"]}) == []
     assert sev({"resources": 5, "verbs": None}) == []

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import shlex
 
+from ailint.domain.extract import shell_split
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ailint.extract import shell_split
 
 # Characters that matter to a POSIX shell split, plus ordinary ones and whitespace shlex
 # does not split on (form feed, no-break space).

@@ -9,16 +9,15 @@ import json
 
 import pytest
 import yaml
-from click.testing import CliRunner
-
-from ailint import edits
-from ailint.cli import cli
-from ailint.config import Settings
-from ailint.fix import apply_to_text, verify
-from ailint.load import load_text
-from ailint.model import Edit, Fix, SourceFile
+from ailint.core.model import Edit, Fix, SourceFile
+from ailint.doors.cli import cli
+from ailint.engine.config import Settings
+from ailint.engine.load import load_text
+from ailint.engine.run import lint
+from ailint.fix import edits
+from ailint.fix.apply import apply_to_text, verify
 from ailint.report import sarif
-from ailint.run import lint
+from click.testing import CliRunner
 from conftest import SARIF_SCHEMA
 
 POOL = """\
@@ -60,16 +59,27 @@ spec:
 """
 
 
-SEVERAL = POOL + "---\n" + deployment("chat") + "---\n" + deployment("embed", replicas=3) + "---\n" \
-    + deployment("rerank", ns="search") + "# end of the workloads\n"
+SEVERAL = (
+    POOL
+    + "---\n"
+    + deployment("chat")
+    + "---\n"
+    + deployment("embed", replicas=3)
+    + "---\n"
+    + deployment("rerank", ns="search")
+    + "# end of the workloads\n"
+)
 
-PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x"},
-       "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}}}
+PDB = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "x"},
+    "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+}
 
 
 def run(args, input=None):
-    return CliRunner().invoke(cli, ["check", "--no-config", "--no-schema", *args], input=input,
-                              catch_exceptions=False)
+    return CliRunner().invoke(cli, ["check", "--no-config", "--no-schema", *args], input=input, catch_exceptions=False)
 
 
 def write(tmp_path, name, text):
@@ -94,22 +104,28 @@ def docs(text):
 
 # -- the helper ----------------------------------------------------------------------------
 def test_append_document_follows_the_layout():
-    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: a\n    labels:\n        x: y\n" \
-           "data:\n    k:\n    - a\n"
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: a\n    labels:\n        x: y\ndata:\n    k:\n    - a\n"
+    )
     e = edits.append_document(first_object(text), PDB)
     assert isinstance(e, edits.DocumentEdit) and e.documents == 1 and e.start == e.end == len(text)
-    assert e.content == ("---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n    name: x\n"
-                         "spec:\n    maxUnavailable: 1\n    selector:\n        matchLabels:\n"
-                         "            app: x\n")
+    assert e.content == (
+        "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n    name: x\n"
+        "spec:\n    maxUnavailable: 1\n    selector:\n        matchLabels:\n"
+        "            app: x\n"
+    )
     new, _ = apply_to_text(text, [Fix("t", (e,))])
     assert docs(new)[1] == PDB and verify(text, new, [e]) is None
 
 
-@pytest.mark.parametrize("text, tail", [
-    ("kind: A\r\napiVersion: v1\r\nmetadata:\r\n  name: a\r\n", "      app: x\r\n"),  # CRLF stays CRLF
-    ("kind: A\napiVersion: v1\nmetadata:\n  name: a", "      app: x"),  # no final newline stays so
-    ("kind: A\r\napiVersion: v1\r\nmetadata:\r\n  name: a", "      app: x"),
-])
+@pytest.mark.parametrize(
+    "text, tail",
+    [
+        ("kind: A\r\napiVersion: v1\r\nmetadata:\r\n  name: a\r\n", "      app: x\r\n"),  # CRLF stays CRLF
+        ("kind: A\napiVersion: v1\nmetadata:\n  name: a", "      app: x"),  # no final newline stays so
+        ("kind: A\r\napiVersion: v1\r\nmetadata:\r\n  name: a", "      app: x"),
+    ],
+)
 def test_append_document_line_endings(text, tail):
     e = edits.append_document(first_object(text), PDB)
     new, _ = apply_to_text(text, [Fix("t", (e,))])
@@ -147,14 +163,18 @@ def test_verify_accepts_only_declared_documents():
     assert "3 documents instead of 2" in verify(TWO, TWO + doc, [Edit(end, end, doc)])
     # two documents declared as one
     two = doc + doc
-    assert "declares 1 added document(s) but its text holds 2" in verify(TWO, TWO + two, [edits.DocumentEdit(end, end, two)])
+    assert "declares 1 added document(s) but its text holds 2" in verify(
+        TWO, TWO + two, [edits.DocumentEdit(end, end, two)]
+    )
     # declared, but the text does not add a document where it stands
     bare = "extra: 1\n"
     assert verify(TWO, TWO + bare, [edits.DocumentEdit(end, end, bare)]) is not None
     # declared, but it also changes the document before it
     sneaky = "  label: x\n" + doc
-    assert verify(TWO, TWO.replace("  name: b\n", "  name: b\n" + sneaky),
-                  [edits.DocumentEdit(end, end, sneaky)]) is not None
+    assert (
+        verify(TWO, TWO.replace("  name: b\n", "  name: b\n" + sneaky), [edits.DocumentEdit(end, end, sneaky)])
+        is not None
+    )
 
 
 def test_verify_places_documents_inserted_between_documents():
@@ -258,12 +278,25 @@ def test_sec005_appends_a_default_deny_egress_policy(tmp_path):
     assert new.startswith(AGENT) and "Fixed 1 finding (1 file); 0 remain" in r.output
     np = docs(new)[1]
     assert np == {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": "support-agent-egress", "namespace": "agents"},
-        "spec": {"podSelector": {"matchLabels": {"app": "support-agent"}}, "policyTypes": ["Egress"],
-                 "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-                             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]}}
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "support-agent"}},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                }
+            ],
+        },
+    }
     again = run(["--select", "SEC005", "--unsafe-fixes", "--fail-on", "never", str(p)])
     assert read(p) == new and "Nothing to fix" in again.output
 
@@ -294,8 +327,12 @@ def test_sarif_carries_the_insertion_as_a_replacement(tmp_path):
         (change,) = fix["artifactChanges"]
         (rep,) = change["replacements"]
         region = rep["deletedRegion"]
-        assert (region["startLine"], region["startColumn"], region["endLine"], region["endColumn"]) == \
-            (last_line, 1, last_line, 1)
+        assert (region["startLine"], region["startColumn"], region["endLine"], region["endColumn"]) == (
+            last_line,
+            1,
+            last_line,
+            1,
+        )
         text = rep["insertedContent"]["text"]
         assert text.startswith("---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n")
         assert fix["description"]["text"].endswith("(unsafe)")

@@ -17,18 +17,17 @@ import sys
 import textwrap
 import time
 
+import ailint.fix.apply as fixmod
 import pytest
+from ailint.core.model import Applicability, Edit, Fix
+from ailint.doors.cli import cli
+from ailint.engine.config import Settings
+from ailint.engine.run import lint
+from ailint.fix import edits
+from ailint.fix.apply import _documents, run_fixes
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-import ailint.fix as fixmod
-from ailint import edits
-from ailint.cli import cli
-from ailint.config import Settings
-from ailint.fix import _documents, run_fixes
-from ailint.model import Applicability, Edit, Fix
-from ailint.run import lint
 from test_edits import CORPUS, SCALE, Emitter, comment_lines, objs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -36,8 +35,7 @@ PY = sys.executable
 
 
 def run(args, input=None):
-    return CliRunner().invoke(cli, ["check", "--no-config", "--no-schema", *args], input=input,
-                              catch_exceptions=False)
+    return CliRunner().invoke(cli, ["check", "--no-config", "--no-schema", *args], input=input, catch_exceptions=False)
 
 
 def write(tmp_path, name, text, newline=""):
@@ -168,14 +166,15 @@ def test_diff_prints_a_patch_and_writes_nothing(tmp_path):
     r = run(["--select", "GPU002", "--diff", str(p)])
     assert read(p) == SEVERAL
     display = r.stdout.split("--- a/", 1)[1].split("\n", 1)[0]
-    expected = "".join(difflib.unified_diff(SEVERAL.splitlines(True), SEVERAL_FIXED.splitlines(True),
-                                            f"a/{display}", f"b/{display}"))
+    expected = "".join(
+        difflib.unified_diff(SEVERAL.splitlines(True), SEVERAL_FIXED.splitlines(True), f"a/{display}", f"b/{display}")
+    )
     assert expected.rstrip("\n") in r.stdout
     assert "Would fix 5 findings (1 file); 0 would remain" in r.stderr
     assert r.exit_code == 0
     if subprocess.run(["git", "--version"], capture_output=True).returncode == 0:
         patch = tmp_path / "p.diff"
-        patch.write_text(r.stdout[r.stdout.index("--- a/"):].split("\nAll clear")[0].rstrip("\n") + "\n")
+        patch.write_text(r.stdout[r.stdout.index("--- a/") :].split("\nAll clear")[0].rstrip("\n") + "\n")
         work = tmp_path / "w"
         work.mkdir()
         target = work / display
@@ -242,19 +241,32 @@ def test_empty_limits_is_filled(tmp_path):
 
 
 def test_flow_style_resources(tmp_path):
-    text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - {name: a, resources: {requests: {nvidia.com/gpu: 1}}}\n"
+    text = (
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - {name: a, resources: {requests: {nvidia.com/gpu: 1}}}\n"
+    )
     p = write(tmp_path, "flow.yaml", text)
     r = run(["--select", "GPU002", "--fix", str(p)])
-    assert read(p) == ("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n"
-                       "  - {name: a, resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}}\n")
+    assert read(p) == (
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n"
+        "  - {name: a, resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}}\n"
+    )
     assert r.exit_code == 0
 
 
 def test_json_manifest_stays_json(tmp_path):
     import json
 
-    text = json.dumps({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
-        {"name": "a", "resources": {"requests": {"nvidia.com/gpu": 1}}}]}}, indent=2) + "\n"
+    text = (
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "spec": {"containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": 1}}}]},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     p = write(tmp_path, "pod.json", text)
     run(["--select", "GPU002", "--fix", str(p)])
     assert json.loads(read(p))["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
@@ -289,12 +301,18 @@ def test_unsafe_fixes_need_the_flag(tmp_path):
     settings_ = Settings(root=str(tmp_path))
     settings_.select, settings_.schema = ["GPU002"], False
     result = lint([str(p)], settings_)
-    result.findings = [dataclasses.replace(f, fix=dataclasses.replace(f.fix, applicability=Applicability.UNSAFE))
-                       for f in result.findings]
-    final, msgs = run_fixes(result, settings_, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], settings_))
+    result.findings = [
+        dataclasses.replace(f, fix=dataclasses.replace(f.fix, applicability=Applicability.UNSAFE))
+        for f in result.findings
+    ]
+    final, msgs = run_fixes(
+        result, settings_, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], settings_)
+    )
     assert read(p) == BAD
     assert any("(1 fixable with --unsafe-fixes)" in m for m in msgs)
-    final, msgs = run_fixes(result, settings_, unsafe=True, diff_only=False, lint_again=lambda: lint([str(p)], settings_))
+    final, msgs = run_fixes(
+        result, settings_, unsafe=True, diff_only=False, lint_again=lambda: lint([str(p)], settings_)
+    )
     assert "limits:" in read(p) and final.findings == []
 
 
@@ -304,11 +322,14 @@ def _lint(p, select=("GPU002",)):
     return s, lint([str(p)], s)
 
 
-@pytest.mark.parametrize("before, content, why", [
-    (False, "          x: [1\n", "would not parse"),
-    (False, "        requests: {}\n", "duplicate key"),
-    (True, "        extra:\n", "outside the edited lines"),  # re-parents the GPU request
-])
+@pytest.mark.parametrize(
+    "before, content, why",
+    [
+        (False, "          x: [1\n", "would not parse"),
+        (False, "        requests: {}\n", "duplicate key"),
+        (True, "        extra:\n", "outside the edited lines"),  # re-parents the GPU request
+    ],
+)
 def test_bad_fixes_are_refused(tmp_path, before, content, why):
     p = write(tmp_path, "bad.yaml", BAD)
     s, result = _lint(p)
@@ -373,7 +394,7 @@ def test_failed_write_leaves_the_file_and_no_temporary(tmp_path, monkeypatch):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    import ailint.fix as fixmod
+    import ailint.fix.apply as fixmod
     real = os.replace
     when = sys.argv[1]
 
@@ -387,7 +408,7 @@ KILLER = textwrap.dedent("""
     fixmod.os = type("os", (), {n: getattr(os, n) for n in dir(os) if not n.startswith("__")})
     fixmod.os.replace = staticmethod(replace)
     fixmod.os.path = os.path
-    from ailint.cli import main
+    from ailint.doors.cli import main
     sys.argv = ["ailint", "check", "--no-config", "--no-schema", "--select", "GPU002", "--fix", sys.argv[2]]
     main()
 """)
@@ -416,8 +437,11 @@ def test_random_kills_leave_old_or_new_content(tmp_path):
     while time.monotonic() < deadline and tries < 6:
         tries += 1
         p = write(tmp_path, "big.yaml", big)
-        proc = subprocess.Popen([PY, "-m", "ailint", "check", "--no-config", "--no-schema", "--select", "GPU002",
-                                 "--fix", str(p)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [PY, "-m", "ailint", "check", "--no-config", "--no-schema", "--select", "GPU002", "--fix", str(p)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rnd.uniform(0.2, 1.5))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -455,8 +479,12 @@ def gpu_pods(draw):
         if variant != "no-resources":
             c["resources"] = res
         containers.append(c)
-    data = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-            "spec": {"template": {"spec": {"containers": containers}}}}
+    data = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"template": {"spec": {"containers": containers}}},
+    }
     rnd = random.Random(draw(st.integers(0, 2**32 - 1)))  # layout choices: fast, reproducible
     unit = draw(st.sampled_from([2, 4]))
     em = Emitter(rnd, unit, draw(st.booleans()), 3 if unit == 4 and draw(st.booleans()) else 1, draw(st.booleans()))
@@ -500,12 +528,21 @@ def fix_and_check(p: pathlib.Path, select, unsafe: bool, monkeypatch) -> tuple[s
             j = j1
             for line in old_lines[i1:i2]:
                 key = line.split(":", 1)[0] if ":" in line else line.rstrip("\r\n")
-                comment = line[line.index(" #"):].rstrip("\r\n") if " #" in line and "'" not in line \
-                    and '"' not in line else ""
-                ending = line[len(line.rstrip("\r\n")):]
-                while op == "replace" and j < j2 and not (
-                        new_lines[j].startswith(key) and comment in new_lines[j]
-                        and (new_lines[j].endswith(ending) if ending else True)):
+                comment = (
+                    line[line.index(" #") :].rstrip("\r\n")
+                    if " #" in line and "'" not in line and '"' not in line
+                    else ""
+                )
+                ending = line[len(line.rstrip("\r\n")) :]
+                while (
+                    op == "replace"
+                    and j < j2
+                    and not (
+                        new_lines[j].startswith(key)
+                        and comment in new_lines[j]
+                        and (new_lines[j].endswith(ending) if ending else True)
+                    )
+                ):
                     j += 1  # lines inserted before the changed one
                 if op == "replace" and j < j2:
                     j += 1  # the same line with its value changed: key, comment and line ending kept
@@ -519,8 +556,11 @@ def fix_and_check(p: pathlib.Path, select, unsafe: bool, monkeypatch) -> tuple[s
     return old, new, final.findings
 
 
-@settings(max_examples=80 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(text=gpu_pods())
 def test_fix_properties_on_generated_documents(tmp_path, monkeypatch, text):
     p = write(tmp_path, "gen.yaml", text)
@@ -542,9 +582,11 @@ CORPUS_FILES = _corpus_files()
 
 
 @pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is absent")
-@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.filter_too_much])
+@settings(
+    max_examples=40 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+)
 @given(data=st.data())
 def test_fix_properties_on_corpus_files(tmp_path, monkeypatch, data):
     """A corpus file, sometimes with a GPU request added to a container (so GPU002 has to add
@@ -553,17 +595,17 @@ def test_fix_properties_on_corpus_files(tmp_path, monkeypatch, data):
     text = src.read_text(encoding="utf-8")
     try:
         _documents(text)
-    except Exception:  # noqa: BLE001 - not valid YAML upstream
+    except Exception:
         assume(False)
     if data.draw(st.booleans(), label="add a GPU request"):
-        from ailint.extract import all_containers
+        from ailint.domain.extract import all_containers
 
         cands = [(o, c) for o in objs(text, src.name) for c in all_containers(o)]
         if cands:
             o, c = data.draw(st.sampled_from(cands), label="container")
             e = edits.set_value(o, c.path_of("resources", "requests", GPU), 1)
             if e is not None:
-                text = text[:e.start] + e.content + text[e.end:]
+                text = text[: e.start] + e.content + text[e.end :]
     p = write(tmp_path, src.name, text)
     fix_and_check(p, ["ALL"], True, monkeypatch)
 

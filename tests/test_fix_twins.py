@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from ailint.fix import apply_to_text
+from ailint.fix.apply import apply_to_text
 from fixture_harness import all_cases, run_rule
 
 TWINS = [c for c in all_cases() if not c.is_fixed_twin and c.fixed_twin.exists()]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from fixture_harness import all_cases, expected_markers, render_snapshot, run_rule
 
 CASES = all_cases()

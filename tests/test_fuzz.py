@@ -15,17 +15,16 @@ import pathlib
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from ailint.config import Settings
-from ailint.load import load_text
-from ailint.model import SourceFile
+from ailint.core.model import SourceFile
+from ailint.engine.config import Settings
+from ailint.engine.load import load_text
+from ailint.engine.run import lint
 from ailint.report import github as github_report
 from ailint.report import json as json_report
 from ailint.report import sarif as sarif_report
 from ailint.report import text as text_report
-from ailint.run import lint
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("AILINT_FUZZ_EXAMPLES", "30"))
@@ -46,13 +45,37 @@ def _seeds() -> list[dict]:
 SEEDS = _seeds()
 
 HOSTILE = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
-    st.sampled_from(["", "0", "-1", "1e309", "NaN", "∞", "🤖", "a" * 500, "${HF_TOKEN}", "$(VAR)", "sh -c",
-                     "nvidia.com/gpu", "Exists", "ScheduleAnyway", "100Ti", "0.5", "--tensor-parallel-size=0"]),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
-    st.recursive(st.none(), lambda c: st.lists(c, max_size=2) | st.dictionaries(st.text(max_size=3), c, max_size=2),
-                 max_leaves=6),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "1e309",
+            "NaN",
+            "∞",
+            "🤖",
+            "a" * 500,
+            "${HF_TOKEN}",
+            "$(VAR)",
+            "sh -c",
+            "nvidia.com/gpu",
+            "Exists",
+            "ScheduleAnyway",
+            "100Ti",
+            "0.5",
+            "--tensor-parallel-size=0",
+        ]
+    ),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.recursive(
+        st.none(), lambda c: st.lists(c, max_size=2) | st.dictionaries(st.text(max_size=3), c, max_size=2), max_leaves=6
+    ),
 )
 
 
@@ -116,12 +139,38 @@ def test_hostile_values_in_every_kind(doc, tmp_path_factory):
 @given(seed=st.sampled_from(SEEDS) if SEEDS else st.nothing(), data=st.data())
 def test_damaged_text(seed, data, tmp_path_factory):
     text = yaml.safe_dump(seed, sort_keys=False)
-    ops = data.draw(st.lists(st.tuples(st.integers(min_value=0, max_value=max(len(text) - 1, 0)),
-                                       st.sampled_from(["\t", ":", "- ", "{", "}", "[", "'", '"', "&a ", "*a",
-                                                        "\n", "  ", "{{ x }}", "\x00", "\ud800", "---\n", "<<: "]),
-                                       st.booleans()), max_size=4))
+    ops = data.draw(
+        st.lists(
+            st.tuples(
+                st.integers(min_value=0, max_value=max(len(text) - 1, 0)),
+                st.sampled_from(
+                    [
+                        "\t",
+                        ":",
+                        "- ",
+                        "{",
+                        "}",
+                        "[",
+                        "'",
+                        '"',
+                        "&a ",
+                        "*a",
+                        "\n",
+                        "  ",
+                        "{{ x }}",
+                        "\x00",
+                        "\ud800",
+                        "---\n",
+                        "<<: ",
+                    ]
+                ),
+                st.booleans(),
+            ),
+            max_size=4,
+        )
+    )
     for pos, s, delete in ops:
-        text = text[:pos] + ("" if delete else s) + text[pos + (1 if delete else 0):]
+        text = text[:pos] + ("" if delete else s) + text[pos + (1 if delete else 0) :]
     # loader alone: never an exception
     load_text(SourceFile("x.yaml", "x.yaml", text))
     _check_all(text, tmp_path_factory.mktemp("fz"))

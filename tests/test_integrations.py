@@ -11,7 +11,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 GPU_BAD = """apiVersion: v1
@@ -32,7 +31,7 @@ def _substitute(text: str, inputs: dict, action_path: str) -> str:
     def repl(m):
         expr = m.group(1).strip()
         if expr.startswith("inputs."):
-            return inputs.get(expr[len("inputs."):], "")
+            return inputs.get(expr[len("inputs.") :], "")
         if expr == "github.action_path":
             return action_path
         return ""
@@ -53,9 +52,15 @@ def run_action(workspace, tmp_path, **given):
     for f in files.values():
         f.write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AILINT_"))}
-    env.update(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(files["output"]),
-               GITHUB_STEP_SUMMARY=str(files["summary"]), GITHUB_ENV=str(files["env"]),
-               GITHUB_REPOSITORY="acme/ml-platform", GITHUB_SHA="abc123", GITHUB_WORKSPACE=str(workspace))
+    env.update(
+        RUNNER_TEMP=str(runner_temp),
+        GITHUB_OUTPUT=str(files["output"]),
+        GITHUB_STEP_SUMMARY=str(files["summary"]),
+        GITHUB_ENV=str(files["env"]),
+        GITHUB_REPOSITORY="acme/ml-platform",
+        GITHUB_SHA="abc123",
+        GITHUB_WORKSPACE=str(workspace),
+    )
     stdout, code = "", 0
     for step in action["runs"]["steps"]:
         if "uses" in step:
@@ -67,8 +72,14 @@ def run_action(workspace, tmp_path, **given):
             if "=" in line:
                 k, v = line.split("=", 1)
                 step_env[k] = v
-        proc = subprocess.run(["bash", "-e", "-c", _substitute(step["run"], inputs, str(ROOT))], cwd=workspace,
-                              env=step_env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            ["bash", "-e", "-c", _substitute(step["run"], inputs, str(ROOT))],
+            cwd=workspace,
+            env=step_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         stdout += proc.stdout
         code = proc.returncode
         if code:
@@ -96,9 +107,9 @@ def test_action_passes_on_clean_input_and_respects_inputs(tmp_path):
     ws.mkdir()
     (ws / "pod.yaml").write_text(GPU_BAD.replace("requests:", "limits:"))
     sarif_path = tmp_path / "out" / "x.sarif"
-    code, stdout, outputs, summary = run_action(ws, tmp_path, **{"sarif-file": str(sarif_path),
-                                                                 "summary": "false", "annotations": "false",
-                                                                 "fail-on": "error"})
+    code, stdout, outputs, summary = run_action(
+        ws, tmp_path, **{"sarif-file": str(sarif_path), "summary": "false", "annotations": "false", "fail-on": "error"}
+    )
     assert code == 0 and outputs["sarif-file"] == str(sarif_path) and sarif_path.exists()
     assert summary == "" and "::error" not in stdout
 
@@ -116,8 +127,8 @@ def test_annotations_are_capped_per_type(tmp_path):
 
 
 def test_deploy_manifests_have_no_error_findings():
-    from ailint.config import Settings
-    from ailint.run import lint
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
 
     result = lint([str(ROOT / "deploy")], Settings(root=str(ROOT)))
     assert result.files and not [f for f in result.findings if f.severity.value == "error"], result.findings
@@ -145,10 +156,22 @@ def test_pre_commit_try_repo(tmp_path):
     (repo / ".ailint.yaml").write_text("select: [GPU002]\n")  # the repo's own config is honoured
     subprocess.run(git + ["add", "."], cwd=repo, check=True)
     env = dict(os.environ, PRE_COMMIT_HOME=str(ROOT / ".pre-commit-cache"))
-    bad = subprocess.run([pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml"], cwd=repo,
-                         capture_output=True, text=True, env=env, timeout=600)
+    bad = subprocess.run(
+        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "GPU002" in bad.stdout
-    good = subprocess.run([pre_commit, "try-repo", str(ROOT), "ailint", "--files", "good.yaml"], cwd=repo,
-                          capture_output=True, text=True, env=env, timeout=600)
+    good = subprocess.run(
+        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "good.yaml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert good.returncode == 0, good.stdout + good.stderr

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from ailint.config import Settings
-from ailint.load import Limits, decode, load_text
-from ailint.model import SourceFile, Span
-from ailint.run import lint
+from ailint.core.model import SourceFile, Span
+from ailint.engine.config import Settings
+from ailint.engine.load import Limits, decode, load_text
+from ailint.engine.run import lint
 
 
 def load(text: str, name: str = "t.yaml", limits: Limits = Limits()):
@@ -72,7 +71,7 @@ def test_helm_source_markers_name_the_template():
 
 
 def test_syntax_error_keeps_earlier_documents():
-    r = load(POD + "---\nmetadata:\n  name: \"unterminated\n")
+    r = load(POD + '---\nmetadata:\n  name: "unterminated\n')
     assert [o.name for o in r.objects] == ["p"]
     assert r.findings[0].code == "YML001"
     assert r.findings[0].span.line >= 10
@@ -94,7 +93,7 @@ def test_duplicate_key_is_reported_at_the_second_key():
 def test_alias_bomb_is_refused():
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 9):
-        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]")
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
     r = load("\n".join(lines) + "\n")
     assert [f.code for f in r.findings] == ["YML004"]
     assert not r.objects
@@ -124,9 +123,11 @@ def test_unrendered_template_points_at_the_first_marker():
 
 
 def test_template_like_strings_inside_quotes_are_fine():
-    text = ("apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r}\n"
-            "spec:\n  groups:\n    - name: g\n      rules:\n        - alert: A\n"
-            "          annotations:\n            summary: \"{{ $labels.instance }} down\"\n")
+    text = (
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata: {name: r}\n"
+        "spec:\n  groups:\n    - name: g\n      rules:\n        - alert: A\n"
+        '          annotations:\n            summary: "{{ $labels.instance }} down"\n'
+    )
     r = load(text)
     assert not r.findings and r.objects
 
@@ -143,7 +144,9 @@ def test_complex_keys_are_findings_not_crashes():
 
 
 def test_unknown_tags_are_never_executed():
-    r = load("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: !!python/object/apply:os.system [echo hi]\n  b: !custom text\n")
+    r = load(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: !!python/object/apply:os.system [echo hi]\n  b: !custom text\n"
+    )
     assert r.objects[0].data["data"]["b"] == "text"
 
 
@@ -152,11 +155,14 @@ def test_merge_keys():
     assert r.objects[0].data["spec"] == {"cpu": 1, "mem": 2}
 
 
-@pytest.mark.parametrize("raw,needle", [
-    (b"\x00\x01\x02binary", "binary"),
-    (b"\xff\xfea\x00p\x00", "UTF-16"),
-    (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: caf\xe9\n", "invalid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "raw,needle",
+    [
+        (b"\x00\x01\x02binary", "binary"),
+        (b"\xff\xfea\x00p\x00", "UTF-16"),
+        (b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: caf\xe9\n", "invalid UTF-8"),
+    ],
+)
 def test_bad_encodings(raw, needle):
     text, finding = decode(raw, "x.yaml")
     assert text is None and finding.code == "YML007" and needle in finding.message
@@ -221,14 +227,15 @@ def test_crd_documents_are_counted_but_not_parsed():
     r = load(text)
     assert not r.findings
     got = [(o.doc_index, o.kind, o.name, o.span(("metadata", "name")).line) for o in r.objects]
-    assert got == [(0, "CustomResourceDefinition", "widgets.example.com", 8),
-                   (1, "Pod", "p", 16),
-                   (3, "CustomResourceDefinition", "gadgets.example.com", 28),
-                   (4, "Pod", "p", 36)]
+    assert got == [
+        (0, "CustomResourceDefinition", "widgets.example.com", 8),
+        (1, "Pod", "p", 16),
+        (3, "CustomResourceDefinition", "gadgets.example.com", 28),
+        (4, "Pod", "p", 36),
+    ]
     # same answer as parsing the whole stream
+    import ailint.engine.load as L
     import yaml as _yaml
-
-    import ailint.load as L
 
     whole = [d for d in _yaml.safe_load_all(text) if d]
     assert [d["kind"] for d in whole] == [o.kind for o in r.objects]
@@ -236,6 +243,6 @@ def test_crd_documents_are_counted_but_not_parsed():
 
 
 def test_syntax_error_after_a_crd_keeps_its_line():
-    r = load(CRD + "---\n" + POD + "---\nmetadata:\n  name: \"broken\n")
+    r = load(CRD + "---\n" + POD + '---\nmetadata:\n  name: "broken\n')
     assert [o.kind for o in r.objects] == ["CustomResourceDefinition", "Pod"]
     assert r.findings[0].code == "YML001" and r.findings[0].span.line >= 21

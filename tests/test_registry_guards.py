@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from ailint.model import FixAvailability
-from ailint.registry import DOC_SECTIONS, FAMILIES, all_rules
+from ailint.core.model import FixAvailability
+from ailint.engine.registry import DOC_SECTIONS, FAMILIES, all_rules
 from fixture_harness import FIXTURES, all_cases, expected_markers, profile_for
 
 RULES = list(all_rules().values())
@@ -42,8 +41,11 @@ def test_docstring_has_all_sections(reg):
 @pytest.mark.parametrize("reg", CHECKED, ids=[r.rule.code for r in CHECKED])
 def test_rule_has_failing_and_passing_fixtures(reg):
     mine = [c for c in CASES if c.code == reg.rule.code and not c.is_fixed_twin]
-    failing = [c for c in mine if any(code == reg.rule.code
-                                      for _, code in expected_markers(c.path.read_text(encoding="utf-8")))]
+    failing = [
+        c
+        for c in mine
+        if any(code == reg.rule.code for _, code in expected_markers(c.path.read_text(encoding="utf-8")))
+    ]
     passing = [c for c in mine if not expected_markers(c.path.read_text(encoding="utf-8"))]
     assert failing, f"{reg.rule.code}: no failing fixture in {FIXTURES / reg.rule.code}"
     assert passing, f"{reg.rule.code}: no passing fixture in {FIXTURES / reg.rule.code}"
@@ -65,8 +67,8 @@ def _yaml_block(section: str) -> str | None:
 
 @pytest.mark.parametrize("reg", CHECKED, ids=[r.rule.code for r in CHECKED])
 def test_docstring_examples_behave(reg, tmp_path):
-    from ailint.config import Settings
-    from ailint.run import lint
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
 
     sections = reg.sections
     bad, good = _yaml_block(sections.get("Example", "")), _yaml_block(sections.get("Use instead", ""))
@@ -80,4 +82,5 @@ def test_docstring_examples_behave(reg, tmp_path):
         found = [x for x in lint([str(f)], s).findings if x.code == reg.rule.code]
         assert bool(found) == should_fire, (
             f"{reg.rule.code}: the {'Example' if should_fire else 'Use instead'} block "
-            f"{'produced no finding' if should_fire else 'produced: ' + '; '.join(x.message for x in found)}")
+            f"{'produced no finding' if should_fire else 'produced: ' + '; '.join(x.message for x in found)}"
+        )

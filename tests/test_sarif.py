@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from ailint.config import Settings
-from ailint.registry import all_rules
+from ailint.engine.config import Settings
+from ailint.engine.registry import all_rules
+from ailint.engine.run import lint
 from ailint.report import sarif
-from ailint.run import lint
 from conftest import SARIF_SCHEMA
 from fixture_harness import FIXTURES
 
@@ -71,7 +70,7 @@ def test_fixes_carry_replacements(log):
 
 
 def test_warning_level_is_kept_explicitly():
-    from ailint.model import Finding, Severity, Span
+    from ailint.core.model import Finding, Severity, Span
 
     class R:
         findings = [Finding("GPU003", "x", Severity.WARNING, "m", "a.yaml", Span(1, 1, 1, 2))]

@@ -10,10 +10,9 @@ import subprocess
 import sys
 
 import pytest
-
-from ailint import schema as sch
-from ailint.config import Settings
-from ailint.run import lint
+from ailint.engine.config import Settings
+from ailint.engine.run import lint
+from ailint.schema import validate as sch
 from ailint.schemas import generate as gen
 from conftest import CORPUS, CRDS, ROOT, needs_shared
 
@@ -42,7 +41,9 @@ def test_generator_on_small_crd(tmp_path):
     shutil.copy(DATA / "crd_small.yaml", crds / "example.com_widgets.yaml")
     (tmp_path / "SOURCES.tsv").write_text(
         "repo\tcommit\tpath\tcopy\nexample/widgets\tabc123\tconfig/crd/widgets.yaml\t"
-        "ref/crds/example.com_widgets.yaml\n", encoding="utf-8")
+        "ref/crds/example.com_widgets.yaml\n",
+        encoding="utf-8",
+    )
     files = gen.generate(str(crds))
     # one file per served version; v1alpha1 is not served
     assert set(files) == {"example.com_v1_Widget.json", "example.com_v1beta1_Widget.json", "index.json", "README.md"}
@@ -73,10 +74,20 @@ def test_generator_on_small_crd(tmp_path):
 
     v = jsonschema.Draft202012Validator(s, format_checker=sch._format_checker())
     check = sch._Compiler(s).compile(s)
-    good = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "labels": {"a": "b"}},
-            "spec": {"mode": "Fast", "size": 3, "memory": "2Gi", "port": "http", "config": {"any": 1},
-                     "template": {"apiVersion": "v1", "kind": "Pod", "spec": {"x": 1}},
-                     "primary": {"host": "a", "port": 80}}}
+    good = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"a": "b"}},
+        "spec": {
+            "mode": "Fast",
+            "size": 3,
+            "memory": "2Gi",
+            "port": "http",
+            "config": {"any": 1},
+            "template": {"apiVersion": "v1", "kind": "Pod", "spec": {"x": 1}},
+            "primary": {"host": "a", "port": 80},
+        },
+    }
     assert not list(v.iter_errors(good)) and check(good)
     bad = json.loads(json.dumps(good))
     bad["spec"].update(mode="fast", size=100, memory="2 GB", nmae="x")
@@ -114,8 +125,16 @@ def test_crd_schemas_ship_as_package_data():
             for version, fname in entry["files"].items():
                 data = json.loads(base.joinpath(fname).read_text("utf-8"))
                 assert data["x-kubernetes-group-version-kind"] == {"group": group, "version": version, "kind": kind}
-    for must in ("karpenter.sh", "karpenter.k8s.aws", "ray.io", "leaderworkerset.x-k8s.io", "jobset.x-k8s.io",
-                 "trainer.kubeflow.org", "inference.networking.k8s.io", "kueue.x-k8s.io"):
+    for must in (
+        "karpenter.sh",
+        "karpenter.k8s.aws",
+        "ray.io",
+        "leaderworkerset.x-k8s.io",
+        "jobset.x-k8s.io",
+        "trainer.kubeflow.org",
+        "inference.networking.k8s.io",
+        "kueue.x-k8s.io",
+    ):
         assert must in index
 
 
@@ -142,14 +161,16 @@ def test_no_schema_turns_the_family_off(tmp_path):
 
 
 def test_odd_shapes_never_crash(tmp_path):
-    text = "\n---\n".join([
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: []\nspec: 3",
-        "apiVersion: karpenter.sh/v1\nkind: NodePool\nspec:\n  template:\n    spec:\n      requirements: {a: 1}",
-        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nspec:\n  amiSelectorTerms: [1, null, {alias: 3}]",
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nspec:\n  tolerations: [x, {operator: null}]",
-        "apiVersion: ray.io/v1\nkind: RayCluster\nspec: null",
-        "apiVersion: v1\nkind: ConfigMap\ndata: {1: 2}",
-    ])
+    text = "\n---\n".join(
+        [
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: []\nspec: 3",
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nspec:\n  template:\n    spec:\n      requirements: {a: 1}",
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nspec:\n  amiSelectorTerms: [1, null, {alias: 3}]",
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nspec:\n  tolerations: [x, {operator: null}]",
+            "apiVersion: ray.io/v1\nkind: RayCluster\nspec: null",
+            "apiVersion: v1\nkind: ConfigMap\ndata: {1: 2}",
+        ]
+    )
     f = tmp_path / "odd.yaml"
     f.write_text(text, encoding="utf-8")
     s = _settings()
@@ -160,7 +181,7 @@ def test_odd_shapes_never_crash(tmp_path):
 
 
 def test_importing_the_module_loads_no_validator():
-    code = "import sys, ailint.schema; assert 'jsonschema' not in sys.modules and 'referencing' not in sys.modules"
+    code = "import sys, ailint.schema.validate; assert 'jsonschema' not in sys.modules and 'referencing' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -230,8 +251,10 @@ def test_corpus_sch_rate_and_every_finding_reviewed():
 
 
 def test_sch_suppressions_are_not_unused_under_no_schema(tmp_path):
-    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n    - name: a\n"
-            "      image: busybox\n      resource: {}  # ailint: ignore[SCH001] typo kept on purpose\n")
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n    - name: a\n"
+        "      image: busybox\n      resource: {}  # ailint: ignore[SCH001] typo kept on purpose\n"
+    )
     f = tmp_path / "case.yaml"
     f.write_text(text, encoding="utf-8")
     for on in (True, False):

@@ -18,9 +18,8 @@ import json
 import os
 
 import pytest
-
-from ailint.config import Settings
-from ailint.run import lint
+from ailint.engine.config import Settings
+from ailint.engine.run import lint
 from fixture_harness import FIXTURES, ROOT, render_snapshot
 
 STACKS = FIXTURES / "stacks"
@@ -29,10 +28,10 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     # Karpenter GPU pool + EC2NodeClass, vLLM Deployment, Service, HPA, PDB, NetworkPolicy,
     # InferencePool with its endpoint picker, HTTPRoute, Grafana dashboard ConfigMap.
     "vllm_serving": [
-        ("KRP005", 11),   # al2023@latest on the GPU NodeClass
-        ("KRP004", 59),   # GPU pool consolidates busy nodes after 1m
-        ("OBS003", 75),   # dashboard queries vllm:gpu_cache_usage_perc (V0 name)
-        ("REL006", 98),   # serving pod on a spot-capable pool keeps the 30 s grace period
+        ("KRP005", 11),  # al2023@latest on the GPU NodeClass
+        ("KRP004", 59),  # GPU pool consolidates busy nodes after 1m
+        ("OBS003", 75),  # dashboard queries vllm:gpu_cache_usage_perc (V0 name)
+        ("REL006", 98),  # serving pod on a spot-capable pool keeps the 30 s grace period
         ("REL006", 109),  # ... and has no preStop hook
         ("STO008", 113),  # Hub download at every start while the HPA scales to 8
         ("STO007", 166),  # /dev/shm Memory emptyDir without sizeLimit
@@ -46,9 +45,9 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     # StorageClass + checkpoint PVC, 4-node PyTorchJob, Ray evaluation RayJob, descheduler
     # policy embedded in a ConfigMap.
     "training": [
-        ("NET004", 22),   # aws:ec2:placement-group tag (reserved prefix, places nothing)
-        ("REL005", 30),   # default expireAfter without terminationGracePeriod, do-not-disrupt pods
-        ("TRN008", 74),   # ClusterQueue does not cover vpc.amazonaws.com/efa
+        ("NET004", 22),  # aws:ec2:placement-group tag (reserved prefix, places nothing)
+        ("REL005", 30),  # default expireAfter without terminationGracePeriod, do-not-disrupt pods
+        ("TRN008", 74),  # ClusterQueue does not cover vpc.amazonaws.com/efa
         ("REL004", 140),  # multi-node GPU job without karpenter.sh/do-not-disrupt
         ("OBS001", 165),  # NCCL_DEBUG=INFO
         ("NET003", 166),  # FI_PROVIDER=efa (only for aws-ofi-nccl <= 1.5.0)
@@ -61,12 +60,12 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     # Two EC2NodeClasses, a CPU pool, a GPU pool, an Auto Mode GPU pool with its NodeClass,
     # the aws-node DaemonSet with prefix delegation, the DCGM exporter DaemonSet.
     "karpenter_eks": [
-        ("KRP006", 26),   # GPU NodeClass ignores the local NVMe (no RAID0)
-        ("KRP005", 29),   # bottlerocket@latest
-        ("SCH003", 75),   # v1beta1 consolidationPolicy WhenUnderutilized left after the v1 upgrade
-        ("KRP002", 82),   # GPU pool without limits
-        ("KRP003", 88),   # GPU pool without a NoSchedule taint
-        ("KRP001", 96),   # GPU pool pinned to g6e.2xlarge only
+        ("KRP006", 26),  # GPU NodeClass ignores the local NVMe (no RAID0)
+        ("KRP005", 29),  # bottlerocket@latest
+        ("SCH003", 75),  # v1beta1 consolidationPolicy WhenUnderutilized left after the v1 upgrade
+        ("KRP002", 82),  # GPU pool without limits
+        ("KRP003", 88),  # GPU pool without a NoSchedule taint
+        ("KRP001", 96),  # GPU pool pinned to g6e.2xlarge only
         ("NET001", 110),  # Auto Mode NodeClass for GPU nodes without ipv4PrefixSize "32"
         ("KRP007", 136),  # Auto Mode pool requires a karpenter.k8s.aws/* label
         ("NET001", 197),  # prefix delegation without WARM_IP_TARGET/MINIMUM_IP_TARGET
@@ -77,8 +76,8 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     # Slack assistant with a kubeconfig, their ServiceAccounts, RBAC, egress policy, Secrets
     # and an ExternalSecret.
     "agent_platform": [
-        ("SEC001", 44),   # create pods/exec for the code agent
-        ("SEC005", 78),   # code-executing agent egress to 0.0.0.0/0:443
+        ("SEC001", 44),  # create pods/exec for the code agent
+        ("SEC005", 78),  # code-executing agent egress to 0.0.0.0/0:443
         ("NET009", 143),  # ... the same ipBlock, as a broad-CIDR finding
         ("SEC001", 165),  # cluster-wide secret reads for the Slack assistant
         ("SEC010", 190),  # ExternalSecret on external-secrets.io/v1beta1
@@ -123,7 +122,7 @@ def test_stack_fixes_converge(name, tmp_path):
     """Every fix of every rule (unsafe ones too) applied together: the stack reaches a
     fixed point within a few passes, stays valid YAML and schema-clean, and no fix creates a
     finding that was not there before."""
-    from ailint.fix import apply_to_text
+    from ailint.fix.apply import apply_to_text
 
     path = STACKS / f"{name}.yaml"
     before = lint_stack(path)

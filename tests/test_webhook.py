@@ -12,32 +12,63 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from ailint.config import Settings
-from ailint.webhook import MAX_WARNING_CHARS, build_server
+from ailint.doors.webhook import MAX_WARNING_CHARS, build_server
+from ailint.engine.config import Settings
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI needed to make a test cert")
 
 GPU_POD = {
-    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vllm", "namespace": "ai"},
-    "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.9.2",
-                             "resources": {"requests": {"nvidia.com/gpu": 1}}}]},
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "vllm", "namespace": "ai"},
+    "spec": {
+        "containers": [
+            {"name": "vllm", "image": "vllm/vllm-openai:v0.9.2", "resources": {"requests": {"nvidia.com/gpu": 1}}}
+        ]
+    },
 }
 
 
 def review(obj, uid="uid-1", dry_run=False):
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": uid, "kind": {"group": "", "version": "v1", "kind": obj.get("kind", "")},
-                        "operation": "CREATE", "namespace": "ai", "dryRun": dry_run, "object": obj}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": obj.get("kind", "")},
+            "operation": "CREATE",
+            "namespace": "ai",
+            "dryRun": dry_run,
+            "object": obj,
+        },
+    }
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "key.pem"),
-                    "-out", str(d / "cert.pem"), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(d / "key.pem"),
+            "-out",
+            str(d / "cert.pem"),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return d / "cert.pem", d / "key.pem"
 
 
@@ -94,18 +125,24 @@ def test_delete_without_object_is_allowed(server, certs):
 
 def test_warning_cap(server, certs):
     many = dict(GPU_POD)
-    many["spec"] = {"containers": [{"name": f"c{i}", "image": "x:1",
-                                    "resources": {"requests": {"nvidia.com/gpu": 1}}} for i in range(30)]}
+    many["spec"] = {
+        "containers": [
+            {"name": f"c{i}", "image": "x:1", "resources": {"requests": {"nvidia.com/gpu": 1}}} for i in range(30)
+        ]
+    }
     _, payload = request(server, certs, "POST", "/validate", review(many))
     warnings = json.loads(payload)["response"]["warnings"]
     assert len(warnings) == 21 and warnings[-1].startswith("ailint: +")
 
 
-@pytest.mark.parametrize("raw,expected", [
-    (b"{not json", 400),
-    (json.dumps({"kind": "Pod"}).encode(), 400),
-    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(), 400),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (b"{not json", 400),
+        (json.dumps({"kind": "Pod"}).encode(), 400),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(), 400),
+    ],
+)
 def test_bad_bodies(server, certs, raw, expected):
     status, _ = request(server, certs, "POST", "/validate", raw=raw)
     assert status == expected
@@ -142,8 +179,9 @@ def test_concurrent_burst(server, certs):
 
 
 def test_enforce_mode_denies_errors(certs):
-    srv = build_server("127.0.0.1", 0, Settings(), tls_cert=str(certs[0]), tls_key=str(certs[1]),
-                       enforce=True, log=io.StringIO())
+    srv = build_server(
+        "127.0.0.1", 0, Settings(), tls_cert=str(certs[0]), tls_key=str(certs[1]), enforce=True, log=io.StringIO()
+    )
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
     try:
@@ -158,11 +196,26 @@ def test_enforce_mode_denies_errors(certs):
 def test_serve_command_starts_and_stops_on_sigterm(certs):
     import signal
     import sys
-    import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "ailint", "webhook", "serve", "--host", "127.0.0.1", "--port", "0",
-                             "--tls-cert", str(certs[0]), "--tls-key", str(certs[1])],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ailint",
+            "webhook",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--tls-cert",
+            str(certs[0]),
+            "--tls-key",
+            str(certs[1]),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = json.loads(proc.stderr.readline())
         assert first["msg"] == "ailint webhook listening" and first["tls"] is True and first["mode"] == "dry-run"
@@ -182,8 +235,9 @@ def test_serve_command_starts_and_stops_on_sigterm(certs):
 def test_serve_requires_tls_or_insecure_flag():
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "ailint", "webhook", "serve", "--port", "0"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "ailint", "webhook", "serve", "--port", "0"], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 2 and "--tls-cert" in out.stderr
 
 
@@ -208,8 +262,12 @@ def test_keep_alive_answers_in_one_segment(server, certs):
     try:
         started = time.perf_counter()
         for i in range(10):
-            conn.request("POST", "/validate", body=json.dumps(review(GPU_POD, uid=f"k{i}")).encode(),
-                         headers={"Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                "/validate",
+                body=json.dumps(review(GPU_POD, uid=f"k{i}")).encode(),
+                headers={"Content-Type": "application/json"},
+            )
             resp = conn.getresponse()
             assert resp.status == 200 and resp.getheader("Content-Length")
             assert json.loads(resp.read())["response"]["uid"] == f"k{i}"
@@ -258,7 +316,7 @@ def test_shutdown_finishes_in_flight_and_closes_idle_connections(certs):
 
 
 def test_metrics_add_up_worker_rows():
-    from ailint.webhook import Metrics
+    from ailint.doors.webhook import Metrics
 
     m = Metrics(["GPU002"], workers=2)
     m.observe("allowed", 0.003, ["GPU002"])
@@ -303,16 +361,36 @@ def _wait_gone(pids, seconds):
 def _start_workers(certs, n=2):
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "ailint", "webhook", "serve", "--host", "127.0.0.1", "--port", "0",
-                             "--tls-cert", str(certs[0]), "--tls-key", str(certs[1]), "--workers", str(n)],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ailint",
+            "webhook",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--tls-cert",
+            str(certs[0]),
+            "--tls-key",
+            str(certs[1]),
+            "--workers",
+            str(n),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     banner = json.loads(proc.stderr.readline())
     assert banner["msg"] == "ailint webhook listening" and banner["workers"] == n and len(banner["pids"]) == n
     return proc, banner
 
 
-needs_fork = pytest.mark.skipif(not hasattr(__import__("os"), "fork") or not __import__("os").path.isdir("/proc"),
-                                reason="--workers needs fork; the checks read /proc")
+needs_fork = pytest.mark.skipif(
+    not hasattr(__import__("os"), "fork") or not __import__("os").path.isdir("/proc"),
+    reason="--workers needs fork; the checks read /proc",
+)
 
 
 @needs_fork
@@ -322,12 +400,17 @@ def test_workers_answer_a_burst_and_stop_on_sigterm(certs):
     proc, banner = _start_workers(certs)
     port = banner["port"]
     try:
+
         def client(c):  # one keep-alive connection per client, four requests each
             conn = http.client.HTTPSConnection("127.0.0.1", port, context=_tls(certs), timeout=10)
             out = []
             for i in range(4):
-                conn.request("POST", "/validate", body=json.dumps(review(GPU_POD, uid=f"w{c}-{i}")).encode(),
-                             headers={"Content-Type": "application/json"})
+                conn.request(
+                    "POST",
+                    "/validate",
+                    body=json.dumps(review(GPU_POD, uid=f"w{c}-{i}")).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
                 resp = conn.getresponse()
                 out.append((resp.status, json.loads(resp.read())["response"]["uid"]))
             conn.close()
@@ -380,16 +463,39 @@ def test_a_dead_worker_is_replaced_and_orphans_leave(certs):
 def test_workers_option_rejects_negative():
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "ailint", "webhook", "serve", "--insecure-http", "--workers", "-1"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "ailint", "webhook", "serve", "--insecure-http", "--workers", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 2 and "--workers" in out.stderr
 
 
 def _make_cert(d, cn):
     d.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "key.pem"),
-                    "-out", str(d / "cert.pem"), "-days", "1", "-subj", f"/CN={cn}",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(d / "key.pem"),
+            "-out",
+            str(d / "cert.pem"),
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={cn}",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return d / "cert.pem", d / "key.pem"
 
 
@@ -399,9 +505,8 @@ def _served_cert(port):
     ctx.verify_mode = ssl.CERT_NONE
     import socket
 
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with ctx.wrap_socket(raw) as tls:
-            return tls.getpeercert(binary_form=True)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, ctx.wrap_socket(raw) as tls:
+        return tls.getpeercert(binary_form=True)
 
 
 def test_a_renewed_certificate_is_served_without_a_restart(tmp_path):
@@ -414,8 +519,9 @@ def test_a_renewed_certificate_is_served_without_a_restart(tmp_path):
     shutil.copy(old_cert, live / "tls.crt")
     shutil.copy(old_key, live / "tls.key")
     log = io.StringIO()
-    srv = build_server("127.0.0.1", 0, Settings(), tls_cert=str(live / "tls.crt"), tls_key=str(live / "tls.key"),
-                       log=log)
+    srv = build_server(
+        "127.0.0.1", 0, Settings(), tls_cert=str(live / "tls.crt"), tls_key=str(live / "tls.key"), log=log
+    )
     srv.tls.interval = 0.0
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Edit, SourceFile
+from ailint.core.model import Edit, SourceFile
 
 
 def json_pointer(path: tuple[Any, ...]) -> str:

@@ -18,8 +18,10 @@ def _escape_prop(s: str) -> str:
 def render(result, **_: Any) -> str:
     lines = []
     for f in result.findings:
-        props = (f"file={_escape_prop(f.file)},line={f.span.line},col={f.span.col},"
-                 f"endLine={f.span.end_line},endColumn={f.span.end_col},"
-                 f"title={_escape_prop(f'{f.code} {f.name}')}")
+        props = (
+            f"file={_escape_prop(f.file)},line={f.span.line},col={f.span.col},"
+            f"endLine={f.span.end_line},endColumn={f.span.end_col},"
+            f"title={_escape_prop(f'{f.code} {f.name}')}"
+        )
         lines.append(f"::{_LEVEL[f.severity.value]} {props}::{_escape_data(f'{f.code} {f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

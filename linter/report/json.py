@@ -5,29 +5,45 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
-from ..model import Finding, Severity
-from .common import edit_region, json_pointer
+from ailint import __version__
+from ailint.core.model import Finding, Severity
+from ailint.report.common import edit_region, json_pointer
 
 
 def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
     ref = f.object_ref
     obj = None
     if ref is not None:
-        obj = {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace,
-               "name": ref.name, "document": ref.document}
+        obj = {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "namespace": ref.namespace,
+            "name": ref.name,
+            "document": ref.document,
+        }
         if ref.template:
             obj["template"] = ref.template
     fix = None
     if f.fix is not None:
         src = sources.get(f.file)
-        fix = {"title": f.fix.title, "applicability": f.fix.applicability.value,
-               "edits": [{**edit_region(e, src), "content": e.content} for e in f.fix.edits]}
+        fix = {
+            "title": f.fix.title,
+            "applicability": f.fix.applicability.value,
+            "edits": [{**edit_region(e, src), "content": e.content} for e in f.fix.edits],
+        }
     return {
-        "code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
-        "file": f.file, "line": f.span.line, "column": f.span.col,
-        "end_line": f.span.end_line, "end_column": f.span.end_col,
-        "object": obj, "path": json_pointer(f.path) if f.path else "", "fix": fix,
+        "code": f.code,
+        "name": f.name,
+        "severity": f.severity.value,
+        "message": f.message,
+        "file": f.file,
+        "line": f.span.line,
+        "column": f.span.col,
+        "end_line": f.span.end_line,
+        "end_column": f.span.end_col,
+        "object": obj,
+        "path": json_pointer(f.path) if f.path else "",
+        "fix": fix,
     }
 
 
@@ -39,8 +55,12 @@ def render(result, **_: Any) -> str:
         "tool": {"name": "ailint", "version": __version__},
         "files": [{"path": fs.path, "documents": fs.documents, "objects": fs.objects} for fs in result.files],
         "findings": [finding_dict(f, result.sources) for f in result.findings],
-        "summary": {"files": len(result.files), "objects": result.object_count,
-                    "findings": len(result.findings), "by_severity": by_sev,
-                    "fixable": sum(1 for f in result.findings if f.fix is not None)},
+        "summary": {
+            "files": len(result.files),
+            "objects": result.object_count,
+            "findings": len(result.findings),
+            "by_severity": by_sev,
+            "fixable": sum(1 for f in result.findings if f.fix is not None),
+        },
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -16,12 +16,11 @@ from urllib.parse import quote
 
 import attr
 import sarif_om as om
-
-from .. import __version__
-from ..baseline import fingerprint
-from ..model import Finding
-from ..registry import all_rules
-from .common import edit_region
+from ailint import __version__
+from ailint.core.model import Finding
+from ailint.engine.baseline import fingerprint
+from ailint.engine.registry import all_rules
+from ailint.report.common import edit_region
 
 INFORMATION_URI = "https://github.com/ailint/ailint"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -66,22 +65,30 @@ def rule_descriptors() -> tuple[list[om.ReportingDescriptor], dict[str, int]]:
         r = reg.rule
         sections = reg.sections
         what = " ".join(sections.get("What it does", r.summary).split())
-        props: dict[str, Any] = {"tags": sorted({r.family.lower(), *r.tags}),
-                                 "precision": r.precision if r.precision in _PRECISION else "high"}
+        props: dict[str, Any] = {
+            "tags": sorted({r.family.lower(), *r.tags}),
+            "precision": r.precision if r.precision in _PRECISION else "high",
+        }
         if r.family == "SEC":
-            sev = r.security_severity if r.security_severity is not None else {
-                "error": 8.0, "warning": 5.5, "info": 2.0}[r.severity.value]
+            sev = (
+                r.security_severity
+                if r.security_severity is not None
+                else {"error": 8.0, "warning": 5.5, "info": 2.0}[r.severity.value]
+            )
             props["security-severity"] = f"{sev:.1f}"
             props["tags"] = sorted({"security", *props["tags"]})
-        rules.append(om.ReportingDescriptor(
-            id=r.code, name=r.name,
-            short_description=om.MultiformatMessageString(text=r.summary),
-            full_description=om.MultiformatMessageString(text=what or r.summary),
-            help=om.MultiformatMessageString(text=reg.doc or r.summary, markdown=reg.doc or r.summary),
-            help_uri=f"{INFORMATION_URI}/blob/main/docs/rules/{r.code}.md",
-            default_configuration=om.ReportingConfiguration(level=_LEVEL[r.severity.value]),
-            properties=props,
-        ))
+        rules.append(
+            om.ReportingDescriptor(
+                id=r.code,
+                name=r.name,
+                short_description=om.MultiformatMessageString(text=r.summary),
+                full_description=om.MultiformatMessageString(text=what or r.summary),
+                help=om.MultiformatMessageString(text=reg.doc or r.summary, markdown=reg.doc or r.summary),
+                help_uri=f"{INFORMATION_URI}/blob/main/docs/rules/{r.code}.md",
+                default_configuration=om.ReportingConfiguration(level=_LEVEL[r.severity.value]),
+                properties=props,
+            )
+        )
         index[r.code] = i
     return rules, index
 
@@ -90,15 +97,22 @@ def _result(f: Finding, index: dict[str, int], sources: dict) -> om.Result:
     loc = om.Location(
         physical_location=om.PhysicalLocation(
             artifact_location=om.ArtifactLocation(uri=_uri(f.file), uri_base_id="%SRCROOT%"),
-            region=_region(f.span.line, f.span.col, f.span.end_line, f.span.end_col)),
+            region=_region(f.span.line, f.span.col, f.span.end_line, f.span.end_col),
+        ),
     )
     if f.object_ref is not None:
         ref = f.object_ref
         fqn = "/".join(x for x in (ref.kind, ref.namespace or "", ref.name or "") if x)
-        loc.logical_locations = [om.LogicalLocation(name=ref.name or ref.kind, fully_qualified_name=fqn,
-                                                    kind="resource")]
-    res = om.Result(message=om.Message(text=f.message), rule_id=f.code, level=_LEVEL[f.severity.value],
-                    locations=[loc], partial_fingerprints={"ailint/v1": fingerprint(f)})
+        loc.logical_locations = [
+            om.LogicalLocation(name=ref.name or ref.kind, fully_qualified_name=fqn, kind="resource")
+        ]
+    res = om.Result(
+        message=om.Message(text=f.message),
+        rule_id=f.code,
+        level=_LEVEL[f.severity.value],
+        locations=[loc],
+        partial_fingerprints={"ailint/v1": fingerprint(f)},
+    )
     if f.code in index:
         res.rule_index = index[f.code]
     if f.fix is not None and f.fix.edits:
@@ -106,24 +120,37 @@ def _result(f: Finding, index: dict[str, int], sources: dict) -> om.Result:
         replacements = []
         for e in f.fix.edits:
             r = edit_region(e, src)
-            replacements.append(om.Replacement(
-                deleted_region=_region(r["line"], r["column"], r["end_line"], r["end_column"]),
-                inserted_content=om.ArtifactContent(text=e.content) if e.content else None))
-        res.fixes = [om.Fix(description=om.Message(text=f"{f.fix.title} ({f.fix.applicability.value})"),
-                            artifact_changes=[om.ArtifactChange(
-                                artifact_location=om.ArtifactLocation(uri=_uri(f.file), uri_base_id="%SRCROOT%"),
-                                replacements=replacements)])]
+            replacements.append(
+                om.Replacement(
+                    deleted_region=_region(r["line"], r["column"], r["end_line"], r["end_column"]),
+                    inserted_content=om.ArtifactContent(text=e.content) if e.content else None,
+                )
+            )
+        res.fixes = [
+            om.Fix(
+                description=om.Message(text=f"{f.fix.title} ({f.fix.applicability.value})"),
+                artifact_changes=[
+                    om.ArtifactChange(
+                        artifact_location=om.ArtifactLocation(uri=_uri(f.file), uri_base_id="%SRCROOT%"),
+                        replacements=replacements,
+                    )
+                ],
+            )
+        ]
     return res
 
 
 def build(result) -> dict[str, Any]:
     rules, index = rule_descriptors()
-    driver = om.ToolComponent(name="ailint", version=__version__, semantic_version=__version__,
-                              information_uri=INFORMATION_URI, rules=rules)
-    run = om.Run(tool=om.Tool(driver=driver),
-                 results=[_result(f, index, result.sources) for f in result.findings],
-                 column_kind="unicodeCodePoints",
-                 invocations=[om.Invocation(execution_successful=True)])
+    driver = om.ToolComponent(
+        name="ailint", version=__version__, semantic_version=__version__, information_uri=INFORMATION_URI, rules=rules
+    )
+    run = om.Run(
+        tool=om.Tool(driver=driver),
+        results=[_result(f, index, result.sources) for f in result.findings],
+        column_kind="unicodeCodePoints",
+        invocations=[om.Invocation(execution_successful=True)],
+    )
     log = om.SarifLog(version="2.1.0", schema_uri="https://json.schemastore.org/sarif-2.1.0.json", runs=[run])
     return to_json(log)
 

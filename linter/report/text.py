@@ -10,7 +10,7 @@ import re
 from itertools import groupby
 from typing import Any
 
-from ..model import Finding
+from ailint.core.model import Finding
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -25,7 +25,7 @@ def _first_sentence(text: str, limit: int = 240) -> str:
 
 
 def _why_and_fix(code: str) -> tuple[str, str]:
-    from ..registry import all_rules
+    from ailint.engine.registry import all_rules
 
     reg = all_rules().get(code)
     if reg is None:
@@ -44,8 +44,7 @@ def _frame(f: Finding, sources: dict) -> list[str]:
     width = len(str(f.span.line))
     end = f.span.end_col if f.span.end_line == f.span.line else len(line) + 1
     carets = "^" * max(1, min(end, len(line) + 1) - f.span.col)
-    return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}",
-            f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
+    return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}", f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
 
 
 def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> str:
@@ -58,13 +57,18 @@ def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> st
             sev = f.severity.value
             head = f"{f.file}:{f.span.line}:{f.span.col}: {f.code} [{sev}] {f.message}"
             if color:
-                head = (f"{_esc(f.file)}:{f.span.line}:{f.span.col}: [{_SEV_STYLE[sev]}]{f.code}[/] "
-                        f"[{_SEV_STYLE[sev]}]\\[{sev}][/] {_esc(f.message)}")
+                head = (
+                    f"{_esc(f.file)}:{f.span.line}:{f.span.col}: [{_SEV_STYLE[sev]}]{f.code}[/] "
+                    f"[{_SEV_STYLE[sev]}]\\[{sev}][/] {_esc(f.message)}"
+                )
             out.append(head)
             if f.object_ref is not None:
                 tpl = f" (from {f.object_ref.template})" if f.object_ref.template else ""
-                out.append(("    [dim]in " + _esc(f.object_ref.label()) + tpl + "[/dim]") if color
-                           else f"    in {f.object_ref.label()}{tpl}")
+                out.append(
+                    ("    [dim]in " + _esc(f.object_ref.label()) + tpl + "[/dim]")
+                    if color
+                    else f"    in {f.object_ref.label()}{tpl}"
+                )
             for line in _frame(f, result.sources):
                 out.append(_esc(line) if color else line)
             if f.code not in cache:
@@ -94,8 +98,7 @@ def summary_line(result) -> str:
     parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}" for k, v in counts.items() if v)
     extra = f"; {fixable} fixable with --fix or --unsafe-fixes" if fixable else ""
     sup = f"; {len(result.suppressed)} suppressed" if result.suppressed else ""
-    return (f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in {files} "
-            f"file{'s' if files != 1 else ''}{extra}{sup}.")
+    return f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in {files} file{'s' if files != 1 else ''}{extra}{sup}."
 
 
 def _esc(s: str) -> str:

@@ -131,14 +131,21 @@ the first one's).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import gpu_facts
-from ailint.extract import (POD_KINDS, effective_tolerations, parse_taint, pod_accelerators, pod_templates,
-                            untolerated)
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity, as_list
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_list
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import gpu_facts
+from ailint.domain.extract import (
+    POD_KINDS,
+    effective_tolerations,
+    parse_taint,
+    pod_accelerators,
+    pod_templates,
+    untolerated,
+)
+from ailint.domain.kserve import preset_supplies
 
 RULE = Rule(
     code="GPU001",
@@ -191,14 +198,24 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if blocked:
                 yield _pool_finding(obj, pod, why, blocked, ert)
             continue
-        profile_taints = [t for t in (parse_taint(str(s)) for s in as_list(ctx.profile.get("gpuNodeTaints")))
-                          if t and t.get("key") and t.get("effect") in ("NoSchedule", "NoExecute")]
+        profile_taints = [
+            t
+            for t in (parse_taint(str(s)) for s in as_list(ctx.profile.get("gpuNodeTaints")))
+            if t and t.get("key") and t.get("effect") in ("NoSchedule", "NoExecute")
+        ]
         bad = untolerated(profile_taints, tols)
         if bad:
-            msg = (f"{_where(pod)} {why} but does not tolerate "
-                   f"{_taints_text(bad)}, which the profile's gpuNodeTaints puts on GPU nodes")
-            yield RULE.finding(obj, pod.path("tolerations"), msg, severity=Severity.WARNING,
-                               fix=_fix(obj, pod, bad, unsafe=False, title_pool=None))
+            msg = (
+                f"{_where(pod)} {why} but does not tolerate "
+                f"{_taints_text(bad)}, which the profile's gpuNodeTaints puts on GPU nodes"
+            )
+            yield RULE.finding(
+                obj,
+                pod.path("tolerations"),
+                msg,
+                severity=Severity.WARNING,
+                fix=_fix(obj, pod, bad, unsafe=False, title_pool=None),
+            )
 
 
 def _pool_finding(obj: Any, pod: Any, why: str, blocked: list, ert: bool) -> Finding:
@@ -214,10 +231,11 @@ def _pool_finding(obj: Any, pod: Any, why: str, blocked: list, ert: bool) -> Fin
     if ert and any(t.get("key") in _requested(pod) and t.get("effect") == "NoExecute" for t in first_bad):
         note = " (ExtendedResourceToleration only adds NoSchedule tolerations)"
     msg = f"{_where(pod)} {why} but {where}{note}"
-    same = all(sorted(map(gpu_facts.taint_text, b)) == sorted(map(gpu_facts.taint_text, first_bad))
-               for _, b in blocked)
-    safe = same and (all(gpu_facts.is_accelerator_taint(t) for t in first_bad)
-                     or all(gpu_facts.pins_pool(pod, p) for p, _ in blocked))
+    same = all(sorted(map(gpu_facts.taint_text, b)) == sorted(map(gpu_facts.taint_text, first_bad)) for _, b in blocked)
+    safe = same and (
+        all(gpu_facts.is_accelerator_taint(t) for t in first_bad)
+        or all(gpu_facts.pins_pool(pod, p) for p, _ in blocked)
+    )
     fix = _fix(obj, pod, first_bad, unsafe=not safe, title_pool=None if same else first_pool.name)
     return RULE.finding(obj, pod.path("tolerations"), msg, fix=fix)
 

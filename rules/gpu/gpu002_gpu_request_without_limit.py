@@ -56,13 +56,14 @@ A fractional quantity has no fix: choose a whole number or a MIG profile.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, all_containers, parse_quantity
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.extract import POD_KINDS, all_containers, parse_quantity
+from ailint.domain.kserve import preset_supplies
+from ailint.fix import edits
 
 RULE = Rule(
     code="GPU002",
@@ -93,22 +94,33 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             where = "requests" if res in requests else "limits"
             path = c.path_of("resources", where, res)
             if res.startswith(_WHOLE) and q is not None and not q.is_integer():
-                yield RULE.finding(obj, path, f"{res} is {value}: accelerators are whole devices; "
-                                              "use an integer or a MIG/time-slicing resource")
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"{res} is {value}: accelerators are whole devices; use an integer or a MIG/time-slicing resource",
+                )
                 continue
             if where == "limits":
                 continue
             if res not in limits:
                 if preset_supplies(c, "resources"):
                     continue  # an LLMInferenceService config the run may not show can set the limit
-                yield RULE.finding(obj, path, f"{res} is requested ({value}) but not limited; extended "
-                                              "resources must be set in limits",
-                                   fix=_copy_to_limits(obj, c, res, value))
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"{res} is requested ({value}) but not limited; extended resources must be set in limits",
+                    fix=_copy_to_limits(obj, c, res, value),
+                )
             elif parse_quantity(limits[res]) != q:
-                yield RULE.finding(obj, path, f"{res} request ({value}) differs from its limit "
-                                              f"({limits[res]}); they must be equal",
-                                   fix=make_fix(f"set the request to the limit ({limits[res]})",
-                                                [edits.replace_value(obj, path, edits.scalar(limits[res]))]))
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"{res} request ({value}) differs from its limit ({limits[res]}); they must be equal",
+                    fix=make_fix(
+                        f"set the request to the limit ({limits[res]})",
+                        [edits.replace_value(obj, path, edits.scalar(limits[res]))],
+                    ),
+                )
 
 
 def _copy_to_limits(obj: Any, c: Any, res: str, value: Any):

@@ -77,13 +77,14 @@ sidecars need room too.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import gpu_facts, instances
-from ailint.extract import POD_KINDS, pod_templates
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import gpu_facts, instances
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.domain.kserve import preset_supplies
 
 RULE = Rule(
     code="GPU003",
@@ -150,7 +151,7 @@ def _share(c: Any, types: set[str]) -> dict[str, str] | None:
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     defaults = _limitrange_defaults(ctx, obj.namespace or "default")
     for pod in pod_templates(obj):
-        types: set[str] | None | bool = False  # computed lazily
+        types: set[str] | bool | None = False  # computed lazily
         for c in pod.containers():
             acc = c.accelerators()
             if not acc or gpu_facts.is_placeholder(c):
@@ -166,8 +167,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             what = " or ".join(missing)
             name = gpu_facts.container_label(c)
             needs = " and ".join({"cpu": "CPU", "memory": "host RAM"}[r] for r in missing)
-            msg = (f"{name} requests {count_text} {res} but no {what} request; nodes are sized "
-                   f"from requests, so its {needs} {'are' if len(missing) > 1 else 'is'} not reserved")
+            msg = (
+                f"{name} requests {count_text} {res} but no {what} request; nodes are sized "
+                f"from requests, so its {needs} {'are' if len(missing) > 1 else 'is'} not reserved"
+            )
             fix = None
             share = _share(c, types) if types else None
             if share:
@@ -175,7 +178,6 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 edits_ = gpu_facts.set_map_values(obj, c.path_of("resources", "requests"), values)
                 if edits_:
                     desc = ", ".join(f"{k} {v}" for k, v in values.items())
-                    fix = make_fix(f"request {desc} (the container's share of {share['_type']})", edits_,
-                                   unsafe=True)
+                    fix = make_fix(f"request {desc} (the container's share of {share['_type']})", edits_, unsafe=True)
             path = c.path_of("resources", "requests") if isinstance(c.data.get("resources"), dict) else c.path
             yield RULE.finding(obj, path, msg, fix=fix)

@@ -106,13 +106,14 @@ allocatable in the set).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
-from ailint import gpu_facts, instances
-from ailint.extract import POD_KINDS, format_bytes, parse_quantity, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, get_in, iter_dicts
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, get_in, iter_dicts
+from ailint.core.rule import Rule, Scope
+from ailint.domain import gpu_facts, instances
+from ailint.domain.extract import POD_KINDS, format_bytes, parse_quantity, pod_templates
 
 RULE = Rule(
     code="GPU004",
@@ -126,8 +127,14 @@ RULE = Rule(
     precision="high",
 )
 
-RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
-             "vpc.amazonaws.com/efa")
+RESOURCES = (
+    "cpu",
+    "memory",
+    "nvidia.com/gpu",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "vpc.amazonaws.com/efa",
+)
 
 
 def effective_request(pod: Any) -> tuple[dict[str, float], dict[str, Any]]:
@@ -215,8 +222,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             yield from _dead_types(obj, pod, req, over)
 
 
-def _no_fit(obj: Any, pod: Any, req: dict[str, float], top: dict[str, Any], table: dict[str, Any],
-            over: dict[str, list[str]]) -> Finding:
+def _no_fit(
+    obj: Any, pod: Any, req: dict[str, float], top: dict[str, Any], table: dict[str, Any], over: dict[str, list[str]]
+) -> Finding:
     always = [r for r in RESOURCES if all(r in dims for dims in over.values())]
     n = len(table)
     if always:
@@ -260,16 +268,16 @@ def _dead_types(obj: Any, pod: Any, req: dict[str, float], over: dict[str, list[
         for ti, term in iter_dicts(get_in(spec, aff)):
             for ei, e in iter_dicts(term.get("matchExpressions")):
                 if e.get("key") == key and e.get("operator") == "In" and isinstance(e.get("values"), list):
-                    listed.append((pod.path(*aff, ti, "matchExpressions", ei, "values"),
-                                   [str(x) for x in e["values"]]))
+                    listed.append((pod.path(*aff, ti, "matchExpressions", ei, "values"), [str(x) for x in e["values"]]))
         for path, names in listed:
-            dead = [t for t in names if t in over and over[t]]
+            dead = [t for t in names if over.get(t)]
             alive = [t for t in names if t in over and not over[t]]
             if dead and alive:
                 dims = sorted({d for t in dead for d in over[t]}, key=RESOURCES.index)
                 need = ", ".join(f"{d} {fmt(d, req[d])}" for d in dims)
                 one = len(dead) == 1
-                msg = (f"{gpu_facts.describe_types(dead)} can never fit this pod ({need}); "
-                       f"{'it is a dead entry' if one else 'they are dead entries'} in its instance-type list")
+                msg = (
+                    f"{gpu_facts.describe_types(dead)} can never fit this pod ({need}); "
+                    f"{'it is a dead entry' if one else 'they are dead entries'} in its instance-type list"
+                )
                 yield RULE.finding(obj, path, msg, severity=Severity.INFO)
-

@@ -89,14 +89,23 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import gpu_facts
-from ailint.extract import (GPU_RESOURCES, NEURON_RESOURCES, POD_KINDS, flag_value, parse_quantity, pod_templates,
-                            serving_engine, volumes)
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import gpu_facts
+from ailint.domain.extract import (
+    GPU_RESOURCES,
+    NEURON_RESOURCES,
+    POD_KINDS,
+    flag_value,
+    parse_quantity,
+    pod_templates,
+    serving_engine,
+    volumes,
+)
+from ailint.domain.kserve import preset_supplies
 
 RULE = Rule(
     code="GPU005",
@@ -170,11 +179,17 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 continue
             text, is_error = why
             name = gpu_facts.container_label(c)
-            msg = (f"{name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
-                   f"mount an emptyDir with medium: Memory")
-            yield RULE.finding(obj, c.path_of("volumeMounts") if "volumeMounts" in c.data else c.path, msg,
-                               severity=Severity.ERROR if is_error else None,
-                               fix=_fix(obj, pod, c, str(opts.get("size_limit") or "16Gi")))
+            msg = (
+                f"{name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
+                f"mount an emptyDir with medium: Memory"
+            )
+            yield RULE.finding(
+                obj,
+                c.path_of("volumeMounts") if "volumeMounts" in c.data else c.path,
+                msg,
+                severity=Severity.ERROR if is_error else None,
+                fix=_fix(obj, pod, c, str(opts.get("size_limit") or "16Gi")),
+            )
 
 
 def _size(c: Any, wanted: str) -> str:
@@ -205,8 +220,11 @@ def _fix(obj: Any, pod: Any, c: Any, size_limit: str):
     parts = [gpu_facts.add_list_items(obj, c.path, "volumeMounts", [{"name": name, "mountPath": "/dev/shm"}])]
     size = _size(c, size_limit)
     if add_volume:
-        parts.append(gpu_facts.add_list_items(obj, pod.spec_path, "volumes", [
-            {"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": size}}]))
+        parts.append(
+            gpu_facts.add_list_items(
+                obj, pod.spec_path, "volumes", [{"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": size}}]
+            )
+        )
     merged = gpu_facts.merge_inserts(parts)
     if merged is None:
         return None

@@ -63,12 +63,13 @@ change with it.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import gpu_facts, instances
-from ailint.extract import POD_KINDS, parse_quantity, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope
+from ailint.domain import gpu_facts, instances
+from ailint.domain.extract import POD_KINDS, parse_quantity, pod_templates
 
 RULE = Rule(
     code="GPU006",
@@ -143,17 +144,20 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if not _pow2(n):
                     up = _next_pow2(n)
                     down = up // 2
-                    msg = (f"{name} requests {n} {res}, not a power of two; Karpenter bin-packs Neuron "
-                           f"pods as power-of-2 requests, so use {down} or {up}")
+                    msg = (
+                        f"{name} requests {n} {res}, not a power of two; Karpenter bin-packs Neuron "
+                        f"pods as power-of-2 requests, so use {down} or {up}"
+                    )
                     yield RULE.finding(obj, _where(c, res), msg)
                 elif kind == "device" and neuron_types & set(_TRN1_TORUS) and n not in _TRN1_SETS:
                     on = ", ".join(sorted(neuron_types & set(_TRN1_TORUS)))
-                    msg = (f"{name} requests {n} {res} but can land on {on}, where the Neuron scheduler "
-                           f"only allocates 1, 4, 8 or 16 connected devices")
+                    msg = (
+                        f"{name} requests {n} {res} but can land on {on}, where the Neuron scheduler "
+                        f"only allocates 1, 4, 8 or 16 connected devices"
+                    )
                     yield RULE.finding(obj, _where(c, res), msg)
         if "core" in seen and "device" in seen:
             first, (c, res, n) = list(seen.values())[:2]
             other = first
-            msg = (f"pod mixes {other[1]} and {res} requests; request either whole devices or cores, "
-                   f"not both")
+            msg = f"pod mixes {other[1]} and {res} requests; request either whole devices or cores, not both"
             yield RULE.finding(obj, _where(c, res), msg)

@@ -111,12 +111,14 @@ to you.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, gpu_facts
-from ailint.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, get_in, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, get_in, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import gpu_facts
+from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
+from ailint.fix import edits
 
 RULE = Rule(
     code="GPU007",
@@ -130,17 +132,28 @@ RULE = Rule(
     precision="high",
 )
 
-_WELL_KNOWN = re.compile(r"^([a-z0-9.-]*kubernetes\.io/|karpenter\.sh/|karpenter\.k8s\.aws/|eks\.amazonaws\.com/|"
-                         r"k8s\.io/|[a-z0-9.-]*\.k8s\.io/|alpha\.eksctl\.io/|cloud\.google\.com/|"
-                         r"[a-z0-9.-]*azure\.com/|[a-z0-9.-]*\.amazonaws\.com/)")
+_WELL_KNOWN = re.compile(
+    r"^([a-z0-9.-]*kubernetes\.io/|karpenter\.sh/|karpenter\.k8s\.aws/|eks\.amazonaws\.com/|"
+    r"k8s\.io/|[a-z0-9.-]*\.k8s\.io/|alpha\.eksctl\.io/|cloud\.google\.com/|"
+    r"[a-z0-9.-]*azure\.com/|[a-z0-9.-]*\.amazonaws\.com/)"
+)
 _GPU_WORD = re.compile(r"gpu|nvidia|accelerator|cuda", re.I)
-_DISCOVERY_IMAGES = re.compile(r"gpu-feature-discovery|node-feature-discovery|/nfd[:/@]|gpu-operator|"
-                               r"k8s-device-plugin.*gfd", re.I)
+_DISCOVERY_IMAGES = re.compile(
+    r"gpu-feature-discovery|node-feature-discovery|/nfd[:/@]|gpu-operator|"
+    r"k8s-device-plugin.*gfd",
+    re.I,
+)
 _DISCOVERY_KINDS = ("ClusterPolicy", "NodeFeatureDiscovery", "NodeFeatureRule", "NodeFeature", "NVIDIADriver")
-_PRODUCTS = (("l40s", re.compile(r"l40s", re.I)), ("l4", re.compile(r"(^|[-_ ])l4($|[-_ ])", re.I)),
-             ("a10g", re.compile(r"a10g", re.I)), ("t4", re.compile(r"(^|[-_ ])t4($|[-_ ])", re.I)),
-             ("h200", re.compile(r"h200", re.I)), ("h100", re.compile(r"h100", re.I)),
-             ("a100", re.compile(r"a100", re.I)), ("b200", re.compile(r"b200", re.I)))
+_PRODUCTS = (
+    ("l40s", re.compile(r"l40s", re.I)),
+    ("l4", re.compile(r"(^|[-_ ])l4($|[-_ ])", re.I)),
+    ("a10g", re.compile(r"a10g", re.I)),
+    ("t4", re.compile(r"(^|[-_ ])t4($|[-_ ])", re.I)),
+    ("h200", re.compile(r"h200", re.I)),
+    ("h100", re.compile(r"h100", re.I)),
+    ("a100", re.compile(r"a100", re.I)),
+    ("b200", re.compile(r"b200", re.I)),
+)
 
 
 def _is_discovery_key(key: str) -> bool:
@@ -260,8 +273,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             else:
                 then = "the pod stays Pending (Karpenter launches no node for it)"
             if discovery_key:
-                msg = (f"{where} {key} is a GPU Feature Discovery/NFD label; no discovery agent or NodePool in "
-                       f"the run sets it, so {then}")
+                msg = (
+                    f"{where} {key} is a GPU Feature Discovery/NFD label; no discovery agent or NodePool in "
+                    f"the run sets it, so {then}"
+                )
             else:
                 msg = f"{where} {key} is a custom label no NodePool in the run sets, so {then}"
             fix = _fix(obj, ctx, pod, key, vals, path) if in_selector else None
@@ -300,11 +315,11 @@ def _fix(obj: Any, ctx: Any, pod: Any, key: str, values: list[str], path: tuple)
         return None
     src = obj.source
     k_start, k_end = src.offset(p[0], p[1]), src.offset(p[2], p[3])
-    if src.text[k_start:k_start + 1] in "?&*!":
+    if src.text[k_start : k_start + 1] in "?&*!":
         return None
     value_edit = edits.replace_value(obj, path, edits.scalar(rep[1]))
     if value_edit is None:
         return None
-    return make_fix(f"select {new_key}={rep[1]} instead", [Edit(k_start, k_end, edits.scalar(new_key)), value_edit],
-                    unsafe=True)
-
+    return make_fix(
+        f"select {new_key}={rep[1]} instead", [Edit(k_start, k_end, edits.scalar(new_key)), value_edit], unsafe=True
+    )

@@ -74,11 +74,13 @@ Review the cost before applying.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, instances, karpenter
-from ailint.model import Edit, FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import instances, karpenter
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP001",
@@ -109,12 +111,16 @@ def alternatives(type_name: str, limit: int) -> list[str]:
             continue
         if _nvlinked(it) and not _nvlinked(other):
             continue  # GPUs joined by NVLink/NVSwitch: a PCIe-only type would slow collectives
-        if other.memory_mib_per_device < it.memory_mib_per_device or other.vcpu < it.vcpu \
-                or other.memory_gib < it.memory_gib or other.efa_max < it.efa_max:
+        if (
+            other.memory_mib_per_device < it.memory_mib_per_device
+            or other.vcpu < it.vcpu
+            or other.memory_gib < it.memory_gib
+            or other.efa_max < it.efa_max
+        ):
             continue
         out.append(other)
     out.sort(key=lambda o: (_model(o) != _model(it), o.vcpu, o.memory_gib, o.memory_mib_per_device, o.type))
-    return [o.type for o in out[:max(limit, 0)]]
+    return [o.type for o in out[: max(limit, 0)]]
 
 
 def _nvlinked(it: Any) -> bool:
@@ -142,8 +148,11 @@ def _hint(single: str, alts: list[str]) -> str:
         names.append(a if same or not model else f"{a} ({model.upper() if o.is_gpu else model})")  # type: ignore[union-attr]
     more = f" and {len(alts) - 4} more" if len(alts) > 4 else ""
     gib = round(it.memory_mib_per_device / 1024, 2)
-    unit = ("GPU" if it.count == 1 else "GPUs") if it.is_gpu else \
-        f"{it.accelerator_name} device{'s' if it.count > 1 else ''}"
+    unit = (
+        ("GPU" if it.count == 1 else "GPUs")
+        if it.is_gpu
+        else f"{it.accelerator_name} device{'s' if it.count > 1 else ''}"
+    )
     verb = "has" if len(alts) == 1 else "have"
     return f"{', '.join(names)}{more} also {verb} {it.count} {unit} with >= {gib:g} GiB"
 
@@ -154,14 +163,20 @@ def _fix(obj: Any, index: int, single: str, alts: list[str]):
     if edits.is_flow(obj, vpath):
         p = obj.value_span(vpath)
         quoted = '"' in obj.source.line_text(p.line)
-        text = "[" + ", ".join(edits.quoted(v) for v in [single, *alts]) + "]" if quoted else \
-            edits._inline([single, *alts])
+        text = (
+            "[" + ", ".join(edits.quoted(v) for v in [single, *alts]) + "]"
+            if quoted
+            else edits._inline([single, *alts])
+        )
         return make_fix(title, [edits.replace_value(obj, vpath, text)], unsafe=True)
     parts = [edits.append_item(obj, vpath, a) for a in alts]
     if not parts or any(p is None for p in parts):
         return None
-    return make_fix(title, [Edit(parts[0].start, parts[0].end, "".join(p.content for p in parts))],  # type: ignore[union-attr]
-                    unsafe=True)
+    return make_fix(
+        title,
+        [Edit(parts[0].start, parts[0].end, "".join(p.content for p in parts))],  # type: ignore[union-attr]
+        unsafe=True,
+    )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -181,14 +196,20 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         except (TypeError, ValueError):
             limit = 4
         alts = alternatives(single, limit)
-        yield RULE.finding(obj, ("spec", "template", "spec", "requirements", index, "values"),
-                           f"NodePool {obj.name!r} allows only {single}{spot}: a capacity shortage blocks every "
-                           f"pending pod; {_hint(single, alts)}",
-                           fix=_fix(obj, index, single, alts) if alts else None)
+        yield RULE.finding(
+            obj,
+            ("spec", "template", "spec", "requirements", index, "values"),
+            f"NodePool {obj.name!r} allows only {single}{spot}: a capacity shortage blocks every "
+            f"pending pod; {_hint(single, alts)}",
+            fix=_fix(obj, index, single, alts) if alts else None,
+        )
         return
     if spot_only:
         single = karpenter.single_type_family_resolution(obj)
         if single:
-            yield RULE.finding(obj, ("spec", "template", "spec", "requirements"),
-                               f"NodePool {obj.name!r} is Spot-only and its family and size requirements resolve to "
-                               f"{single} alone: a Spot shortage of that one type blocks every pending pod")
+            yield RULE.finding(
+                obj,
+                ("spec", "template", "spec", "requirements"),
+                f"NodePool {obj.name!r} is Spot-only and its family and size requirements resolve to "
+                f"{single} alone: a Spot shortage of that one type blocks every pending pod",
+            )

@@ -71,11 +71,13 @@ Safe when `gpu_limit` is configured, unsafe otherwise.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, karpenter
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import karpenter
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP002",
@@ -110,10 +112,16 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         edit = None
     else:
         edit = edits.insert_value(obj, ("spec",), "limits", {res: n})
-    have = f"its limits ({', '.join(str(k) for k in limits)}) do not bound {res}" \
-        if isinstance(limits, dict) and limits else "it has no spec.limits"
+    have = (
+        f"its limits ({', '.join(str(k) for k in limits)}) do not bound {res}"
+        if isinstance(limits, dict) and limits
+        else "it has no spec.limits"
+    )
     where = ("spec", "limits") if obj.has(("spec", "limits")) else ("spec",)
-    yield RULE.finding(obj, where,
-                       f"NodePool {obj.name!r} can launch accelerator nodes ({info.reason}) but {have}: "
-                       "nothing caps how many it starts",
-                       fix=make_fix(title, [edit], unsafe=unsafe))
+    yield RULE.finding(
+        obj,
+        where,
+        f"NodePool {obj.name!r} can launch accelerator nodes ({info.reason}) but {have}: "
+        "nothing caps how many it starts",
+        fix=make_fix(title, [edit], unsafe=unsafe),
+    )

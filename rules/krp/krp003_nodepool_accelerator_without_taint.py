@@ -74,11 +74,13 @@ DaemonSets) need a toleration: see `gpu-taint-not-tolerated` (GPU001).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, karpenter
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, make_fix
+from ailint.domain import karpenter
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP003",
@@ -109,10 +111,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         edit = edits.insert_value(obj, ("spec", "template", "spec"), "taints", [taint])
     ert = ctx.profile.flag("extendedResourceToleration") if ctx is not None else True
     safe = ert and info.only_accelerators and info.vendors <= {"nvidia", "amd"} and bool(info.vendors)
-    msg = (f"NodePool {obj.name!r} can launch accelerator nodes ({info.reason}) but has no NoSchedule taint: "
-           "CPU-only pods land there and block consolidation")
+    msg = (
+        f"NodePool {obj.name!r} can launch accelerator nodes ({info.reason}) but has no NoSchedule taint: "
+        "CPU-only pods land there and block consolidation"
+    )
     if not info.only_accelerators:
         msg += "; it also allows CPU types: split it into a CPU and an accelerator pool"
     where = tpath if obj.has(tpath) else ("spec", "template", "spec")
-    yield RULE.finding(obj, where, msg,
-                       fix=make_fix(f"add taint {key}=true:NoSchedule", [edit], unsafe=not safe))
+    yield RULE.finding(obj, where, msg, fix=make_fix(f"add taint {key}=true:NoSchedule", [edit], unsafe=not safe))

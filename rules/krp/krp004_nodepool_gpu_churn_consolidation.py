@@ -72,11 +72,13 @@ For serving pools, `consolidationPolicy: WhenEmpty` is the stronger alternative.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, karpenter
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import karpenter
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP004",
@@ -113,8 +115,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if karpenter.parse_duration(target) is None:
         target = "1h"
     policy = karpenter.consolidation_policy(obj)
-    policy_src = "consolidationPolicy " + policy + ("" if obj.has(("spec", "disruption", "consolidationPolicy"))
-                                                     else " (default)")
+    policy_src = (
+        "consolidationPolicy "
+        + policy
+        + ("" if obj.has(("spec", "disruption", "consolidationPolicy")) else " (default)")
+    )
     after = f"consolidateAfter {raw}" if raw is not None else "consolidateAfter unset (default 0s)"
     dpath = ("spec", "disruption")
     if raw is not None:
@@ -127,9 +132,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         where, edit = dpath, None
     else:
         where = ("spec",)
-        edit = edits.insert_key(obj, ("spec",), "disruption",
-                                [" " * edits.indent_unit(obj) + f"consolidateAfter: {target}"])
-    yield RULE.finding(obj, where,
-                       f"NodePool {obj.name!r} consolidates busy accelerator nodes ({policy_src}, {after}): model "
-                       f"servers are evicted and reload their weights after every dip; use {target} or WhenEmpty",
-                       fix=make_fix(f"set consolidateAfter: {target}", [edit]))
+        edit = edits.insert_key(
+            obj, ("spec",), "disruption", [" " * edits.indent_unit(obj) + f"consolidateAfter: {target}"]
+        )
+    yield RULE.finding(
+        obj,
+        where,
+        f"NodePool {obj.name!r} consolidates busy accelerator nodes ({policy_src}, {after}): model "
+        f"servers are evicted and reload their weights after every dip; use {target} or WhenEmpty",
+        fix=make_fix(f"set consolidateAfter: {target}", [edit]),
+    )

@@ -95,11 +95,13 @@ option there is no fix.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, karpenter
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import karpenter
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP005",
@@ -133,11 +135,18 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         fix = None
         version = pins.get(fam)
         if isinstance(version, str) and version and version != "latest":
-            fix = make_fix(f"pin the alias to {fam}@{version}",
-                           [edits.replace_value(obj, path, edits.scalar(f"{fam}@{version}"))], unsafe=True)
+            fix = make_fix(
+                f"pin the alias to {fam}@{version}",
+                [edits.replace_value(obj, path, edits.scalar(f"{fam}@{version}"))],
+                unsafe=True,
+            )
         note = "; drift budgets gate the rollout" if gated else ""
-        yield RULE.finding(obj, path,
-                           f"alias {fam}@latest on the NodeClass of accelerator NodePool{'s' if len(drifting) > 1 else ''} "
-                           f"{names}: every AMI release (new GPU/Neuron driver, CUDA, EFA) drifts and replaces those nodes; pin "
-                           f"{fam}@<version>{note}",
-                           severity=sev, fix=fix)
+        yield RULE.finding(
+            obj,
+            path,
+            f"alias {fam}@latest on the NodeClass of accelerator NodePool{'s' if len(drifting) > 1 else ''} "
+            f"{names}: every AMI release (new GPU/Neuron driver, CUDA, EFA) drifts and replaces those nodes; pin "
+            f"{fam}@<version>{note}",
+            severity=sev,
+            fix=fix,
+        )

@@ -104,12 +104,14 @@ encrypted gp3 volume of `volume_size` (AL2023/AL2: `/dev/xvda`; Bottlerocket: th
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, instances, karpenter
-from ailint.extract import parse_quantity, format_bytes
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import instances, karpenter
+from ailint.domain.extract import format_bytes, parse_quantity
+from ailint.fix import edits
 
 RULE = Rule(
     code="KRP006",
@@ -172,8 +174,9 @@ def _container_volume(obj: Any) -> str:
         what, pick = "data volume /dev/xvdb", [m for m in maps if m.get("deviceName") == "/dev/xvdb"]
     else:
         what = "root volume"
-        pick = [m for m in maps if m.get("rootVolume") is True] or \
-            [m for m in maps if m.get("deviceName") == karpenter.DEFAULT_ROOT_DEVICE.get(family or "", "/dev/xvda")]
+        pick = [m for m in maps if m.get("rootVolume") is True] or [
+            m for m in maps if m.get("deviceName") == karpenter.DEFAULT_ROOT_DEVICE.get(family or "", "/dev/xvda")
+        ]
     if pick:
         size = as_dict(pick[0].get("ebs")).get("volumeSize")
         return f"the {size} {what}" if isinstance(size, (str, int)) and not isinstance(size, bool) else f"the {what}"
@@ -185,6 +188,7 @@ def _container_volume(obj: Any) -> str:
 def _bdm_value(family: str, size: str) -> list[dict[str, Any]]:
     def ebs(sz: str) -> dict[str, Any]:
         return {"volumeSize": sz, "volumeType": "gp3", "encrypted": True}
+
     if family == "bottlerocket":
         return [{"deviceName": "/dev/xvda", "ebs": ebs("4Gi")}, {"deviceName": "/dev/xvdb", "ebs": ebs(size)}]
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size)}]
@@ -210,12 +214,16 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if nvme_pools and spec.get("instanceStorePolicy") != "RAID0" and not _nvme_used_directly(obj, ctx):
         p, types = nvme_pools[0]
         smallest = min((instances.get(t) for t in types), key=lambda it: it.local_nvme_gb)  # type: ignore[union-attr,return-value]
-        yield RULE.finding(obj, ("spec",),
-                           f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of NodePool "
-                           f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored; images and "
-                           f"caches fill {_container_volume(obj)}",
-                           fix=make_fix("add instanceStorePolicy: RAID0",
-                                        [edits.insert_key(obj, ("spec",), "instanceStorePolicy", "RAID0")]))
+        yield RULE.finding(
+            obj,
+            ("spec",),
+            f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of NodePool "
+            f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored; images and "
+            f"caches fill {_container_volume(obj)}",
+            fix=make_fix(
+                "add instanceStorePolicy: RAID0", [edits.insert_key(obj, ("spec",), "instanceStorePolicy", "RAID0")]
+            ),
+        )
         return
     if not bare_pools or "blockDeviceMappings" in spec:
         return
@@ -237,9 +245,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     size = str(opts.get("volume_size") or "200Gi")
     fams = ", ".join(sorted({karpenter.family_of(t) for _, ts in bare_pools for t in ts}))
     vol = "data volume /dev/xvdb" if family == "bottlerocket" else "root volume"
-    yield RULE.finding(obj, ("spec",),
-                       f"EC2NodeClass {obj.name!r} uses the default {karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family]}Gi "
-                       f"{vol} on instances without NVMe ({fams}), but {who} needs about "
-                       f"{format_bytes(need)} of images and caches there",
-                       fix=make_fix(f"add blockDeviceMappings with a {size} gp3 volume",
-                                    [edits.insert_value(obj, ("spec",), "blockDeviceMappings", _bdm_value(family, size))]))
+    yield RULE.finding(
+        obj,
+        ("spec",),
+        f"EC2NodeClass {obj.name!r} uses the default {karpenter.DEFAULT_CONTAINER_VOLUME_GIB[family]}Gi "
+        f"{vol} on instances without NVMe ({fams}), but {who} needs about "
+        f"{format_bytes(need)} of images and caches there",
+        fix=make_fix(
+            f"add blockDeviceMappings with a {size} gp3 volume",
+            [edits.insert_value(obj, ("spec",), "blockDeviceMappings", _bdm_value(family, size))],
+        ),
+    )

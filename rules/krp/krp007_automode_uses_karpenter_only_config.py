@@ -80,12 +80,13 @@ decision and get no fix.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import karpenter
-from ailint.extract import POD_KINDS, pod_templates
-from ailint.model import Edit, FixAvailability, Finding, K8sObject, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import karpenter
+from ailint.domain.extract import POD_KINDS, pod_templates
 
 RULE = Rule(
     code="KRP007",
@@ -137,9 +138,13 @@ def _nodepool(obj: K8sObject) -> Iterator[Finding]:
         return
     if not ref.consistent:
         right = "NodeClass" if ref.group == karpenter.AUTO_MODE_GROUP else "EC2NodeClass"
-        yield RULE.finding(obj, ("spec", "template", "spec", "nodeClassRef", "kind"),
-                           f"nodeClassRef group {ref.group} goes with kind {right}, not {ref.kind}: the NodePool never "
-                           "resolves its node class", anchor="value")
+        yield RULE.finding(
+            obj,
+            ("spec", "template", "spec", "nodeClassRef", "kind"),
+            f"nodeClassRef group {ref.group} goes with kind {right}, not {ref.kind}: the NodePool never "
+            "resolves its node class",
+            anchor="value",
+        )
     if not ref.is_auto_mode:
         return
     for i, r in karpenter.requirement_items(obj):
@@ -150,19 +155,31 @@ def _nodepool(obj: K8sObject) -> Iterator[Finding]:
         if key.startswith("karpenter.k8s.aws/"):
             new = karpenter.auto_mode_key(key)
             hint = f"; use {new}" if new else "; Auto Mode has no equivalent label"
-            yield RULE.finding(obj, path,
-                               f"Auto Mode NodePool {obj.name!r} requires {key}, a self-managed Karpenter label Auto "
-                               f"Mode nodes never carry{hint}", anchor="value",
-                               fix=_key_fix(_rename_value(obj, path, key, new), key, new) if new else None)
+            yield RULE.finding(
+                obj,
+                path,
+                f"Auto Mode NodePool {obj.name!r} requires {key}, a self-managed Karpenter label Auto "
+                f"Mode nodes never carry{hint}",
+                anchor="value",
+                fix=_key_fix(_rename_value(obj, path, key, new), key, new) if new else None,
+            )
         elif key in karpenter.AUTO_MODE_UNSUPPORTED_KEYS:
-            yield RULE.finding(obj, path,
-                               f"Auto Mode NodePool {obj.name!r} requires {key}, which Auto Mode does not support "
-                               "(it runs Linux nodes only); drop the requirement", anchor="value")
+            yield RULE.finding(
+                obj,
+                path,
+                f"Auto Mode NodePool {obj.name!r} requires {key}, which Auto Mode does not support "
+                "(it runs Linux nodes only); drop the requirement",
+                anchor="value",
+            )
     if obj.name in BUILT_IN_POOLS:
-        yield RULE.finding(obj, ("metadata", "name"),
-                           f"NodePool {obj.name!r} redefines a built-in Auto Mode pool: built-in pools cannot be "
-                           "modified (only enabled or disabled); create a custom NodePool instead",
-                           severity=Severity.WARNING, anchor="value")
+        yield RULE.finding(
+            obj,
+            ("metadata", "name"),
+            f"NodePool {obj.name!r} redefines a built-in Auto Mode pool: built-in pools cannot be "
+            "modified (only enabled or disabled); create a custom NodePool instead",
+            severity=Severity.WARNING,
+            anchor="value",
+        )
 
 
 def _auto_pools(ctx: Any) -> tuple[set[str], bool]:
@@ -182,8 +199,13 @@ def _only_auto_mode(pod: Any, ctx: Any) -> bool:
     pinned = sel.get("karpenter.sh/nodepool")
     if isinstance(pinned, str):
         return pinned in auto
-    terms = as_list(as_dict(as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity"))
-                            .get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+    terms = as_list(
+        as_dict(
+            as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            )
+        ).get("nodeSelectorTerms")
+    )
     for _, term in iter_dicts(terms):
         for _, e in iter_dicts(term.get("matchExpressions")):
             if e.get("key") == "karpenter.sh/nodepool" and e.get("operator") == "In":
@@ -196,8 +218,13 @@ def _only_auto_mode(pod: Any, ctx: Any) -> bool:
 def _pod_selectors(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         uses = [k for k in as_dict(pod.spec.get("nodeSelector")) if str(k).startswith("karpenter.k8s.aws/")]
-        terms = as_list(as_dict(as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity"))
-                                .get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+        terms = as_list(
+            as_dict(
+                as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                )
+            ).get("nodeSelectorTerms")
+        )
         exprs = []
         for ti, term in iter_dicts(terms):
             for ei, e in iter_dicts(term.get("matchExpressions")):
@@ -210,19 +237,33 @@ def _pod_selectors(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         for k in uses:
             path = pod.path("nodeSelector", k)
             new = karpenter.auto_mode_key(str(k))
-            yield RULE.finding(obj, path,
-                               f"nodeSelector {k} targets Auto Mode nodes, which carry eks.amazonaws.com/instance-* "
-                               f"labels instead: the pod stays Pending" + (f"; use {new}" if new else ""),
-                               fix=_key_fix(_rename_key(obj, path, str(k), new), str(k), new) if new else None)
+            yield RULE.finding(
+                obj,
+                path,
+                f"nodeSelector {k} targets Auto Mode nodes, which carry eks.amazonaws.com/instance-* "
+                f"labels instead: the pod stays Pending" + (f"; use {new}" if new else ""),
+                fix=_key_fix(_rename_key(obj, path, str(k), new), str(k), new) if new else None,
+            )
         for ti, ei, k in exprs:
-            path = pod.path("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                            "nodeSelectorTerms", ti, "matchExpressions", ei, "key")
+            path = pod.path(
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+                ti,
+                "matchExpressions",
+                ei,
+                "key",
+            )
             new = karpenter.auto_mode_key(k)
-            yield RULE.finding(obj, path,
-                               f"node affinity on {k} targets Auto Mode nodes, which carry eks.amazonaws.com/instance-* "
-                               f"labels instead: the pod stays Pending" + (f"; use {new}" if new else ""),
-                               anchor="value",
-                               fix=_key_fix(_rename_value(obj, path, k, new), k, new) if new else None)
+            yield RULE.finding(
+                obj,
+                path,
+                f"node affinity on {k} targets Auto Mode nodes, which carry eks.amazonaws.com/instance-* "
+                f"labels instead: the pod stays Pending" + (f"; use {new}" if new else ""),
+                anchor="value",
+                fix=_key_fix(_rename_value(obj, path, k, new), k, new) if new else None,
+            )
 
 
 def _excludes_auto(pod: Any) -> bool:
@@ -230,8 +271,13 @@ def _excludes_auto(pod: Any) -> bool:
     ct = sel.get("eks.amazonaws.com/compute-type")
     if ct is not None and ct != "auto":
         return True
-    terms = as_list(as_dict(as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity"))
-                            .get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+    terms = as_list(
+        as_dict(
+            as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            )
+        ).get("nodeSelectorTerms")
+    )
     if not terms:
         return False
     for _, term in iter_dicts(terms):
@@ -240,8 +286,11 @@ def _excludes_auto(pod: Any) -> bool:
             if e.get("key") != "eks.amazonaws.com/compute-type":
                 continue
             vals = [str(v) for v in as_list(e.get("values"))]
-            if (e.get("operator") == "NotIn" and "auto" in vals) or e.get("operator") == "DoesNotExist" or \
-                    (e.get("operator") == "In" and "auto" not in vals):
+            if (
+                (e.get("operator") == "NotIn" and "auto" in vals)
+                or e.get("operator") == "DoesNotExist"
+                or (e.get("operator") == "In" and "auto" not in vals)
+            ):
                 ok = True
         if not ok:
             return False
@@ -258,10 +307,13 @@ def _daemonset(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         for c in pod.containers():
             if _DEVICE_PLUGIN.search(c.image):
                 plugin = "Neuron" if "neuron" in c.image else "NVIDIA"
-                yield RULE.finding(obj, c.path_of("image"),
-                                   f"DaemonSet {obj.name!r} installs the {plugin} device plugin on Auto Mode nodes, "
-                                   "which already run it; exclude eks.amazonaws.com/compute-type: auto or remove it",
-                                   severity=Severity.WARNING)
+                yield RULE.finding(
+                    obj,
+                    c.path_of("image"),
+                    f"DaemonSet {obj.name!r} installs the {plugin} device plugin on Auto Mode nodes, "
+                    "which already run it; exclude eks.amazonaws.com/compute-type: auto or remove it",
+                    severity=Severity.WARNING,
+                )
                 return
 
 
@@ -272,9 +324,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     if obj.kind == "NodeClass":
         if obj.group == karpenter.AUTO_MODE_GROUP and obj.name == "default":
-            yield RULE.finding(obj, ("metadata", "name"),
-                               "a custom Auto Mode NodeClass must not be named 'default': that name belongs to the "
-                               "built-in NodeClass", severity=Severity.WARNING, anchor="value")
+            yield RULE.finding(
+                obj,
+                ("metadata", "name"),
+                "a custom Auto Mode NodeClass must not be named 'default': that name belongs to the built-in NodeClass",
+                severity=Severity.WARNING,
+                anchor="value",
+            )
         return
     if obj.kind == "DaemonSet":
         yield from _daemonset(obj, ctx)

@@ -135,12 +135,13 @@ on the serving one and `limits` on the batch one), or queue batch work through K
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import karpenter
-from ailint.extract import is_accelerator_pod, is_pod_kind, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope
+from ailint.domain import karpenter
+from ailint.domain.extract import is_accelerator_pod, is_pod_kind, pod_templates
 
 RULE = Rule(
     code="KRP008",
@@ -200,9 +201,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     serving, batch = _index(ctx).get(obj.name or "", ([], []))
     if not serving or not batch:
         return
-    yield RULE.finding(obj, ("metadata", "name"),
-                       f"NodePool {obj.name!r} is the only pool for GPU serving ({serving[0]}"
-                       f"{' and more' if len(serving) > 1 else ''}) and batch ({batch[0]}"
-                       f"{' and more' if len(batch) > 1 else ''}) and has no limits: batch backfill can starve "
-                       "inference of capacity; split the pool or queue batch through Kueue",
-                       anchor="value")
+    yield RULE.finding(
+        obj,
+        ("metadata", "name"),
+        f"NodePool {obj.name!r} is the only pool for GPU serving ({serving[0]}"
+        f"{' and more' if len(serving) > 1 else ''}) and batch ({batch[0]}"
+        f"{' and more' if len(batch) > 1 else ''}) and has no limits: batch backfill can starve "
+        "inference of capacity; split the pool or queue batch through Kueue",
+        anchor="value",
+    )

@@ -117,13 +117,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, gpu_facts, instances
-from ailint.extract import all_containers, parse_quantity
-from ailint.facts import NodePoolView
-from ailint.model import FixAvailability, Finding, K8sObject, Severity, as_dict, iter_dicts
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import gpu_facts, instances
+from ailint.domain.context import NodePoolView
+from ailint.domain.extract import all_containers, parse_quantity
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET001",
@@ -189,12 +191,16 @@ def _assess(env: dict[str, Any], ctx: Any) -> tuple[str, str] | None:
     spare = warm if warm is not None else 1
     evidence = _evidence(ctx)
     if evidence:
-        return "a", (f"prefix delegation without WARM_IP_TARGET or MINIMUM_IP_TARGET keeps {spare} spare /28 "
-                     f"prefix{'es' if spare != 1 else ''} per node ({16 * (spare + 1)} IPs for a few pods) on "
-                     f"pod-sparse nodes ({evidence})")
+        return "a", (
+            f"prefix delegation without WARM_IP_TARGET or MINIMUM_IP_TARGET keeps {spare} spare /28 "
+            f"prefix{'es' if spare != 1 else ''} per node ({16 * (spare + 1)} IPs for a few pods) on "
+            f"pod-sparse nodes ({evidence})"
+        )
     if warm is not None and warm >= 2:
-        return "c", (f"WARM_PREFIX_TARGET is {warm}: with prefix delegation every node keeps {warm} spare /28 "
-                     f"prefixes ({16 * warm} IPs) beyond the ones its pods use")
+        return "c", (
+            f"WARM_PREFIX_TARGET is {warm}: with prefix delegation every node keeps {warm} spare /28 "
+            f"prefixes ({16 * warm} IPs) beyond the ones its pods use"
+        )
     return None
 
 
@@ -215,11 +221,14 @@ def _check_aws_node(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[
         case, msg = verdict
         if case == "a":
             idx = c.env_index("ENABLE_PREFIX_DELEGATION")
-            items = [{"name": "WARM_IP_TARGET", "value": str(opts.get("warm_ip_target") or "1")},
-                     {"name": "MINIMUM_IP_TARGET", "value": str(opts.get("minimum_ip_target") or "16")}]
+            items = [
+                {"name": "WARM_IP_TARGET", "value": str(opts.get("warm_ip_target") or "1")},
+                {"name": "MINIMUM_IP_TARGET", "value": str(opts.get("minimum_ip_target") or "16")},
+            ]
             edit = gpu_facts.add_list_items(obj, c.path, "env", items)
-            fix = make_fix(f"set WARM_IP_TARGET={items[0]['value']} and MINIMUM_IP_TARGET={items[1]['value']}",
-                           [edit], unsafe=True)
+            fix = make_fix(
+                f"set WARM_IP_TARGET={items[0]['value']} and MINIMUM_IP_TARGET={items[1]['value']}", [edit], unsafe=True
+            )
             yield RULE.finding(obj, c.path_of("env", idx, "value"), msg, fix=fix)
         else:
             idx = c.env_index("WARM_PREFIX_TARGET")
@@ -266,8 +275,11 @@ def _pools_using(ctx: Any, nodeclass: str) -> list[Any]:
     out = []
     for p in ctx.nodepools:
         ref = p.node_class_ref
-        if ref.get("group") == "eks.amazonaws.com" and ref.get("kind", "NodeClass") == "NodeClass" \
-                and ref.get("name") == nodeclass:
+        if (
+            ref.get("group") == "eks.amazonaws.com"
+            and ref.get("kind", "NodeClass") == "NodeClass"
+            and ref.get("name") == nodeclass
+        ):
             out.append(p)
     return out
 
@@ -321,8 +333,10 @@ def _check_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     sev = Severity.WARNING if large else Severity.INFO
     pools = ", ".join(p.name for p in sparse[:2]) + (" and more" if len(sparse) > 2 else "")
     state = f'ipv4PrefixSize is "{size}"' if size is not None else "ipv4PrefixSize is unset (Auto)"
-    msg = (f"NodeClass {obj.name} serves pod-sparse NodePool {pools} but {state}, so each node reserves /28 "
-           f"prefixes (16 IPs per slot); use \"32\" (secondary-IP mode)" + (f"; {large}" if large else ""))
+    msg = (
+        f"NodeClass {obj.name} serves pod-sparse NodePool {pools} but {state}, so each node reserves /28 "
+        f'prefixes (16 IPs per slot); use "32" (secondary-IP mode)' + (f"; {large}" if large else "")
+    )
     fix = None
     if obj.name != "default":
         path = ("spec", "advancedNetworking", "ipv4PrefixSize")
@@ -346,7 +360,9 @@ def _check_builtin_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         return
     large = _large(ctx, [pool])
     sev = Severity.WARNING if large else Severity.INFO
-    msg = (f"accelerator NodePool {pool.name} uses the built-in default NodeClass, which reserves /28 prefixes "
-           f"(ipv4PrefixSize Auto); point it at a custom NodeClass with ipv4PrefixSize \"32\""
-           + (f"; {large}" if large else ""))
+    msg = (
+        f"accelerator NodePool {pool.name} uses the built-in default NodeClass, which reserves /28 prefixes "
+        f'(ipv4PrefixSize Auto); point it at a custom NodeClass with ipv4PrefixSize "32"'
+        + (f"; {large}" if large else "")
+    )
     yield RULE.finding(obj, ("spec", "template", "spec", "nodeClassRef", "name"), msg, severity=sev)

@@ -87,12 +87,14 @@ only checked for hugepages.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, instances
-from ailint.extract import GPU_RESOURCES, POD_KINDS, parse_quantity, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import instances
+from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, parse_quantity, pod_accelerators, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET002",
@@ -145,20 +147,26 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if infos:
             if all(i.efa_max < n for i in infos):
                 if all(i.efa_max == 0 for i in infos):
-                    msg = (f"{EFA} is {n} but the target instance types have no EFA interfaces "
-                           f"({_names([i.type for i in infos])}); the pod can never schedule")
+                    msg = (
+                        f"{EFA} is {n} but the target instance types have no EFA interfaces "
+                        f"({_names([i.type for i in infos])}); the pod can never schedule"
+                    )
                 else:
                     best = max(infos, key=lambda i: i.efa_max)
-                    msg = (f"{EFA} is {n}, above the maximum of every target type (at most {best.efa_max} on "
-                           f"{best.type}); the pod can never schedule")
+                    msg = (
+                        f"{EFA} is {n}, above the maximum of every target type (at most {best.efa_max} on "
+                        f"{best.type}); the pod can never schedule"
+                    )
                 fix = _fix(obj, efa_containers, infos) if len(infos) == 1 and infos[0].efa_max > 0 else None
                 yield RULE.finding(obj, path, msg, severity=Severity.ERROR, fix=fix)
             else:
                 below = [i for i in infos if _full_node(acc, i) and n < i.efa_max]
                 if below:
                     shown = ", ".join(f"{i.type} has {i.efa_max}" for i in below[:3])
-                    msg = (f"{EFA} is {n} for a pod that takes every accelerator of its node, but {shown}; "
-                           "the unused EFA interfaces cut its inter-node bandwidth")
+                    msg = (
+                        f"{EFA} is {n} for a pod that takes every accelerator of its node, but {shown}; "
+                        "the unused EFA interfaces cut its inter-node bandwidth"
+                    )
                     fix = _fix(obj, efa_containers, infos) if len(infos) == 1 else None
                     yield RULE.finding(obj, path, msg, fix=fix)
         for c in efa_containers:
@@ -169,9 +177,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if (c.env_value("FI_EFA_USE_HUGE_PAGE") or "").strip() in ("0", "false", "no"):
                 continue
             res = c.path_of("resources", "limits") if c.resources("limits") else c.path_of("resources")
-            yield RULE.finding(obj, res, f"container {c.name} requests EFA without hugepages-2Mi; libfabric "
-                                         "uses huge pages for EFA buffers (AWS samples request 5120Mi) unless "
-                                         "FI_EFA_USE_HUGE_PAGE=0", severity=Severity.INFO)
+            yield RULE.finding(
+                obj,
+                res,
+                f"container {c.name} requests EFA without hugepages-2Mi; libfabric "
+                "uses huge pages for EFA buffers (AWS samples request 5120Mi) unless "
+                "FI_EFA_USE_HUGE_PAGE=0",
+                severity=Severity.INFO,
+            )
 
 
 def _fix(obj: Any, containers: list[Any], infos: list[Any]):

@@ -85,14 +85,15 @@ Images whose tag names aws-ofi-nccl 1.5 or older are not flagged for the pins th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
-from ailint.model import FixAvailability, Finding, Path, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
-from ailint.storage import mount_for_path, namespace_of, volume_for_mount
+from ailint.core.model import Finding, FixAvailability, Path, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
+from ailint.domain.storage import mount_for_path, namespace_of, volume_for_mount
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET003",
@@ -142,8 +143,11 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
         name = e.get("name")
         if isinstance(name, str):
             v = e.get("value")
-            out.append(EnvVar(name, None if v is None else str(v), c.path_of("env", i, "name"),
-                              i if "value" in e else None, "env"))
+            out.append(
+                EnvVar(
+                    name, None if v is None else str(v), c.path_of("env", i, "name"), i if "value" in e else None, "env"
+                )
+            )
     for i, ef in iter_dicts(c.data.get("envFrom")):
         ref = as_dict(ef.get("configMapRef"))
         cm = _configmap(ctx, ns, ref.get("name")) if ref else None
@@ -151,8 +155,15 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
             continue
         prefix = str(ef.get("prefix") or "")
         for k, v in as_dict(cm.data.get("data")).items():
-            out.append(EnvVar(prefix + str(k), None if v is None else str(v), c.path_of("envFrom", i), None,
-                              f"ConfigMap {cm.name}"))
+            out.append(
+                EnvVar(
+                    prefix + str(k),
+                    None if v is None else str(v),
+                    c.path_of("envFrom", i),
+                    None,
+                    f"ConfigMap {cm.name}",
+                )
+            )
     # scripts sourced from a ConfigMap volume
     toks = c.tokens
     for j, t in enumerate(toks):
@@ -166,7 +177,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
         cm = _configmap(ctx, ns, vol["configMap"].get("name"))
         if cm is None:
             continue
-        rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1:] if mount else ""  # type: ignore[union-attr]
+        rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1 :] if mount else ""  # type: ignore[union-attr]
         if mount and mount.get("subPath"):
             rel = str(mount.get("subPath"))
         key = rel
@@ -255,9 +266,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                     v = hits[0]
                     names = ", ".join(sorted({h.name for h in hits}))
                     src = "" if v.source == "env" else f" (from {v.source})"
-                    yield RULE.finding(obj, v.path, f"container {c.name} sets {names}{src} but no pod of this "
-                                                    f"{obj.kind} requests {EFA}; NCCL silently falls back to "
-                                                    "TCP sockets between nodes")
+                    yield RULE.finding(
+                        obj,
+                        v.path,
+                        f"container {c.name} sets {names}{src} but no pod of this "
+                        f"{obj.kind} requests {EFA}; NCCL silently falls back to "
+                        "TCP sockets between nodes",
+                    )
                 continue
             ofi = _ofi_version(c)
             literal = [v for v in env if v.literal_index is not None]
@@ -271,8 +286,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 src = "" if v.source == "env" else f" (from {v.source})"
                 fix = None
                 if v.literal_index is not None:
-                    edit = (edits.delete_key(obj, c.path_of("env")) if len(drop) == all_env and all_env > 0
-                            else edits.delete_item(obj, c.path_of("env"), v.literal_index))
+                    edit = (
+                        edits.delete_key(obj, c.path_of("env"))
+                        if len(drop) == all_env and all_env > 0
+                        else edits.delete_item(obj, c.path_of("env"), v.literal_index)
+                    )
                     fix = make_fix(f"remove {v.name}", [edit], unsafe=True)
-                yield RULE.finding(obj, v.path, f"{shown}{src} {why}; drop it on EFA pods", severity=Severity.INFO,
-                                   fix=fix)
+                yield RULE.finding(
+                    obj, v.path, f"{shown}{src} {why}; drop it on EFA pods", severity=Severity.INFO, fix=fix
+                )

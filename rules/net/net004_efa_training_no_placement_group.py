@@ -75,13 +75,14 @@ reference it, or pin the NodePool to one zone. `karpenter.k8s.aws/v1beta1` NodeC
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import pod_accelerators, pod_node_requirements, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
-from ailint.storage import pool_can_run
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import pod_accelerators, pod_node_requirements, pod_templates
+from ailint.domain.storage import pool_can_run
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET004",
@@ -96,8 +97,12 @@ RULE = Rule(
 
 EFA = "vpc.amazonaws.com/efa"
 PG_TAG = "aws:ec2:placement-group"
-_RESTRICTED = ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass",
-               "eks:eks-cluster-name")
+_RESTRICTED = (
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+    "eks:eks-cluster-name",
+)
 _ZONE_KEYS = ("topology.kubernetes.io/zone", "topology.k8s.aws/zone-id", "failure-domain.beta.kubernetes.io/zone")
 
 
@@ -118,8 +123,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if why is None:
             continue
         path = ("spec", "tags", key)
-        drop = (edits.delete_key(obj, ("spec", "tags")) if all(_restricted(str(k)) for k in tags)
-                else edits.delete_key(obj, path))
+        drop = (
+            edits.delete_key(obj, ("spec", "tags"))
+            if all(_restricted(str(k)) for k in tags)
+            else edits.delete_key(obj, path)
+        )
         if key == PG_TAG:
             msg = f"tag {key} places nothing: {why}; use spec.placementGroupSelector"
             group = str(value).strip() if isinstance(value, (str, int)) else ""
@@ -145,8 +153,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     same_name = [o for o in ctx.of_kind("EC2NodeClass") if o.name == obj.name and o.group == obj.group]
     if len(same_name) > 1:
         return  # several NodeClasses of this name (alternative examples): which one a pool uses is unknown
-    pools = [p for p in ctx.nodepools if p.node_class_ref.get("name") == obj.name
-             and p.node_class_ref.get("kind", "EC2NodeClass") == "EC2NodeClass"]
+    pools = [
+        p
+        for p in ctx.nodepools
+        if p.node_class_ref.get("name") == obj.name and p.node_class_ref.get("kind", "EC2NodeClass") == "EC2NodeClass"
+    ]
     pools = [p for p in pools if not _single_zone(p.requirements) and not _reserved(p)]
     if not pools:
         return
@@ -155,10 +166,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         hosts = [p for p in ctx.pools_for(pod) if p in pools and pool_can_run(p, acc)]
         if not hosts or any(_single_zone(t) for t in pod_node_requirements(pod)):
             continue
-        yield RULE.finding(obj, ("spec", "placementGroupSelector"),
-                           f"{other.kind} {other.name} runs {n} EFA pods on NodePool {hosts[0].name}, but this "
-                           "EC2NodeClass has no placementGroupSelector and the pool is not pinned to one zone; "
-                           "EFA does not cross AZs")
+        yield RULE.finding(
+            obj,
+            ("spec", "placementGroupSelector"),
+            f"{other.kind} {other.name} runs {n} EFA pods on NodePool {hosts[0].name}, but this "
+            "EC2NodeClass has no placementGroupSelector and the pool is not pinned to one zone; "
+            "EFA does not cross AZs",
+        )
         return
 
 
@@ -198,4 +212,3 @@ def _multi_node_efa(obj: Any) -> tuple[int, Any] | None:
         return None
     total = sum(counts)  # type: ignore[arg-type]
     return (total, efa[0]) if total >= 2 else None
-

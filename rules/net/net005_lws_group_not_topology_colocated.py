@@ -82,12 +82,13 @@ it is not the fix: it allows only one group per topology domain (one replica per
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import PodTemplate, pod_node_requirements, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, get_in, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import PodTemplate, pod_node_requirements, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET005",
@@ -139,8 +140,9 @@ def _colocated(pod: PodTemplate) -> bool:
 def _pinned_zone(terms: Any) -> bool:
     """Every node-selection term pins one zone."""
     terms = list(terms)
-    return bool(terms) and all(any(r.key in _ZONE_KEYS and r.operator == "In" and len(r.values) == 1 for r in t)
-                               for t in terms)
+    return bool(terms) and all(
+        any(r.key in _ZONE_KEYS and r.operator == "In" and len(r.values) == 1 for r in t) for t in terms
+    )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -160,33 +162,44 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if pools and all(_pinned_zone([pool.requirements]) for pool in pools):
             return
     built = [_add_affinity(obj, p) for p in missing]
-    fix = None if any(e is None for e in built) else make_fix(
-        "add a required podAffinity on the group key with topologyKey topology.kubernetes.io/zone", built)
+    fix = (
+        None
+        if any(e is None for e in built)
+        else make_fix("add a required podAffinity on the group key with topologyKey topology.kubernetes.io/zone", built)
+    )
     names = " and ".join(p.role for p in missing) + (" templates" if len(missing) > 1 else " template")
-    yield RULE.finding(obj, ("spec", "leaderWorkerTemplate", "size"),
-                       f"groups of {size} pods can span AZs: no {EXCLUSIVE} annotation and no required "
-                       f"podAffinity on the group key in the {names}", fix=fix)
+    yield RULE.finding(
+        obj,
+        ("spec", "leaderWorkerTemplate", "size"),
+        f"groups of {size} pods can span AZs: no {EXCLUSIVE} annotation and no required "
+        f"podAffinity on the group key in the {names}",
+        fix=fix,
+    )
 
 
 def _add_affinity(obj: Any, pod: PodTemplate):
     spec = pod.spec
     aff = spec.get("affinity")
     if aff is None:
-        return edits.set_value(obj, pod.path("affinity"), {"podAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [TERM]}})
+        return edits.set_value(
+            obj, pod.path("affinity"), {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
+        )
     if not isinstance(aff, dict):
         return None
     pa = aff.get("podAffinity")
     if pa is None:
-        return edits.set_value(obj, pod.path("affinity", "podAffinity"),
-                               {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]})
+        return edits.set_value(
+            obj, pod.path("affinity", "podAffinity"), {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
+        )
     if not isinstance(pa, dict):
         return None
     req = pa.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is None:
-        return edits.set_value(obj, pod.path("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
-                               [TERM])
+        return edits.set_value(
+            obj, pod.path("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), [TERM]
+        )
     if isinstance(req, list):
-        return edits.append_item(obj, pod.path("affinity", "podAffinity",
-                                               "requiredDuringSchedulingIgnoredDuringExecution"), TERM)
+        return edits.append_item(
+            obj, pod.path("affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"), TERM
+        )
     return None

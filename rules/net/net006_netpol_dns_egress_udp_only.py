@@ -80,12 +80,22 @@ an unsafe fix narrows the peer to CoreDNS (`kubernetes.io/metadata.name: kube-sy
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.netpol import DNS_PORT, is_dns_rule, is_network_policy, policy_types, rule_allows_port, rule_peers, rule_ports, rules_of
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.netpol import (
+    DNS_PORT,
+    is_dns_rule,
+    is_network_policy,
+    policy_types,
+    rule_allows_port,
+    rule_peers,
+    rule_ports,
+    rules_of,
+)
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET006",
@@ -115,16 +125,25 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         udp = [p for p in ports if p.protocol.upper() == "UDP" and p.covers("UDP", DNS_PORT)]
         peers = rule_peers(rule)
         if udp:
-            tcp_ok = any(rule_allows_port(r, "TCP", DNS_PORT) is not False and _covers_peers(rule_peers(r), peers)
-                         for _, r in rules)
+            tcp_ok = any(
+                rule_allows_port(r, "TCP", DNS_PORT) is not False and _covers_peers(rule_peers(r), peers)
+                for _, r in rules
+            )
             if not tcp_ok:
                 first_key = next(iter(as_dict(rule["ports"][udp[0].index])), "protocol")
-                item = ({"port": DNS_PORT, "protocol": "TCP"} if first_key == "port"
-                        else {"protocol": "TCP", "port": DNS_PORT})
+                item = (
+                    {"port": DNS_PORT, "protocol": "TCP"}
+                    if first_key == "port"
+                    else {"protocol": "TCP", "port": DNS_PORT}
+                )
                 fix = make_fix("allow TCP 53 as well", [edits.append_item(obj, path + ("ports",), item)])
-                yield RULE.finding(obj, path + ("ports", udp[0].index),
-                                   "egress allows DNS on UDP 53 but not TCP 53; truncated or large DNS answers "
-                                   "retry over TCP and those lookups fail", fix=fix)
+                yield RULE.finding(
+                    obj,
+                    path + ("ports", udp[0].index),
+                    "egress allows DNS on UDP 53 but not TCP 53; truncated or large DNS answers "
+                    "retry over TCP and those lookups fail",
+                    fix=fix,
+                )
         if is_dns_rule(rule) and peers:
             for j, peer in enumerate(as_dict_list(rule.get("to"))):
                 ns = peer.get("namespaceSelector")
@@ -133,17 +152,29 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if as_dict(ns.get("matchLabels")) or ns.get("matchExpressions"):
                     continue
                 peer_path = path + ("to", j)
-                fix = make_fix("restrict DNS to CoreDNS in kube-system", [
-                    edits.replace_value(obj, peer_path + ("namespaceSelector",),
-                                        "{matchLabels: {kubernetes.io/metadata.name: kube-system}}")
-                    if edits.is_flow(obj, peer_path + ("namespaceSelector",)) else None,
-                    edits.insert_key(obj, peer_path, "podSelector", "{matchLabels: {k8s-app: kube-dns}}"),
-                ], unsafe=True)
+                fix = make_fix(
+                    "restrict DNS to CoreDNS in kube-system",
+                    [
+                        edits.replace_value(
+                            obj,
+                            peer_path + ("namespaceSelector",),
+                            "{matchLabels: {kubernetes.io/metadata.name: kube-system}}",
+                        )
+                        if edits.is_flow(obj, peer_path + ("namespaceSelector",))
+                        else None,
+                        edits.insert_key(obj, peer_path, "podSelector", "{matchLabels: {k8s-app: kube-dns}}"),
+                    ],
+                    unsafe=True,
+                )
                 if fix is not None and len(fix.edits) < 2:
                     fix = None
-                yield RULE.finding(obj, peer_path + ("namespaceSelector",),
-                                   "DNS egress goes to namespaceSelector: {} with no podSelector: port 53 is open to "
-                                   "every pod in every namespace, not just CoreDNS", fix=fix)
+                yield RULE.finding(
+                    obj,
+                    peer_path + ("namespaceSelector",),
+                    "DNS egress goes to namespaceSelector: {} with no podSelector: port 53 is open to "
+                    "every pod in every namespace, not just CoreDNS",
+                    fix=fix,
+                )
 
 
 def as_dict_list(v: Any) -> list[dict[str, Any]]:

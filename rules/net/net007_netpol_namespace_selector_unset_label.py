@@ -74,12 +74,13 @@ namespaces outside this repository, suppress the finding or add the Namespace ma
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.netpol import is_network_policy, rules_of
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain.netpol import is_network_policy, rules_of
+from ailint.fix import edits
 
 RULE = Rule(
     code="NET007",
@@ -89,8 +90,13 @@ RULE = Rule(
     kinds=("networking.k8s.io/NetworkPolicy",),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
-    options={"nameKeys": Option(["name", "namespace", "ns", "kubernetes.io/name", "app.kubernetes.io/name",
-                                 "namespace-name"], "label keys treated as the namespace's name", "array")},
+    options={
+        "nameKeys": Option(
+            ["name", "namespace", "ns", "kubernetes.io/name", "app.kubernetes.io/name", "namespace-name"],
+            "label keys treated as the namespace's name",
+            "array",
+        )
+    },
     tags=("network", "networkpolicy"),
 )
 
@@ -115,20 +121,27 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 for key, value in ml.items():
                     if str(key) not in keys or str(key) in labelled or not isinstance(value, (str, int)):
                         continue
-                    yield _finding(obj, namespaces, sel_path + ("matchLabels", key), str(key), value,
-                                   fixable=META_NAME not in ml)
+                    yield _finding(
+                        obj, namespaces, sel_path + ("matchLabels", key), str(key), value, fixable=META_NAME not in ml
+                    )
                 for i, expr in iter_dicts(sel.get("matchExpressions")):
                     key = str(expr.get("key"))
                     if key in keys and key not in labelled and expr.get("operator") in ("In", None):
                         vals = expr.get("values")
                         shown = vals[0] if isinstance(vals, list) and len(vals) == 1 else vals
-                        f = _finding(obj, namespaces, sel_path + ("matchExpressions", i, "key"), key, shown,
-                                     fixable=False)
+                        f = _finding(
+                            obj, namespaces, sel_path + ("matchExpressions", i, "key"), key, shown, fixable=False
+                        )
                         names = vals if isinstance(vals, list) else []
-                        if names and all(isinstance(v, str) and _DNS_LABEL.match(v) for v in names) and not any(
-                                e.get("key") == META_NAME for _, e in iter_dicts(sel.get("matchExpressions"))):
-                            fix = make_fix(f"select the namespace by {META_NAME}", [edits.replace_value(
-                                obj, sel_path + ("matchExpressions", i, "key"), META_NAME)])
+                        if (
+                            names
+                            and all(isinstance(v, str) and _DNS_LABEL.match(v) for v in names)
+                            and not any(e.get("key") == META_NAME for _, e in iter_dicts(sel.get("matchExpressions")))
+                        ):
+                            fix = make_fix(
+                                f"select the namespace by {META_NAME}",
+                                [edits.replace_value(obj, sel_path + ("matchExpressions", i, "key"), META_NAME)],
+                            )
                             f = RULE.finding(obj, sel_path + ("matchExpressions", i, "key"), f.message, fix=fix)
                         yield f
 

@@ -111,14 +111,23 @@ evaluate) are not reported.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import POD_KINDS, has_flag, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.netpol import (cilium_policies_in, egress_rules, egress_summary, namespace_of, peer_cidr,
-                           policies_selecting, rule_allows_port, rule_peers)
-from ailint.registry import Rule, Scope
-from ailint.storage import startup_downloads
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope
+from ailint.domain.extract import POD_KINDS, has_flag, pod_templates
+from ailint.domain.netpol import (
+    cilium_policies_in,
+    egress_rules,
+    egress_summary,
+    namespace_of,
+    peer_cidr,
+    policies_selecting,
+    rule_allows_port,
+    rule_peers,
+)
+from ailint.domain.storage import startup_downloads
 
 RULE = Rule(
     code="NET008",
@@ -153,9 +162,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         if any(c.has_env(n) for c in pod.containers() for n in _PROXY_ENV):
             continue
-        downloads = [d for d in downloads
-                     if not (d.kind == "hub" and d.container.has_env("HF_ENDPOINT"))
-                     and not (d.kind == "s3" and has_flag(d.container.tokens, "--endpoint-url"))]
+        downloads = [
+            d
+            for d in downloads
+            if not (d.kind == "hub" and d.container.has_env("HF_ENDPOINT"))
+            and not (d.kind == "s3" and has_flag(d.container.tokens, "--endpoint-url"))
+        ]
         if not downloads:
             continue
         policies = policies_selecting(ctx, pod, "Egress")
@@ -165,8 +177,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         d = downloads[0]
         names = ", ".join(sorted(np.name or "?" for np in policies)[:3])
-        what = (f"container {d.container.name} loads Hub model {d.what}" if d.kind == "hub"
-                else f"init container {d.container.name} runs {d.what}")
+        what = (
+            f"container {d.container.name} loads Hub model {d.what}"
+            if d.kind == "hub"
+            else f"init container {d.container.name} runs {d.what}"
+        )
         who = f"NetworkPolicies {names} allow" if len(policies) > 1 else f"NetworkPolicy {names} allows"
-        yield RULE.finding(obj, d.where, f"{what} at start, but {who} {egress_summary(policies)}; the download "
-                                         "fails and the pod crash-loops")
+        yield RULE.finding(
+            obj,
+            d.where,
+            f"{what} at start, but {who} {egress_summary(policies)}; the download fails and the pod crash-loops",
+        )

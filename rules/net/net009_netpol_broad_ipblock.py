@@ -96,12 +96,13 @@ a proxy or Cilium `toFQDNs`. Egress that is filtered downstream can suppress the
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import is_agent_pod, is_serving_pod
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.netpol import ipblock_prefix, is_network_policy, policy_types, rule_ports, rules_of, selected_pods
-from ailint.registry import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Option, Rule, Scope
+from ailint.domain.extract import is_agent_pod, is_serving_pod
+from ailint.domain.netpol import ipblock_prefix, is_network_policy, policy_types, rule_ports, rules_of, selected_pods
 
 RULE = Rule(
     code="NET009",
@@ -152,7 +153,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if pref is None or pref[1] > max_prefix:
                     continue
                 scope = "any address" if pref[1] == 0 else f"every address in a /{pref[1]}"
-                yield RULE.finding(obj, path + (peer_key, j, "ipBlock", "cidr"),
-                                   f"{direction.lower()} {verb} ipBlock {cidr} {_ports(rule)} opens {kind} pods "
-                                   f"({target.kind} {target.name}) to {scope}; list the real destinations",
-                                   severity=Severity.ERROR if agents else None)
+                yield RULE.finding(
+                    obj,
+                    path + (peer_key, j, "ipBlock", "cidr"),
+                    f"{direction.lower()} {verb} ipBlock {cidr} {_ports(rule)} opens {kind} pods "
+                    f"({target.kind} {target.name}) to {scope}; list the real destinations",
+                    severity=Severity.ERROR if agents else None,
+                )

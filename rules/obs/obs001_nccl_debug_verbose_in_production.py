@@ -69,13 +69,14 @@ removes a `NCCL_DEBUG_SUBSYS: ALL` env entry next to it, and sets
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.agents import delete_seq_item, pods_of, text_occurrences
-from ailint.extract import POD_KINDS, pod_templates
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.agents import delete_seq_item, pods_of, text_occurrences
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="OBS001",
@@ -89,19 +90,33 @@ RULE = Rule(
     precision="high",
 )
 
-LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "LeaderWorkerSet",
-                "RayService", "InferenceService", "LLMInferenceService")
+LONG_RUNNING = (
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "LeaderWorkerSet",
+    "RayService",
+    "InferenceService",
+    "LLMInferenceService",
+)
 _VERBOSE = ("INFO", "TRACE")
-_NCCL_TESTS = re.compile(r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|broadcast_perf|"
-                         r"sendrecv_perf|nccl-tests|nccl_tests)\b")
+_NCCL_TESTS = re.compile(
+    r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|broadcast_perf|"
+    r"sendrecv_perf|nccl-tests|nccl_tests)\b"
+)
 _CMD_SET = re.compile(r"\bNCCL_DEBUG=(['\"]?)(INFO|TRACE)\1", re.I)
 _TORCH_SET = re.compile(r"\bTORCH_DISTRIBUTED_DEBUG=(['\"]?)DETAIL\1", re.I)
 
 
 def _debug_labeled(obj: Any, pod: Any) -> bool:
     meta = {**obj.labels, **obj.annotations, **pod.labels, **pod.annotations}
-    return any("debug" in str(k).lower() or "debug" in str(v).lower() for k, v in meta.items()
-               if not str(k).startswith("kubectl.kubernetes.io/"))
+    return any(
+        "debug" in str(k).lower() or "debug" in str(v).lower()
+        for k, v in meta.items()
+        if not str(k).startswith("kubectl.kubernetes.io/")
+    )
 
 
 def _nccl_test(pod: Any) -> bool:
@@ -137,18 +152,30 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if subsys_all:
                     extra = " with NCCL_DEBUG_SUBSYS=ALL"
                     ed.append(delete_seq_item(obj, c.path_of("env", subsys[0])))
-                fix = make_fix("set NCCL_DEBUG=WARN" + (" and drop NCCL_DEBUG_SUBSYS" if subsys_all else ""), ed) \
-                    if all(x is not None for x in ed) else None
-                yield RULE.finding(obj, path, f"NCCL_DEBUG={e.get('value')}{extra} in container {c.name or '?'} of "
-                                              f"a {where} logs every communicator and slows collectives; use WARN",
-                                   severity=sev, fix=fix)
+                fix = (
+                    make_fix("set NCCL_DEBUG=WARN" + (" and drop NCCL_DEBUG_SUBSYS" if subsys_all else ""), ed)
+                    if all(x is not None for x in ed)
+                    else None
+                )
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"NCCL_DEBUG={e.get('value')}{extra} in container {c.name or '?'} of "
+                    f"a {where} logs every communicator and slows collectives; use WARN",
+                    severity=sev,
+                    fix=fix,
+                )
             tdd = env.get("TORCH_DISTRIBUTED_DEBUG")
             if tdd is not None and str(tdd[1].get("value", "")).upper() == "DETAIL":
                 path = c.path_of("env", tdd[0], "value")
-                yield RULE.finding(obj, path, f"TORCH_DISTRIBUTED_DEBUG=DETAIL in container {c.name or '?'} of a "
-                                              f"{where} adds synchronizing collective checks; use OFF",
-                                   severity=sev, fix=make_fix("set TORCH_DISTRIBUTED_DEBUG=OFF",
-                                                              [edits.replace_scalar(obj, path, "OFF")]))
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"TORCH_DISTRIBUTED_DEBUG=DETAIL in container {c.name or '?'} of a "
+                    f"{where} adds synchronizing collective checks; use OFF",
+                    severity=sev,
+                    fix=make_fix("set TORCH_DISTRIBUTED_DEBUG=OFF", [edits.replace_scalar(obj, path, "OFF")]),
+                )
             yield from _command(obj, c, sev, where)
 
 
@@ -158,14 +185,21 @@ def _command(obj: Any, c: Any, sev: Severity, where: str) -> Iterator[Finding]:
             if not isinstance(tok, str):
                 continue
             path = c.path_of(key, i)
-            for rx, name, new in ((_CMD_SET, "NCCL_DEBUG", "NCCL_DEBUG=WARN"),
-                                  (_TORCH_SET, "TORCH_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG=OFF")):
+            for rx, name, new in (
+                (_CMD_SET, "NCCL_DEBUG", "NCCL_DEBUG=WARN"),
+                (_TORCH_SET, "TORCH_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG=OFF"),
+            ):
                 m = rx.search(tok)
                 if not m:
                     continue
                 fix = make_fix(f"set {new}", _text_edits(obj, path, m.group(0), new))
-                yield RULE.finding(obj, path, f"container {c.name or '?'} sets {m.group(0)} in its {key} "
-                                              f"({where}); use {new}", severity=sev, fix=fix)
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"container {c.name or '?'} sets {m.group(0)} in its {key} ({where}); use {new}",
+                    severity=sev,
+                    fix=fix,
+                )
 
 
 def _text_edits(obj: Any, path: tuple, old: str, new: str) -> list[Edit]:
@@ -200,8 +234,11 @@ def _consumers(cm: Any, ctx: Any) -> list[tuple[Any, Any, str]]:
             text = " ".join(str(x) for x in as_list(c.data.get("command")) + as_list(c.data.get("args")))
             for m in c.volume_mounts:
                 mp = str(m.get("mountPath") or "")
-                if str(m.get("name")) in mounts and mp and re.search(
-                        rf"(\bsource|(^|[;&|\s])\.)\s+{re.escape(mp.rstrip('/'))}/", text):
+                if (
+                    str(m.get("name")) in mounts
+                    and mp
+                    and re.search(rf"(\bsource|(^|[;&|\s])\.)\s+{re.escape(mp.rstrip('/'))}/", text)
+                ):
                     how = how or "script"
             if how:
                 out.append((o, pod, how))
@@ -241,5 +278,6 @@ def _config_map(cm: Any, ctx: Any) -> Iterator[Finding]:
         else:
             fix = make_fix(f"set {name}={new}", _text_edits(cm, path, shown, f"{name}={new}"))
             msg = f"script {key} sets {shown} and is sourced by {o.kind} {o.name}"
-        yield RULE.finding(cm, path, f"{msg}; verbose collective logging slows jobs and floods logs: use {new}",
-                           severity=sev, fix=fix)
+        yield RULE.finding(
+            cm, path, f"{msg}; verbose collective logging slows jobs and floods logs: use {new}", severity=sev, fix=fix
+        )

@@ -65,13 +65,14 @@ Safe: adds `terminationMessagePolicy: FallbackToLogsOnError` to the container.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, is_training_pod, pod_templates
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.extract import POD_KINDS, is_training_pod, pod_templates
+from ailint.domain.kserve import preset_supplies
+from ailint.fix import edits
 
 RULE = Rule(
     code="OBS002",
@@ -95,9 +96,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if not accel and not (training and i == 0):
                 continue  # sidecars of training pods (log forwarders) are not the crash to keep
             why = "accelerator" if accel else "training"
-            yield RULE.finding(obj, c.path_of("terminationMessagePolicy"),
-                               f"{why} container {c.name or '?'} uses the default terminationMessagePolicy (File): a "
-                               "crash leaves no log tail in its status; set FallbackToLogsOnError",
-                               fix=make_fix("set terminationMessagePolicy: FallbackToLogsOnError",
-                                            [edits.insert_value(obj, c.path, "terminationMessagePolicy",
-                                                                "FallbackToLogsOnError")]))
+            yield RULE.finding(
+                obj,
+                c.path_of("terminationMessagePolicy"),
+                f"{why} container {c.name or '?'} uses the default terminationMessagePolicy (File): a "
+                "crash leaves no log tail in its status; set FallbackToLogsOnError",
+                fix=make_fix(
+                    "set terminationMessagePolicy: FallbackToLogsOnError",
+                    [edits.insert_value(obj, c.path, "terminationMessagePolicy", "FallbackToLogsOnError")],
+                ),
+            )

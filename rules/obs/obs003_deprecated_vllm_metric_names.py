@@ -68,21 +68,21 @@ adapter's rules must change too) or when the text layout hides the name.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
-from ailint import pkgdata
-from ailint.agents import version_at_least
-from ailint.model import Edit, FixAvailability, Finding, Severity, Span, as_dict, iter_dicts
-from ailint.registry import Rule, make_fix
+from ailint.core import pkgdata
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, Span, as_dict, iter_dicts
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.agents import version_at_least
 
 RULE = Rule(
     code="OBS003",
     name="deprecated-vllm-metric-names",
     severity=Severity.WARNING,
     summary="An alert, dashboard or autoscaler queries a vLLM metric that V1 hides or removed",
-    kinds=("PrometheusRule", "ConfigMap", "ScaledObject", "ScaledJob", "HorizontalPodAutoscaler",
-           "GrafanaDashboard"),
+    kinds=("PrometheusRule", "ConfigMap", "ScaledObject", "ScaledJob", "HorizontalPodAutoscaler", "GrafanaDashboard"),
     fix=FixAvailability.SOMETIMES,
     tags=("observability", "vllm", "autoscaling"),
     precision="very-high",
@@ -160,27 +160,42 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             still = version_at_least(version, m["hidden_in"]) is False
             sev = Severity.INFO if still else Severity.WARNING
             if m.get("v0_only"):
-                when = (f"vLLM {version} (V0 engine) still exports it; the V1 engine does not" if still
-                        else "the V1 engine (default since 0.8) never exports it, so the query returns nothing")
+                when = (
+                    f"vLLM {version} (V0 engine) still exports it; the V1 engine does not"
+                    if still
+                    else "the V1 engine (default since 0.8) never exports it, so the query returns nothing"
+                )
             else:
-                when = (f"vLLM {version} still exports it; it is hidden from {m['hidden_in']} on" if still
-                        else f"vLLM hides it from {m['hidden_in']} on, so the query returns nothing")
+                when = (
+                    f"vLLM {version} still exports it; it is hidden from {m['hidden_in']} on"
+                    if still
+                    else f"vLLM hides it from {m['hidden_in']} on, so the query returns nothing"
+                )
             fix, successor = None, ""
             if m.get("replacement"):
                 successor = f"; use {m['replacement']}"
                 if fixable and mapped:
-                    fix = make_fix(f"rename {name} to {m['replacement']}",
-                                   [Edit(raw[0] + h.start(), raw[0] + h.start() + len(name), m["replacement"])
-                                    for h in raw_hits])
+                    fix = make_fix(
+                        f"rename {name} to {m['replacement']}",
+                        [Edit(raw[0] + h.start(), raw[0] + h.start() + len(name), m["replacement"]) for h in raw_hits],
+                    )
             elif m.get("expression"):
                 successor = "; compute it from vllm:prefix_cache_hits / vllm:prefix_cache_queries"
-                bare = [h for h in raw_hits if not h.group(1) and not re.match(r"\s*[\[{]", raw[1][h.end():])]
+                bare = [h for h in raw_hits if not h.group(1) and not re.match(r"\s*[\[{]", raw[1][h.end() :])]
                 if fixable and mapped and len(bare) == len(raw_hits):
-                    fix = make_fix(f"replace {name} with a rate ratio of the prefix-cache counters",
-                                   [Edit(raw[0] + h.start(), raw[0] + h.end(), m["expression"]) for h in bare],
-                                   unsafe=True)
+                    fix = make_fix(
+                        f"replace {name} with a rate ratio of the prefix-cache counters",
+                        [Edit(raw[0] + h.start(), raw[0] + h.end(), m["expression"]) for h in bare],
+                        unsafe=True,
+                    )
             else:
                 successor = "; it has no V1 successor: drop or rewrite the query"
             count = f" ({len(hits)} times)" if len(hits) > 1 else ""
-            yield RULE.finding(obj, path, f"{name}{count} is a deprecated vLLM metric: {when}{successor}",
-                               severity=sev, fix=fix, span=span)
+            yield RULE.finding(
+                obj,
+                path,
+                f"{name}{count} is a deprecated vLLM metric: {when}{successor}",
+                severity=sev,
+                fix=fix,
+                span=span,
+            )

@@ -68,20 +68,28 @@ add a ServiceMonitor/PodMonitor, or fix the exporter's selector and tolerations.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import KSERVE_LLM_KINDS, POD_KINDS, has_flag, is_accelerator_pod, pod_templates, serving_containers
-from ailint.facts import selector_matches
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.context import selector_matches
+from ailint.domain.extract import (
+    KSERVE_LLM_KINDS,
+    POD_KINDS,
+    has_flag,
+    is_accelerator_pod,
+    pod_templates,
+    serving_containers,
+)
+from ailint.fix import edits
 
 RULE = Rule(
     code="OBS004",
     name="ai-telemetry-gaps",
     severity=Severity.INFO,
     summary="AI telemetry can fail silently: an unscraped model server, no absent() alert, or a DCGM exporter "
-            "on no node",
+    "on no node",
     kinds=(*POD_KINDS, "PrometheusRule"),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
@@ -123,18 +131,25 @@ def _scraped(obj: Any, pod: Any, ctx: Any) -> bool:
     if str(pod.all_annotations().get("prometheus.io/scrape", "")).lower() == "true":
         return True
     for m in ctx.of_kind("PodMonitor", "PodMonitoring", "VMPodScrape"):
-        if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and \
-                selector_matches(as_dict(m.get("spec", "selector")), pod.labels):
+        if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and selector_matches(
+            as_dict(m.get("spec", "selector")), pod.labels
+        ):
             return True
-    services = [s for s in ctx.of_kind("Service", namespace=ns) if s.group == ""
-                and isinstance(s.get("spec", "selector"), dict) and s.get("spec", "selector")
-                and selector_matches(s.get("spec", "selector"), pod.labels)]
+    services = [
+        s
+        for s in ctx.of_kind("Service", namespace=ns)
+        if s.group == ""
+        and isinstance(s.get("spec", "selector"), dict)
+        and s.get("spec", "selector")
+        and selector_matches(s.get("spec", "selector"), pod.labels)
+    ]
     for s in services:
         if str(s.annotations.get("prometheus.io/scrape", "")).lower() == "true":
             return True
         for m in ctx.of_kind("ServiceMonitor", "VMServiceScrape"):
-            if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and \
-                    selector_matches(as_dict(m.get("spec", "selector")), s.labels):
+            if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and selector_matches(
+                as_dict(m.get("spec", "selector")), s.labels
+            ):
                 return True
     return False
 
@@ -147,17 +162,26 @@ def _unscraped_servers(obj: Any, ctx: Any) -> Iterator[Finding]:
     if obj.kind in KSERVE_LLM_KINDS:
         return  # KServe creates a PodMonitor (kserve-llm-isvc-vllm-engine) for its pods by default
     for pod in pod_templates(obj):
-        if obj.kind == "LeaderWorkerSet" and pod.role == "worker" and obj.has(
-                ("spec", "leaderWorkerTemplate", "leaderTemplate")):
+        if (
+            obj.kind == "LeaderWorkerSet"
+            and pod.role == "worker"
+            and obj.has(("spec", "leaderWorkerTemplate", "leaderTemplate"))
+        ):
             continue  # only the leader runs the API server
-        servers = [(c, e) for c, e in serving_containers(pod)
-                   if e in _METRICS_ENGINES or (e == "sglang" and has_flag(c.tokens, "--enable-metrics"))]
+        servers = [
+            (c, e)
+            for c, e in serving_containers(pod)
+            if e in _METRICS_ENGINES or (e == "sglang" and has_flag(c.tokens, "--enable-metrics"))
+        ]
         if not servers or _scraped(obj, pod, ctx):
             continue
         c, engine = servers[0]
-        yield RULE.finding(obj, pod.meta_path or ("metadata",),
-                           f"{engine} container {c.name or '?'} exposes /metrics but no ServiceMonitor, PodMonitor or "
-                           "prometheus.io/scrape annotation covers this pod; its dashboards stay empty")
+        yield RULE.finding(
+            obj,
+            pod.meta_path or ("metadata",),
+            f"{engine} container {c.name or '?'} exposes /metrics but no ServiceMonitor, PodMonitor or "
+            "prometheus.io/scrape annotation covers this pod; its dashboards stay empty",
+        )
 
 
 # (b) ---------------------------------------------------------------------------------
@@ -184,13 +208,23 @@ def _rules_without_absent(obj: Any, ctx: Any) -> Iterator[Finding]:
     i, j, series = first
     probe = "DCGM_FI_DEV_GPU_UTIL" if series.startswith("DCGM") else "vllm:num_requests_running"
     name = "GPUTelemetryAbsent" if series.startswith("DCGM") else "VLLMMetricsAbsent"
-    alert = {"alert": name, "expr": f"absent({probe})", "for": "10m", "labels": {"severity": "warning"},
-             "annotations": {"summary": f"{probe} is missing: the exporter or scrape is down"}}
-    fix = make_fix(f"add an absent({probe}) alert", [edits.append_item(obj, ("spec", "groups", i, "rules"), alert)],
-                   unsafe=True)
-    yield RULE.finding(obj, ("spec", "groups", i, "rules", j, "expr"),
-                       f"alerts on {series} but no rule alerts when it goes missing (absent() or up == 0): a dead "
-                       "exporter looks healthy", fix=fix)
+    alert = {
+        "alert": name,
+        "expr": f"absent({probe})",
+        "for": "10m",
+        "labels": {"severity": "warning"},
+        "annotations": {"summary": f"{probe} is missing: the exporter or scrape is down"},
+    }
+    fix = make_fix(
+        f"add an absent({probe}) alert", [edits.append_item(obj, ("spec", "groups", i, "rules"), alert)], unsafe=True
+    )
+    yield RULE.finding(
+        obj,
+        ("spec", "groups", i, "rules", j, "expr"),
+        f"alerts on {series} but no rule alerts when it goes missing (absent() or up == 0): a dead "
+        "exporter looks healthy",
+        fix=fix,
+    )
 
 
 # (c) ---------------------------------------------------------------------------------
@@ -207,6 +241,10 @@ def _dcgm_exporter_nowhere(obj: Any, ctx: Any) -> Iterator[Finding]:
         if hosts & {p.name for p in accel_pools}:
             continue
         names = ", ".join(sorted(p.name for p in accel_pools)[:3])
-        yield RULE.finding(obj, pod.spec_path, f"DCGM exporter can run on none of the GPU NodePools ({names}): "
-                                               "its selector or missing tolerations keep it off GPU nodes, so GPU "
-                                               "metrics are blank")
+        yield RULE.finding(
+            obj,
+            pod.spec_path,
+            f"DCGM exporter can run on none of the GPU NodePools ({names}): "
+            "its selector or missing tolerations keep it off GPU nodes, so GPU "
+            "metrics are blank",
+        )

@@ -96,12 +96,13 @@ g6e.xlarge), or share the pool with other GPU workloads.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import instances
-from ailint.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, Scope
+from ailint.domain import instances
+from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
 
 RULE = Rule(
     code="OBS005",
@@ -145,7 +146,7 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
 
 def _shared(obj: Any, pod: Any, kind: str, pools: set[str], types: set[str], ctx: Any) -> bool:
     """Another workload of the run asks for the same accelerator where this one lands."""
-    from ailint.extract import is_pod_kind
+    from ailint.domain.extract import is_pod_kind
 
     for o in ctx.objects:
         if not is_pod_kind(o):
@@ -191,7 +192,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         frac = idle / smallest
         unit = "GPU" if kind == "gpu" else "Neuron device"
         names = ", ".join(sorted(hostable)[:3]) + ("…" if len(hostable) > 3 else "")
-        yield RULE.finding(obj, pod.spec_path, f"{pod.replicas} pod(s) x {k:g} {unit} can only land on {names} "
-                                               f"({smallest} per node): {idle:g} of {smallest} {unit}s sit idle; add "
-                                               "smaller sizes or share the pool",
-                           severity=Severity.WARNING if frac >= 0.75 else Severity.INFO)
+        yield RULE.finding(
+            obj,
+            pod.spec_path,
+            f"{pod.replicas} pod(s) x {k:g} {unit} can only land on {names} "
+            f"({smallest} per node): {idle:g} of {smallest} {unit}s sit idle; add "
+            "smaller sizes or share the pool",
+            severity=Severity.WARNING if frac >= 0.75 else Severity.INFO,
+        )

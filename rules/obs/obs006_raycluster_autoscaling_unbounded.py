@@ -89,12 +89,13 @@ GPU limit when there is one, else to `defaultMaxReplicas`. Review it against you
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="OBS006",
@@ -104,8 +105,9 @@ RULE = Rule(
     kinds=("ray.io/RayCluster", "ray.io/RayJob", "ray.io/RayService"),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
-    options={"defaultMaxReplicas": Option(4, "the maxReplicas the fix writes when no NodePool limit suggests one",
-                                          "integer")},
+    options={
+        "defaultMaxReplicas": Option(4, "the maxReplicas the fix writes when no NodePool limit suggests one", "integer")
+    },
     tags=("cost", "ray", "autoscaling"),
     precision="high",
 )
@@ -179,21 +181,39 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 sev, tail = Severity.INFO, f"NodePool limits ({limit:g} GPUs) bound it for now"
             else:
                 sev = Severity.WARNING
-                tail = (f"NodePool {unlimited[0].name} has no nvidia.com/gpu limit" if unlimited
-                        else "no NodePool limit in these files bounds it")
+                tail = (
+                    f"NodePool {unlimited[0].name} has no nvidia.com/gpu limit"
+                    if unlimited
+                    else "no NodePool limit in these files bounds it"
+                )
             fix = None
             if max_r is None:
-                fix = make_fix(f"set maxReplicas: {suggested}",
-                               [edits.insert_value(obj, gpath, "maxReplicas", suggested)], unsafe=True)
+                fix = make_fix(
+                    f"set maxReplicas: {suggested}",
+                    [edits.insert_value(obj, gpath, "maxReplicas", suggested)],
+                    unsafe=True,
+                )
             else:
-                fix = make_fix(f"set maxReplicas: {suggested}",
-                               [edits.replace_value(obj, gpath + ("maxReplicas",), str(suggested))], unsafe=True)
-            yield RULE.finding(obj, gpath + ("maxReplicas",),
-                               f"autoscaled GPU worker group {name} ({per_replica:g} GPU{plural} per worker) has "
-                               f"maxReplicas "
-                               f"{shown}; {tail}: set an explicit maxReplicas", severity=sev, fix=fix)
+                fix = make_fix(
+                    f"set maxReplicas: {suggested}",
+                    [edits.replace_value(obj, gpath + ("maxReplicas",), str(suggested))],
+                    unsafe=True,
+                )
+            yield RULE.finding(
+                obj,
+                gpath + ("maxReplicas",),
+                f"autoscaled GPU worker group {name} ({per_replica:g} GPU{plural} per worker) has "
+                f"maxReplicas "
+                f"{shown}; {tail}: set an explicit maxReplicas",
+                severity=sev,
+                fix=fix,
+            )
         elif limit is not None and max_r * per_replica > limit:
-            yield RULE.finding(obj, gpath + ("maxReplicas",),
-                               f"GPU worker group {name} may scale to {max_r} x {per_replica:g} = "
-                               f"{max_r * per_replica:g} GPUs, above the {limit:g}-GPU limit of its NodePools; the "
-                               "extra workers can never start", severity=Severity.INFO)
+            yield RULE.finding(
+                obj,
+                gpath + ("maxReplicas",),
+                f"GPU worker group {name} may scale to {max_r} x {per_replica:g} = "
+                f"{max_r * per_replica:g} GPUs, above the {limit:g}-GPU limit of its NodePools; the "
+                "extra workers can never start",
+                severity=Severity.INFO,
+            )

@@ -96,11 +96,12 @@ with a maintenance plan.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, Scope
+from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
 
 RULE = Rule(
     code="OBS007",
@@ -110,8 +111,11 @@ RULE = Rule(
     kinds=("ray.io/RayService",),
     scope=Scope.BUNDLE,
     fix=FixAvailability.NEVER,
-    options={"minGpus": Option(4, "clusters with fewer GPUs get the info finding only when a NodePool limit "
-                                  "blocks the upgrade", "integer")},
+    options={
+        "minGpus": Option(
+            4, "clusters with fewer GPUs get the info finding only when a NodePool limit blocks the upgrade", "integer"
+        )
+    },
     tags=("cost", "ray", "serving"),
     precision="high",
 )
@@ -149,13 +153,21 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     what = "upgradeStrategy NewCluster" if strategy else "no upgradeStrategy (default NewCluster)"
     known = [q for q in limits if q is not None]
     if pools and len(known) == len(limits) and sum(known) < 2 * total:
-        yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: an upgrade needs "
-                                      f"{2 * total:g} GPUs but its NodePools allow {sum(known):g} "
-                                      "(nvidia.com/gpu limit), so it stalls; use NewClusterWithIncrementalUpgrade",
-                           severity=Severity.WARNING)
+        yield RULE.finding(
+            obj,
+            path,
+            f"RayService {obj.name} ({total:g} GPUs) has {what}: an upgrade needs "
+            f"{2 * total:g} GPUs but its NodePools allow {sum(known):g} "
+            "(nvidia.com/gpu limit), so it stalls; use NewClusterWithIncrementalUpgrade",
+            severity=Severity.WARNING,
+        )
         return
     if total < (opts.get("minGpus") or 0):
         return
-    yield RULE.finding(obj, path, f"RayService {obj.name} ({total:g} GPUs) has {what}: each cluster change runs "
-                                  f"a second cluster, {2 * total:g} GPUs until the switch; consider "
-                                  "NewClusterWithIncrementalUpgrade")
+    yield RULE.finding(
+        obj,
+        path,
+        f"RayService {obj.name} ({total:g} GPUs) has {what}: each cluster change runs "
+        f"a second cluster, {2 * total:g} GPUs until the switch; consider "
+        "NewClusterWithIncrementalUpgrade",
+    )

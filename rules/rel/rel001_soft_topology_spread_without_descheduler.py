@@ -110,13 +110,14 @@ installation, not next to the workload.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.descheduler import TSC_PLUGIN, Policy, policies, protected_by
-from ailint.extract import pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.descheduler import TSC_PLUGIN, Policy, policies, protected_by
+from ailint.domain.extract import pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL001",
@@ -130,8 +131,12 @@ RULE = Rule(
     precision="high",
 )
 
-SPREAD_KEYS = ("topology.kubernetes.io/zone", "kubernetes.io/hostname", "failure-domain.beta.kubernetes.io/zone",
-               "topology.k8s.aws/zone-id")
+SPREAD_KEYS = (
+    "topology.kubernetes.io/zone",
+    "kubernetes.io/hostname",
+    "failure-domain.beta.kubernetes.io/zone",
+    "topology.k8s.aws/zone-id",
+)
 
 
 def _autoscaled(obj: Any, ctx: Any) -> bool:
@@ -145,8 +150,11 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
                 return True
     for so in ctx.of_kind("ScaledObject"):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
-        if (so.namespace or "default") == ns and ref.get("name") == obj.name \
-                and ref.get("kind", "Deployment") == obj.kind:
+        if (
+            (so.namespace or "default") == ns
+            and ref.get("name") == obj.name
+            and ref.get("kind", "Deployment") == obj.kind
+        ):
             lo, hi = so.get("spec", "minReplicaCount", default=0), so.get("spec", "maxReplicaCount", default=100)
             if lo != hi:
                 return True
@@ -175,9 +183,11 @@ def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
         edit = edits.insert_value(view, base, "args", {"constraints": ["DoNotSchedule", "ScheduleAnyway"]})
     else:
         return None
-    return make_fix(f"add ScheduleAnyway to the topology plugin's constraints (profile {profile.name})",
-                    [pol.translate(edit)],
-                    unsafe=True)
+    return make_fix(
+        f"add ScheduleAnyway to the topology plugin's constraints (profile {profile.name})",
+        [pol.translate(edit)],
+        unsafe=True,
+    )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -186,8 +196,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         return
     ns = obj.namespace or "default"
     for pod in pod_templates(obj):
-        soft = [(i, t) for i, t in iter_dicts(pod.spec.get("topologySpreadConstraints"))
-                if t.get("whenUnsatisfiable") == "ScheduleAnyway" and t.get("topologyKey") in SPREAD_KEYS]
+        soft = [
+            (i, t)
+            for i, t in iter_dicts(pod.spec.get("topologySpreadConstraints"))
+            if t.get("whenUnsatisfiable") == "ScheduleAnyway" and t.get("topologyKey") in SPREAD_KEYS
+        ]
         if not soft:
             continue
         if pod.replicas is None or pod.replicas < 2 or _autoscaled(obj, ctx):
@@ -199,12 +212,19 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             path = pod.path("topologySpreadConstraints", i, "whenUnsatisfiable")
             f = fix
             if f is None:
-                f = make_fix("switch to whenUnsatisfiable: DoNotSchedule",
-                             [edits.replace_value(obj, path, "DoNotSchedule")], unsafe=True)
-            yield RULE.finding(obj, path, f"{pod.replicas} pods spread on {t.get('topologyKey')} with "
-                                          f"ScheduleAnyway, but {reason}; skew persists after a "
-                                          f"{'zone' if 'zone' in str(t.get('topologyKey')) else 'node'} loss",
-                               fix=f)
+                f = make_fix(
+                    "switch to whenUnsatisfiable: DoNotSchedule",
+                    [edits.replace_value(obj, path, "DoNotSchedule")],
+                    unsafe=True,
+                )
+            yield RULE.finding(
+                obj,
+                path,
+                f"{pod.replicas} pods spread on {t.get('topologyKey')} with "
+                f"ScheduleAnyway, but {reason}; skew persists after a "
+                f"{'zone' if 'zone' in str(t.get('topologyKey')) else 'node'} loss",
+                fix=f,
+            )
 
 
 def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: Any) -> tuple[str | None, Any]:
@@ -221,8 +241,12 @@ def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: An
                     return None, None
                 if protected is None:
                     protected = (pol, prof, traits)
-            elif prof.enabled(TSC_PLUGIN, ("balance",)) and prof.plugin_covers(TSC_PLUGIN, ns, labels) \
-                    and "ScheduleAnyway" not in prof.topology_constraints() and partial is None:
+            elif (
+                prof.enabled(TSC_PLUGIN, ("balance",))
+                and prof.plugin_covers(TSC_PLUGIN, ns, labels)
+                and "ScheduleAnyway" not in prof.topology_constraints()
+                and partial is None
+            ):
                 partial = (pol, prof)
     if protected is not None:
         pol, prof, traits = protected
@@ -230,9 +254,10 @@ def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: An
         return f"the DefaultEvictor in {pol.short_label} protects them ({t.detail})", None
     if partial is not None:
         pol, prof = partial
-        return (f"the topology plugin in {pol.short_label} acts only on "
-                f"{', '.join(sorted(prof.topology_constraints()))}",
-                _policy_fix(pol, obj, prof))
+        return (
+            f"the topology plugin in {pol.short_label} acts only on {', '.join(sorted(prof.topology_constraints()))}",
+            _policy_fix(pol, obj, prof),
+        )
     return f"no DeschedulerPolicy profile rebalances soft spreads in namespace {ns}", None
 
 

@@ -135,13 +135,14 @@ fix: they are usually chosen on purpose.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.descheduler import (EVICTOR, LEGACY_FLAGS, Policy, Profile, LegacyProfile, policies_in, protected_by)
-from ailint.extract import is_accelerator_pod, is_serving_pod, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.descheduler import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, policies_in, protected_by
+from ailint.domain.extract import is_accelerator_pod, is_serving_pod, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL002",
@@ -199,16 +200,21 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 who = labels[0] + (f" and {len(labels) - 1} more" if len(labels) > 1 else "")
                 detail = hits[0][1]
                 path = prof.evictor_path or prof.path
-                if prof.evictor_path is not None and isinstance(as_dict(prof.evictor_args), dict) \
-                        and "args" in as_dict(pol.edit_view.get(*prof.evictor_path)):
+                if (
+                    prof.evictor_path is not None
+                    and isinstance(as_dict(prof.evictor_args), dict)
+                    and "args" in as_dict(pol.edit_view.get(*prof.evictor_path))
+                ):
                     path = prof.evictor_path + ("args",)
                 elif isinstance(prof, LegacyProfile):
                     path = ("strategies",)
                 elif prof.evictor_path is None and "name" in prof.data:
                     path = prof.path + ("name",)
                 fix = _fix(pol, prof) if protection == "PodsWithLocalStorage" else None
-                msg = (f"profile {prof.name}: DefaultEvictor keeps {protection}, so {who} ({detail}) "
-                       f"{'are' if len(labels) > 1 else 'is'} never evicted by its plugins")
+                msg = (
+                    f"profile {prof.name}: DefaultEvictor keeps {protection}, so {who} ({detail}) "
+                    f"{'are' if len(labels) > 1 else 'is'} never evicted by its plugins"
+                )
                 span = pol.span(path)
                 yield RULE.finding(pol.obj, pol.obj_path(path), msg, span=span, fix=fix)
 
@@ -256,11 +262,15 @@ def _fix(pol: Policy, prof: Profile):
             if isinstance(dd, list) and dd and not edits.is_flow(view, apath + ("podProtections", "defaultDisabled")):
                 edit = edits.append_item(view, apath + ("podProtections", "defaultDisabled"), "PodsWithLocalStorage")
             elif isinstance(dd, list) and dd:
-                edit = edits.replace_value(view, apath + ("podProtections", "defaultDisabled"),
-                                           edits._inline(["PodsWithLocalStorage", *[str(x) for x in dd]]))
+                edit = edits.replace_value(
+                    view,
+                    apath + ("podProtections", "defaultDisabled"),
+                    edits._inline(["PodsWithLocalStorage", *[str(x) for x in dd]]),
+                )
             elif dd is None and isinstance(view.get(*apath, "podProtections"), dict) and pp:
-                edit = edits.insert_value(view, apath + ("podProtections",), "defaultDisabled",
-                                          ["PodsWithLocalStorage"])
+                edit = edits.insert_value(
+                    view, apath + ("podProtections",), "defaultDisabled", ["PodsWithLocalStorage"]
+                )
         elif isinstance(a, dict) and a:
             edit = edits.insert_value(view, apath, "podProtections", value)
         elif a is None and "args" not in as_dict(view.get(*epath)):

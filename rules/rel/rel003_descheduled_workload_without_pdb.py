@@ -131,15 +131,16 @@ at once.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.descheduler import policies, protected_by
-from ailint.disruption import disrupting_reasons
-from ailint import edits
-from ailint.extract import pod_accelerators, pod_templates
-from ailint.facts import copyable_selector, selector_matches
-from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, Fix, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.context import copyable_selector, selector_matches
+from ailint.domain.descheduler import policies, protected_by
+from ailint.domain.disruption import disrupting_reasons
+from ailint.domain.extract import pod_accelerators, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL003",
@@ -216,9 +217,11 @@ def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
         if obj.kind == "LeaderWorkerSet":
             labels = {**labels, "leaderworkerset.sigs.k8s.io/name": obj.name or ""}
         break
-    return [p for p in ctx.of_kind("PodDisruptionBudget")
-            if (p.namespace or "default") == ns and selector_matches(p.get("spec", "selector"), labels)
-            and labels]
+    return [
+        p
+        for p in ctx.of_kind("PodDisruptionBudget")
+        if (p.namespace or "default") == ns and selector_matches(p.get("spec", "selector"), labels) and labels
+    ]
 
 
 def _blocks(pdb: Any, replicas: int) -> tuple[tuple, str] | None:
@@ -247,8 +250,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if why is None:
         return
     path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
-    yield RULE.finding(obj, path, f"{replicas} replicas can be evicted by {why} but no PodDisruptionBudget "
-                                  "selects them; all can go at once", fix=_pdb_fix(obj, ctx))
+    yield RULE.finding(
+        obj,
+        path,
+        f"{replicas} replicas can be evicted by {why} but no PodDisruptionBudget selects them; all can go at once",
+        fix=_pdb_fix(obj, ctx),
+    )
 
 
 def _pod_labels(o: Any, pod: Any) -> dict[str, Any]:
@@ -270,8 +277,7 @@ def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
     name, ns = obj.name, obj.namespace
     sel = _selector(obj)
     pods = list(pod_templates(obj))
-    if not name or sel is None or not pods or \
-            not all(selector_matches(sel, _pod_labels(obj, p)) for p in pods):
+    if not name or sel is None or not pods or not all(selector_matches(sel, _pod_labels(obj, p)) for p in pods):
         return None  # the rule would not see the new PDB select the pods
     for o, pod in ctx.pods_in(ns or "default"):
         if o is not obj and selector_matches(sel, _pod_labels(o, pod)):
@@ -283,10 +289,15 @@ def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
     meta: dict[str, Any] = {"name": pdb_name}
     if ns:
         meta["namespace"] = ns
-    doc = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
-           "spec": {"maxUnavailable": 1, "selector": sel}}
-    return make_fix(f"add PodDisruptionBudget {pdb_name} with maxUnavailable: 1",
-                    [edits.append_document(obj, doc)], unsafe=True)
+    doc = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": meta,
+        "spec": {"maxUnavailable": 1, "selector": sel},
+    }
+    return make_fix(
+        f"add PodDisruptionBudget {pdb_name} with maxUnavailable: 1", [edits.append_document(obj, doc)], unsafe=True
+    )
 
 
 def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
@@ -304,8 +315,9 @@ def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
         if why is None:
             continue
         path, what = blocked
-        yield RULE.finding(pdb, path, f"{what} allows no eviction of {o.kind} {o.name}, so {why} is blocked "
-                                      "and its nodes never drain")
+        yield RULE.finding(
+            pdb, path, f"{what} allows no eviction of {o.kind} {o.name}, so {why} is blocked and its nodes never drain"
+        )
         return
 
 

@@ -101,13 +101,20 @@ Safe: adds `karpenter.sh/do-not-disrupt: "true"` to the pod template's annotatio
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.disruption import DO_NOT_DISRUPT, REMOVED_ANNOTATIONS, disrupting_reasons, expected_duration, protects
-from ailint.extract import POD_KINDS, is_training_pod, pod_accelerators, pod_templates
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.disruption import (
+    DO_NOT_DISRUPT,
+    REMOVED_ANNOTATIONS,
+    disrupting_reasons,
+    expected_duration,
+    protects,
+)
+from ailint.domain.extract import POD_KINDS, is_training_pod, pod_accelerators, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL004",
@@ -127,8 +134,9 @@ def _training_templates(obj: Any) -> list[Any]:
     for pod in pod_templates(obj):
         if pod.role == "submitter":
             continue
-        if obj.kind in ("RayCluster", "RayService") and not (pod.annotations.get("ailint.io/role") == "training"
-                                                              or obj.annotations.get("ailint.io/role") == "training"):
+        if obj.kind in ("RayCluster", "RayService") and not (
+            pod.annotations.get("ailint.io/role") == "training" or obj.annotations.get("ailint.io/role") == "training"
+        ):
             continue
         if obj.kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
             continue
@@ -140,9 +148,11 @@ def _training_templates(obj: Any) -> list[Any]:
 def _gpu_pods(obj: Any, pods: list[Any]) -> float:
     total = 0.0
     for pod in pods:
-        gpus = sum(v for k, v in pod_accelerators(pod).items() if k in ("nvidia.com/gpu", "amd.com/gpu",
-                                                                          "aws.amazon.com/neuron",
-                                                                          "aws.amazon.com/neuroncore"))
+        gpus = sum(
+            v
+            for k, v in pod_accelerators(pod).items()
+            if k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+        )
         if gpus > 0:
             total += pod.replicas if pod.replicas is not None else 1
     return total
@@ -178,20 +188,33 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if old and value is None:
             key = old[0]
             path = meta + ("annotations", key)
-            yield RULE.finding(obj, path, f"{key} was removed in Karpenter v1; {what} on NodePool {pool_name} "
-                                          f"can evict this training pod", severity=sev,
-                               fix=_rename(obj, path, key))
+            yield RULE.finding(
+                obj,
+                path,
+                f"{key} was removed in Karpenter v1; {what} on NodePool {pool_name} can evict this training pod",
+                severity=sev,
+                fix=_rename(obj, path, key),
+            )
             continue
         if value is not None:
             path = meta + ("annotations", DO_NOT_DISRUPT)
-            yield RULE.finding(obj, path, f"{DO_NOT_DISRUPT}: {value} does not cover the run; {what} on NodePool "
-                                          f"{pool_name} can evict this training pod", severity=sev,
-                               fix=make_fix(f'set {DO_NOT_DISRUPT}: "true"',
-                                            [edits.replace_value(obj, path, '"true"')]))
+            yield RULE.finding(
+                obj,
+                path,
+                f"{DO_NOT_DISRUPT}: {value} does not cover the run; {what} on NodePool "
+                f"{pool_name} can evict this training pod",
+                severity=sev,
+                fix=make_fix(f'set {DO_NOT_DISRUPT}: "true"', [edits.replace_value(obj, path, '"true"')]),
+            )
             continue
         path = meta + ("annotations",)
-        yield RULE.finding(obj, path, f"training pod lacks {DO_NOT_DISRUPT}: \"true\"; {what} on NodePool "
-                                      f"{pool_name} can evict it mid-run", severity=sev, fix=_add(obj, pod))
+        yield RULE.finding(
+            obj,
+            path,
+            f'training pod lacks {DO_NOT_DISRUPT}: "true"; {what} on NodePool {pool_name} can evict it mid-run',
+            severity=sev,
+            fix=_add(obj, pod),
+        )
 
 
 def _rename(obj: Any, path: tuple, key: str):
@@ -236,8 +259,9 @@ def _add(obj: Any, pod: Any):
     elif obj.get(*meta) is None and not obj.has(meta):
         parent = meta[:-1]
         unit = edits.indent_unit(obj)
-        edit = edits.insert_key(obj, parent, "metadata",
-                                [" " * unit + "annotations:", " " * unit * 2 + f"{DO_NOT_DISRUPT}: \"true\""])
+        edit = edits.insert_key(
+            obj, parent, "metadata", [" " * unit + "annotations:", " " * unit * 2 + f'{DO_NOT_DISRUPT}: "true"']
+        )
     else:
         edit = None
     return make_fix(f'add {DO_NOT_DISRUPT}: "true" to the pod template', [edit])
@@ -245,7 +269,7 @@ def _add(obj: Any, pod: Any):
 
 def _insert_annotations(obj: Any, meta: tuple):
     unit = edits.indent_unit(obj)
-    return edits.insert_key(obj, meta, "annotations", [" " * unit + f"{DO_NOT_DISRUPT}: \"true\""])
+    return edits.insert_key(obj, meta, "annotations", [" " * unit + f'{DO_NOT_DISRUPT}: "true"'])
 
 
 __all__ = ["RULE", "check"]

@@ -104,14 +104,22 @@ it would also let drift evict do-not-disrupt pods once it elapses.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.disruption import (DO_NOT_DISRUPT, NEVER, expected_duration, expire_after, format_duration, protects,
-                               termination_grace_period)
-from ailint.extract import is_training_pod, pod_accelerators
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.disruption import (
+    DO_NOT_DISRUPT,
+    NEVER,
+    expected_duration,
+    expire_after,
+    format_duration,
+    protects,
+    termination_grace_period,
+)
+from ailint.domain.extract import is_training_pod, pod_accelerators
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL005",
@@ -135,7 +143,7 @@ class _Group:
     tolerations share their pools). A pool's hosted pods are the pods of its groups: no list
     per pool, which would hold pools x pods entries."""
 
-    __slots__ = ("pods", "_dnd", "_runs")
+    __slots__ = ("_dnd", "_runs", "pods")
 
     def __init__(self) -> None:
         self.pods: list[tuple[int, Any, Any]] = []  # (run position, object, pod)
@@ -164,6 +172,7 @@ class _Group:
 
 def _hosted(pool: Any, ctx: Any) -> list[_Group]:
     """The groups of pods this pool can host (all groups computed once per run)."""
+
     def build() -> dict[int, list[_Group]]:
         groups: dict[tuple[int, ...], _Group] = {}
         for i, (o, pod) in enumerate(ctx.pods_in(None)):
@@ -215,9 +224,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
         who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
-        yield RULE.finding(obj, path, f"{exp_txt} without terminationGracePeriod: expired nodes running "
-                                      f"{DO_NOT_DISRUPT} pods ({who}) stay cordoned until those pods exit",
-                           fix=_fix(obj))
+        yield RULE.finding(
+            obj,
+            path,
+            f"{exp_txt} without terminationGracePeriod: expired nodes running "
+            f"{DO_NOT_DISRUPT} pods ({who}) stay cordoned until those pods exit",
+            fix=_fix(obj),
+        )
     long_runs = []
     seen = set()
     for _, o, runtime, where in heapq.merge(*(g.runs() for g in groups), key=lambda x: x[0]):
@@ -229,9 +242,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         more = f" +{len(long_runs) - 1} more" if len(long_runs) > 1 else ""
         dur = format_duration(runtime)
         where = where if where.endswith("=" + dur) else f"{where} = {dur}"
-        yield RULE.finding(obj, path, f"{exp_txt} is shorter than {_label(o)}{more} ({where}); expiry is "
-                                      "forceful and kills the run",
-                           fix=_fix(obj))
+        yield RULE.finding(
+            obj,
+            path,
+            f"{exp_txt} is shorter than {_label(o)}{more} ({where}); expiry is forceful and kills the run",
+            fix=_fix(obj),
+        )
 
 
 __all__ = ["RULE", "check"]

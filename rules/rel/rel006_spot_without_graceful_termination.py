@@ -110,15 +110,23 @@ serving containers. Review both against your longest request. Training pods rely
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_node_requirements,
-                            pod_templates,
-                            requirements_from_terms, serving_containers)
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import (
+    POD_KINDS,
+    is_accelerator_pod,
+    is_serving_pod,
+    is_training_pod,
+    pod_node_requirements,
+    pod_templates,
+    requirements_from_terms,
+    serving_containers,
+)
+from ailint.domain.kserve import preset_supplies
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL006",
@@ -148,9 +156,7 @@ def _term_spot(term: list) -> bool | None:
             if "spot" not in vals:
                 return False
             verdict = True if vals == {"spot"} else verdict
-        elif r.operator == "NotIn" and "spot" in vals:
-            return False
-        elif r.operator == "DoesNotExist":
+        elif (r.operator == "NotIn" and "spot" in vals) or r.operator == "DoesNotExist":
             return False
     return verdict
 
@@ -179,11 +185,17 @@ def _may_host_accel(pool: Any) -> bool:
         return False  # a known set of types, none with accelerators
     for r in pool.requirements:
         vals = [v.lower() for v in r.values]
-        if r.operator == "In" and r.key.endswith("instance-category") and not set(vals) & {"g", "p", "inf", "trn",
-                                                                                          "dl"}:
+        if (
+            r.operator == "In"
+            and r.key.endswith("instance-category")
+            and not set(vals) & {"g", "p", "inf", "trn", "dl"}
+        ):
             return False
-        if r.operator == "In" and r.key.endswith("instance-family") and \
-                not any(v.startswith(_ACCEL_FAMILIES) for v in vals):
+        if (
+            r.operator == "In"
+            and r.key.endswith("instance-family")
+            and not any(v.startswith(_ACCEL_FAMILIES) for v in vals)
+        ):
             return False
         if r.operator == "DoesNotExist" and r.key.endswith(("instance-gpu-count", "instance-accelerator-count")):
             return False
@@ -191,8 +203,11 @@ def _may_host_accel(pool: Any) -> bool:
 
 
 def _prefers_spot(pod: Any) -> bool:
-    prefs = as_list(as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
-        "preferredDuringSchedulingIgnoredDuringExecution"))
+    prefs = as_list(
+        as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity")).get(
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        )
+    )
     for _, p in iter_dicts(prefs):
         for r in requirements_from_terms(as_dict(p.get("preference")).get("matchExpressions")):
             if r.key in CAPACITY_KEYS and r.operator == "In" and "spot" in {v.lower() for v in r.values}:
@@ -248,32 +263,45 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             tgp = None  # a controller preset sets it (KServe LLMInferenceService: 60 s)
         tgp_path = pod.path("terminationGracePeriodSeconds")
         if tgp is not None and tgp > 120:
-            yield RULE.finding(obj, tgp_path, f"terminationGracePeriodSeconds {tgp} exceeds the 2-minute Spot notice "
-                                              f"({why}); the node is reclaimed first: use 90 to 110",
-                               fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)],
-                                            unsafe=True))
+            yield RULE.finding(
+                obj,
+                tgp_path,
+                f"terminationGracePeriodSeconds {tgp} exceeds the 2-minute Spot notice "
+                f"({why}); the node is reclaimed first: use 90 to 110",
+                fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)], unsafe=True),
+            )
         elif serving and tgp is not None and tgp <= DEFAULT_TGP:
             shown = f"{tgp}" if "terminationGracePeriodSeconds" in pod.spec else f"unset ({DEFAULT_TGP} s)"
-            yield RULE.finding(obj, tgp_path, f"serving pod on Spot ({why}): terminationGracePeriodSeconds "
-                                              f"{shown} cuts long generations at interruption; use 90 to 110",
-                               fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)],
-                                            unsafe=True))
+            yield RULE.finding(
+                obj,
+                tgp_path,
+                f"serving pod on Spot ({why}): terminationGracePeriodSeconds "
+                f"{shown} cuts long generations at interruption; use 90 to 110",
+                fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)], unsafe=True),
+            )
         if serving:
             for c, engine in serving_containers(pod) or [(c, "") for c in pod.containers(include_init=False)][:1]:
                 if as_dict(c.data.get("lifecycle")).get("preStop") or preset_supplies(c, "preStop"):
                     continue
-                yield RULE.finding(obj, c.path_of("lifecycle", "preStop"),
-                                   f"serving container {c.name} on Spot ({why}) has no preStop hook: it gets "
-                                   "traffic while shutting down; add a preStop pause",
-                                   fix=make_fix("add a 15 s preStop sleep", [_prestop_edit(obj, c)], unsafe=True))
+                yield RULE.finding(
+                    obj,
+                    c.path_of("lifecycle", "preStop"),
+                    f"serving container {c.name} on Spot ({why}) has no preStop hook: it gets "
+                    "traffic while shutting down; add a preStop pause",
+                    fix=make_fix("add a 15 s preStop sleep", [_prestop_edit(obj, c)], unsafe=True),
+                )
         if training:
             ann = pod.all_annotations()
             if str(ann.get("karpenter.sh/do-not-disrupt", "")).lower() == "true":
                 path = (pod.meta_path or ("metadata",)) + ("annotations", "karpenter.sh/do-not-disrupt")
                 if not obj.has(path):
                     path = ("metadata", "annotations", "karpenter.sh/do-not-disrupt")
-                yield RULE.finding(obj, path, f"training pod on Spot ({why}) relies on karpenter.sh/do-not-disrupt, "
-                                              "which Spot interruptions ignore; checkpoint often or use on-demand")
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"training pod on Spot ({why}) relies on karpenter.sh/do-not-disrupt, "
+                    "which Spot interruptions ignore; checkpoint often or use on-demand",
+                )
 
 
 def _prestop_edit(obj: Any, c: Any) -> Any:
@@ -299,7 +327,11 @@ def _karpenter_controller(obj: Any, ctx: Any) -> Iterator[Finding]:
                 return  # from a ConfigMap or Secret: cannot tell
             spot = [p.name for p in ctx.nodepools if pool_allows_spot(p)]
             if spot:
-                yield RULE.finding(obj, c.path_of("env"), f"Karpenter runs without an interruption queue while "
-                                                          f"NodePool {spot[0]} allows spot: Spot notices are missed "
-                                                          "and nothing drains; set INTERRUPTION_QUEUE")
+                yield RULE.finding(
+                    obj,
+                    c.path_of("env"),
+                    f"Karpenter runs without an interruption queue while "
+                    f"NodePool {spot[0]} allows spot: Spot notices are missed "
+                    "and nothing drains; set INTERRUPTION_QUEUE",
+                )
             return

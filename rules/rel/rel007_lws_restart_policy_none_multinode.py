@@ -72,12 +72,13 @@ Safe: sets `restartPolicy: RecreateGroupOnPodRestart`. For the Ray-head case, un
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.extract import pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL007",
@@ -114,12 +115,16 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     policy = lwt.get("restartPolicy")
     if policy in ("None", "Default"):
         label = "None" if policy == "None" else "Default (the deprecated name of None)"
-        yield RULE.finding(obj, base + ("restartPolicy",),
-                           f"restartPolicy {label} on a {size}-pod group restarts only the failed pod; the "
-                           "survivors keep a broken TP/PP process group: use RecreateGroupOnPodRestart",
-                           fix=make_fix("set restartPolicy: RecreateGroupOnPodRestart",
-                                        [edits.replace_scalar(obj, base + ("restartPolicy",),
-                                                              "RecreateGroupOnPodRestart")]))
+        yield RULE.finding(
+            obj,
+            base + ("restartPolicy",),
+            f"restartPolicy {label} on a {size}-pod group restarts only the failed pod; the "
+            "survivors keep a broken TP/PP process group: use RecreateGroupOnPodRestart",
+            fix=make_fix(
+                "set restartPolicy: RecreateGroupOnPodRestart",
+                [edits.replace_scalar(obj, base + ("restartPolicy",), "RecreateGroupOnPodRestart")],
+            ),
+        )
     startup = obj.get("spec", "startupPolicy")
     if startup in (None, "LeaderCreated") and _workers_join_ray_head(obj):
         path = ("spec", "startupPolicy")
@@ -127,10 +132,15 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             edit = edits.replace_scalar(obj, path, "LeaderReady")
         else:
             edit = edits.insert_value(obj, ("spec",), "startupPolicy", "LeaderReady")
-        yield RULE.finding(obj, path, f"workers join the Ray head on the leader but startupPolicy is "
-                                      f"{startup or 'LeaderCreated (default)'}, so they start before the head is "
-                                      "up; consider LeaderReady", severity=Severity.INFO,
-                           fix=make_fix("set startupPolicy: LeaderReady", [edit], unsafe=True))
+        yield RULE.finding(
+            obj,
+            path,
+            f"workers join the Ray head on the leader but startupPolicy is "
+            f"{startup or 'LeaderCreated (default)'}, so they start before the head is "
+            "up; consider LeaderReady",
+            severity=Severity.INFO,
+            fix=make_fix("set startupPolicy: LeaderReady", [edit], unsafe=True),
+        )
 
 
 def _workers_join_ray_head(obj: Any) -> bool:

@@ -77,11 +77,12 @@ Secret reference, as in the example.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import pod_templates, role_override, serving_engine
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
-from ailint.registry import Rule
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
+from ailint.core.rule import Rule
+from ailint.domain.extract import pod_templates, role_override, serving_engine
 
 RULE = Rule(
     code="REL008",
@@ -124,9 +125,16 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     ns = obj.namespace or "default"
     prod = ns in [str(x) for x in as_list(ctx.profile.get("productionNamespaces"))]
     ft_path = base + ("gcsFaultToleranceOptions",)
-    detail = ("gcsFaultToleranceOptions without redisAddress or backend rocksdb"
-              if obj.has(ft_path) else "no gcsFaultToleranceOptions")
-    yield RULE.finding(obj, ft_path, f"{obj.kind} {obj.name} has {detail}: a head restart loses GCS state and "
-                                     "restarts every Serve application; add gcsFaultToleranceOptions with an "
-                                     f"external Redis{' (production namespace ' + ns + ')' if prod else ''}",
-                       severity=Severity.WARNING if prod else Severity.INFO)
+    detail = (
+        "gcsFaultToleranceOptions without redisAddress or backend rocksdb"
+        if obj.has(ft_path)
+        else "no gcsFaultToleranceOptions"
+    )
+    yield RULE.finding(
+        obj,
+        ft_path,
+        f"{obj.kind} {obj.name} has {detail}: a head restart loses GCS state and "
+        "restarts every Serve application; add gcsFaultToleranceOptions with an "
+        f"external Redis{' (production namespace ' + ns + ')' if prod else ''}",
+        severity=Severity.WARNING if prod else Severity.INFO,
+    )

@@ -86,12 +86,13 @@ when it is missing.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import is_accelerator_pod, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import is_accelerator_pod, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="REL009",
@@ -121,8 +122,11 @@ def _target(obj: Any, ctx: Any) -> Any:
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     policies = [p for _, p in iter_dicts(obj.get("spec", "resourcePolicy", "containerPolicies"))]
-    if policies and all(p.get("mode") == "Off" for p in policies) and any(p.get("containerName") == "*"
-                                                                          for p in policies):
+    if (
+        policies
+        and all(p.get("mode") == "Off" for p in policies)
+        and any(p.get("containerName") == "*" for p in policies)
+    ):
         return
     mode = obj.get("spec", "updatePolicy", "updateMode")
     if mode is not None and mode not in _EVICTING:
@@ -140,10 +144,21 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         edit = edits.insert_value(obj, path, "updateMode", "Off")
     else:
         path = ("spec", "updatePolicy")
-        edit = (edits.replace_value(obj, path, '{updateMode: "Off"}') if obj.has(path)
-                else edits.insert_value(obj, ("spec",), "updatePolicy", {"updateMode": "Off"}))
-    tail = ("it resizes in place when it can but still falls back to eviction" if mode == "InPlaceOrRecreate"
-            else "each resize evicts the pod and reloads the model")
-    yield RULE.finding(obj, path, f"VPA updateMode {shown} on accelerator workload {target.kind} {target.name}: "
-                                  f"{tail}; use updateMode \"Off\" (recommendations only)", severity=sev,
-                       fix=make_fix('set updateMode: "Off"', [edit]))
+        edit = (
+            edits.replace_value(obj, path, '{updateMode: "Off"}')
+            if obj.has(path)
+            else edits.insert_value(obj, ("spec",), "updatePolicy", {"updateMode": "Off"})
+        )
+    tail = (
+        "it resizes in place when it can but still falls back to eviction"
+        if mode == "InPlaceOrRecreate"
+        else "each resize evicts the pod and reloads the model"
+    )
+    yield RULE.finding(
+        obj,
+        path,
+        f"VPA updateMode {shown} on accelerator workload {target.kind} {target.name}: "
+        f'{tail}; use updateMode "Off" (recommendations only)',
+        severity=sev,
+        fix=make_fix('set updateMode: "Off"', [edit]),
+    )

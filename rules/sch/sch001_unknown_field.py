@@ -70,8 +70,8 @@ None: rename or move the field (the message names the nearest known field).
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH001",

@@ -53,8 +53,8 @@ None: quote the value or write it as the type the message names.
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH002",

@@ -54,8 +54,8 @@ None: write the quantity as a number with an optional suffix (`m`, `k`, `M`, `G`
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH005",

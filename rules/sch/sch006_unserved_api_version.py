@@ -60,8 +60,8 @@ None: move to the version the message names and migrate the fields it changed.
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH006",

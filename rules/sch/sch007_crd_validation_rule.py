@@ -72,16 +72,20 @@ None: the message names the rule and the value to change.
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH007",
     name="crd-validation-rule",
     severity=Severity.ERROR,
     summary="A custom resource breaks one of its CRD's validation (CEL) rules",
-    kinds=("karpenter.sh/NodePool", "karpenter.sh/NodeClaim", "karpenter.k8s.aws/EC2NodeClass",
-           "kueue.x-k8s.io/ResourceFlavor"),
+    kinds=(
+        "karpenter.sh/NodePool",
+        "karpenter.sh/NodeClaim",
+        "karpenter.k8s.aws/EC2NodeClass",
+        "kueue.x-k8s.io/ResourceFlavor",
+    ),
     engine=True,
     tags=("schema", "karpenter"),
     precision="high",

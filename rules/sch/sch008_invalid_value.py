@@ -62,8 +62,8 @@ None: the message names the constraint the value must meet.
 
 from __future__ import annotations
 
-from ailint.model import Severity
-from ailint.registry import Rule
+from ailint.core.model import Severity
+from ailint.core.rule import Rule
 
 RULE = Rule(
     code="SCH008",

@@ -138,14 +138,28 @@ the API through a binding that lives outside the linted files).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.rbac import (BUILTIN_BROAD_ROLES, AgentPod, Grant, agent_pods, agent_templates, automount_disabled,
-                         bindings_for, classify_rule, is_binding, is_role, resolve_role, role_ref, service_account)
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import POD_KINDS
+from ailint.domain.rbac import (
+    BUILTIN_BROAD_ROLES,
+    AgentPod,
+    Grant,
+    agent_pods,
+    agent_templates,
+    automount_disabled,
+    bindings_for,
+    classify_rule,
+    is_binding,
+    is_role,
+    resolve_role,
+    role_ref,
+    service_account,
+)
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC001",
@@ -201,7 +215,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _check_role(role: Any, ctx: Any) -> Iterator[Finding]:
-    from ailint.rbac import bindings_of_role
+    from ailint.domain.rbac import bindings_of_role
 
     granted = _agents_by_binding(ctx, bindings_of_role(ctx, role))
     if not granted:
@@ -219,9 +233,12 @@ def _check_role(role: Any, ctx: Any) -> Iterator[Finding]:
         grant, b, agents = best
         scope = "cluster-wide" if b.kind == "ClusterRoleBinding" else f"in namespace {b.namespace or 'default'}"
         all_agents = [a for _, ag in granted for a in ag]
-        yield RULE.finding(role, ("rules", i, grant.field),
-                           f"grants {grant.what} {scope} to {_who(all_agents)} via {b.kind} {b.name}",
-                           severity=grant.severity)
+        yield RULE.finding(
+            role,
+            ("rules", i, grant.field),
+            f"grants {grant.what} {scope} to {_who(all_agents)} via {b.kind} {b.name}",
+            severity=grant.severity,
+        )
 
 
 def _check_builtin_binding(binding: Any, ctx: Any) -> Iterator[Finding]:
@@ -232,9 +249,11 @@ def _check_builtin_binding(binding: Any, ctx: Any) -> Iterator[Finding]:
     if not granted:
         return
     scope = "cluster-wide" if binding.kind == "ClusterRoleBinding" else f"in namespace {binding.namespace or 'default'}"
-    yield RULE.finding(binding, ("roleRef", "name"),
-                       f"binds the built-in ClusterRole {name} ({BUILTIN_BROAD_ROLES[name]}) {scope} to "
-                       f"{_who(granted[0][1])}")
+    yield RULE.finding(
+        binding,
+        ("roleRef", "name"),
+        f"binds the built-in ClusterRole {name} ({BUILTIN_BROAD_ROLES[name]}) {scope} to {_who(granted[0][1])}",
+    )
 
 
 def _check_unbound_agent(obj: Any, ctx: Any) -> Iterator[Finding]:
@@ -246,12 +265,22 @@ def _check_unbound_agent(obj: Any, ctx: Any) -> Iterator[Finding]:
         path = pod.path("serviceAccountName") if "serviceAccountName" in spec else pod.spec_path
         fix = None
         if "automountServiceAccountToken" in spec:
-            fix = make_fix("set automountServiceAccountToken: false",
-                           [edits.replace_value(obj, pod.path("automountServiceAccountToken"), "false")], unsafe=True)
+            fix = make_fix(
+                "set automountServiceAccountToken: false",
+                [edits.replace_value(obj, pod.path("automountServiceAccountToken"), "false")],
+                unsafe=True,
+            )
         else:
-            fix = make_fix("set automountServiceAccountToken: false",
-                           [edits.insert_value(obj, pod.spec_path, "automountServiceAccountToken", False)], unsafe=True)
-        yield RULE.finding(obj, path,
-                           f"agent pod mounts a token for ServiceAccount {sa[0]}/{sa[1]}, which has no binding in "
-                           "these files; set automountServiceAccountToken: false if it needs no API access",
-                           severity=Severity.INFO, fix=fix)
+            fix = make_fix(
+                "set automountServiceAccountToken: false",
+                [edits.insert_value(obj, pod.spec_path, "automountServiceAccountToken", False)],
+                unsafe=True,
+            )
+        yield RULE.finding(
+            obj,
+            path,
+            f"agent pod mounts a token for ServiceAccount {sa[0]}/{sa[1]}, which has no binding in "
+            "these files; set automountServiceAccountToken: false if it needs no API access",
+            severity=Severity.INFO,
+            fix=fix,
+        )

@@ -89,12 +89,13 @@ capabilities or for `hostIPC` (mount a `/dev/shm` `emptyDir` with `medium: Memor
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC002",
@@ -132,8 +133,11 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
             out[pvc.name] = f"FSx PVC {pvc.name} (PersistentVolume {vol})"
     for pv in pvs.values():
         ref = as_dict(pv.get("spec", "claimRef"))
-        if pv.get("spec", "csi", "driver") == FSX_DRIVER and ref.get("name") and \
-                (ref.get("namespace") or "default") == namespace:
+        if (
+            pv.get("spec", "csi", "driver") == FSX_DRIVER
+            and ref.get("name")
+            and (ref.get("namespace") or "default") == namespace
+        ):
             out.setdefault(str(ref["name"]), f"FSx PVC {ref['name']} (PersistentVolume {pv.name})")
     return out
 
@@ -166,8 +170,9 @@ def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
 
 
 def _bool_fix(obj: Any, path: tuple, field: str):
-    return make_fix(f"set {field}: false (load nvidia-fs on the node first)",
-                    [edits.replace_value(obj, path, "false")], unsafe=True)
+    return make_fix(
+        f"set {field}: false (load nvidia-fs on the node first)", [edits.replace_value(obj, path, "false")], unsafe=True
+    )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -186,30 +191,47 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if spec.get(field) is True:
                 path = pod.path(field)
                 if field == "hostIPC":
-                    msg = (f"GDS pod ({why}) shares the host IPC namespace; mount a /dev/shm emptyDir with "
-                           "medium: Memory for NCCL instead")
+                    msg = (
+                        f"GDS pod ({why}) shares the host IPC namespace; mount a /dev/shm emptyDir with "
+                        "medium: Memory for NCCL instead"
+                    )
                     yield RULE.finding(obj, path, msg)
                 else:
-                    yield RULE.finding(obj, path, f"GDS pod ({why}) sets {field}: true; it sees the node's "
-                                                  f"{'processes' if field == 'hostPID' else 'network'}",
-                                       fix=_bool_fix(obj, path, field))
+                    yield RULE.finding(
+                        obj,
+                        path,
+                        f"GDS pod ({why}) sets {field}: true; it sees the node's "
+                        f"{'processes' if field == 'hostPID' else 'network'}",
+                        fix=_bool_fix(obj, path, field),
+                    )
         for c in pod.containers():
             sc = as_dict(c.data.get("securityContext"))
             if sc.get("privileged") is True:
                 path = c.path_of("securityContext", "privileged")
-                yield RULE.finding(obj, path, f"container {c.name} runs privileged for GDS ({why}); load nvidia-fs "
-                                              "on the node (GPU Operator gds) and drop privileged",
-                                   fix=_bool_fix(obj, path, "privileged"))
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"container {c.name} runs privileged for GDS ({why}); load nvidia-fs "
+                    "on the node (GPU Operator gds) and drop privileged",
+                    fix=_bool_fix(obj, path, "privileged"),
+                )
             if sc.get("allowPrivilegeEscalation") is True:
                 path = c.path_of("securityContext", "allowPrivilegeEscalation")
-                yield RULE.finding(obj, path, f"container {c.name} allows privilege escalation in a GDS pod ({why})",
-                                   fix=_bool_fix(obj, path, "allowPrivilegeEscalation"))
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"container {c.name} allows privilege escalation in a GDS pod ({why})",
+                    fix=_bool_fix(obj, path, "allowPrivilegeEscalation"),
+                )
             for i, cap in enumerate(as_list(as_dict(sc.get("capabilities")).get("add"))):
                 name = str(cap).upper()
                 if name in ("SYS_ADMIN", "CAP_SYS_ADMIN", "ALL"):
-                    yield RULE.finding(obj, c.path_of("securityContext", "capabilities", "add", i),
-                                       f"container {c.name} adds capability {cap} in a GDS pod ({why}); "
-                                       "that is root on the node", anchor="value")
+                    yield RULE.finding(
+                        obj,
+                        c.path_of("securityContext", "capabilities", "add", i),
+                        f"container {c.name} adds capability {cap} in a GDS pod ({why}); that is root on the node",
+                        anchor="value",
+                    )
 
 
 __all__ = ["RULE", "check", "gds_signs"]

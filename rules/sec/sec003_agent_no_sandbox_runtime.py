@@ -79,14 +79,20 @@ nodes run gVisor, and add its `nodeSelector`/tolerations (or the RuntimeClass's
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.agents import (executes_code, is_runc_handler, is_sandbox_handler, runtime_class_of,
-                           sandbox_runtime_classes)
-from ailint.extract import POD_KINDS, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.agents import (
+    executes_code,
+    is_runc_handler,
+    is_sandbox_handler,
+    runtime_class_of,
+    sandbox_runtime_classes,
+)
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC003",
@@ -125,29 +131,55 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         sandboxes = sandbox_runtime_classes(ctx)
         if rc is None:
             target = sandboxes[0].name if sandboxes else "gvisor"
-            fix = make_fix(f"set runtimeClassName: {target} (the RuntimeClass and a gVisor node pool must exist)",
-                           [edits.insert_value(obj, pod.spec_path, "runtimeClassName", target)], unsafe=True)
-            yield RULE.finding(obj, pod.spec_path + ("runtimeClassName",),
-                               f"{what} has no runtimeClassName, so generated code runs under runc{extra}; use a "
-                               f"sandboxed RuntimeClass such as {target} (gVisor runsc or Kata)",
-                               severity=sev, fix=fix)
+            fix = make_fix(
+                f"set runtimeClassName: {target} (the RuntimeClass and a gVisor node pool must exist)",
+                [edits.insert_value(obj, pod.spec_path, "runtimeClassName", target)],
+                unsafe=True,
+            )
+            yield RULE.finding(
+                obj,
+                pod.spec_path + ("runtimeClassName",),
+                f"{what} has no runtimeClassName, so generated code runs under runc{extra}; use a "
+                f"sandboxed RuntimeClass such as {target} (gVisor runsc or Kata)",
+                severity=sev,
+                fix=fix,
+            )
             continue
         path = pod.spec_path + ("runtimeClassName",)
         if rc.obj is not None:
             if rc.handler is not None and not is_sandbox_handler(rc.handler):
-                yield RULE.finding(obj, path, f"{what} uses RuntimeClass {rc.name} whose handler "
-                                              f"{rc.handler or '(empty)'} is not a sandbox{extra}; use gVisor "
-                                              "(runsc) or Kata", severity=sev)
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"{what} uses RuntimeClass {rc.name} whose handler "
+                    f"{rc.handler or '(empty)'} is not a sandbox{extra}; use gVisor "
+                    "(runsc) or Kata",
+                    severity=sev,
+                )
             continue
         if is_sandbox_handler(rc.name):
             if sandboxes:
-                yield RULE.finding(obj, path, f"RuntimeClass {rc.name} is not defined in these files, which define "
-                                              f"the sandbox RuntimeClass {sandboxes[0].name}; the pod is rejected "
-                                              "if it does not exist", severity=Severity.INFO)
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"RuntimeClass {rc.name} is not defined in these files, which define "
+                    f"the sandbox RuntimeClass {sandboxes[0].name}; the pod is rejected "
+                    "if it does not exist",
+                    severity=Severity.INFO,
+                )
         elif is_runc_handler(rc.name):
-            yield RULE.finding(obj, path, f"{what} uses RuntimeClass {rc.name}, a runc-style runtime, not a "
-                                          f"sandbox{extra}; use gVisor (runsc) or Kata", severity=sev)
+            yield RULE.finding(
+                obj,
+                path,
+                f"{what} uses RuntimeClass {rc.name}, a runc-style runtime, not a "
+                f"sandbox{extra}; use gVisor (runsc) or Kata",
+                severity=sev,
+            )
         else:
-            yield RULE.finding(obj, path, f"{what} uses RuntimeClass {rc.name}, which is not defined in these "
-                                          "files; make sure its handler is gVisor (runsc) or Kata",
-                               severity=Severity.INFO)
+            yield RULE.finding(
+                obj,
+                path,
+                f"{what} uses RuntimeClass {rc.name}, which is not defined in these "
+                "files; make sure its handler is gVisor (runsc) or Kata",
+                severity=Severity.INFO,
+            )

@@ -73,13 +73,20 @@ supports.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.agents import is_gvisor_handler, runtime_class_of
-from ailint.extract import (POD_KINDS, Requirement, effective_tolerations, pod_node_requirements, pod_templates,
-                            untolerated)
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Rule, Scope
+from ailint.domain.agents import is_gvisor_handler, runtime_class_of
+from ailint.domain.extract import (
+    POD_KINDS,
+    Requirement,
+    effective_tolerations,
+    pod_node_requirements,
+    pod_templates,
+    untolerated,
+)
 
 RULE = Rule(
     code="SEC004",
@@ -120,15 +127,23 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         path = pod.spec_path + ("runtimeClassName",)
         what = f"RuntimeClass {rc.name} (handler {handler})" if rc.obj is not None else f"gVisor RuntimeClass {rc.name}"
         if _requires_auto(terms):
-            yield RULE.finding(obj, path, f"the pod uses {what} but requires {COMPUTE_TYPE}: auto; EKS Auto Mode "
-                                          "nodes cannot run gVisor, so it never starts")
+            yield RULE.finding(
+                obj,
+                path,
+                f"the pod uses {what} but requires {COMPUTE_TYPE}: auto; EKS Auto Mode "
+                "nodes cannot run gVisor, so it never starts",
+            )
             continue
         pools = _pools(pod, ctx, terms, rc)
         if pools and all(p.is_auto_mode for p in pools):
             names = ", ".join(sorted(p.name for p in pools)[:3])
-            yield RULE.finding(obj, path, f"the pod uses {what} but only EKS Auto Mode NodePools ({names}) can host "
-                                          "it; Auto Mode cannot run gVisor: add a self-managed Karpenter NodePool "
-                                          "with a gVisor AMI")
+            yield RULE.finding(
+                obj,
+                path,
+                f"the pod uses {what} but only EKS Auto Mode NodePools ({names}) can host "
+                "it; Auto Mode cannot run gVisor: add a self-managed Karpenter NodePool "
+                "with a gVisor AMI",
+            )
 
 
 def _pools(pod: Any, ctx: Any, terms: list, rc: Any) -> list:

@@ -119,16 +119,23 @@ would also select pods of another workload in these files.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.agents import executes_code
-from ailint import edits
-from ailint.extract import POD_KINDS, is_agent_pod, pod_templates
-from ailint.facts import copyable_selector, selector_matches
-from ailint.model import Fix, FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
-from ailint.netpol import (CILIUM_KINDS, ipblock_prefix, is_network_policy, policies_selecting, rule_peers,
-                           rule_ports)
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, Fix, FixAvailability, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.agents import executes_code
+from ailint.domain.context import copyable_selector, selector_matches
+from ailint.domain.extract import POD_KINDS, is_agent_pod, pod_templates
+from ailint.domain.netpol import (
+    CILIUM_KINDS,
+    ipblock_prefix,
+    is_network_policy,
+    policies_selecting,
+    rule_peers,
+    rule_ports,
+)
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC005",
@@ -194,8 +201,9 @@ def _cilium_state(ctx: Any, pod: Any) -> tuple[bool, bool, str | None]:
                 if r.get("toFQDNs"):
                     fqdn = True
                 ents = {str(e) for e in as_list(r.get("toEntities"))}
-                cidrs = [str(c) for c in as_list(r.get("toCIDR"))] + \
-                        [str(as_dict(c).get("cidr")) for c in as_list(r.get("toCIDRSet"))]
+                cidrs = [str(c) for c in as_list(r.get("toCIDR"))] + [
+                    str(as_dict(c).get("cidr")) for c in as_list(r.get("toCIDRSet"))
+                ]
                 if ents & {"world", "all"}:
                     ent = sorted(ents & {"world", "all"})[0]
                     broad = broad or f"CiliumNetworkPolicy {cnp.name} allows toEntities {ent}"
@@ -215,13 +223,18 @@ def _mesh_registry_only(ctx: Any, ns: str) -> bool:
 
 
 def _auto_mode_default_deny(ctx: Any) -> bool:
-    return any(nc.group.startswith("eks.amazonaws.com") and nc.get("spec", "networkPolicy") == "DefaultDeny"
-               for nc in ctx.of_kind("NodeClass"))
+    return any(
+        nc.group.startswith("eks.amazonaws.com") and nc.get("spec", "networkPolicy") == "DefaultDeny"
+        for nc in ctx.of_kind("NodeClass")
+    )
 
 
 def _has_policy_context(ctx: Any) -> bool:
-    return any(is_network_policy(o) for o in ctx.of_kind("NetworkPolicy")) or \
-        any(True for _ in ctx.of_kind(*CILIUM_KINDS)) or any(True for _ in ctx.of_kind("Sidecar"))
+    return (
+        any(is_network_policy(o) for o in ctx.of_kind("NetworkPolicy"))
+        or any(True for _ in ctx.of_kind(*CILIUM_KINDS))
+        or any(True for _ in ctx.of_kind("Sidecar"))
+    )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -255,22 +268,38 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             if _auto_mode_default_deny(ctx):
                 continue
             known = _has_policy_context(ctx)
-            yield RULE.finding(obj, where, f"{who}: no NetworkPolicy or CiliumNetworkPolicy with egress rules "
-                                           f"selects it{'' if known else ' in these files'}, so it can reach any "
-                                           "host; add default-deny egress plus DNS and an allowlist",
-                               severity=sev if known else _LOWER[sev], fix=_deny_egress_fix(obj, pod, ctx))
+            yield RULE.finding(
+                obj,
+                where,
+                f"{who}: no NetworkPolicy or CiliumNetworkPolicy with egress rules "
+                f"selects it{'' if known else ' in these files'}, so it can reach any "
+                "host; add default-deny egress plus DNS and an allowlist",
+                severity=sev if known else _LOWER[sev],
+                fix=_deny_egress_fix(obj, pod, ctx),
+            )
             continue
         broad = c_broad or k_broad
         if broad and not c_fqdn:
-            yield RULE.finding(obj, where, f"{who} egress is not an allowlist: {broad}; allow DNS and named "
-                                           "endpoints only (Cilium toFQDNs or an egress proxy)", severity=sev)
+            yield RULE.finding(
+                obj,
+                where,
+                f"{who} egress is not an allowlist: {broad}; allow DNS and named "
+                "endpoints only (Cilium toFQDNs or an egress proxy)",
+                severity=sev,
+            )
 
 
 _FIX_KINDS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "CronJob", "LeaderWorkerSet")
 _SELECTOR_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
-DNS_EGRESS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                      "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-              "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+DNS_EGRESS = {
+    "to": [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    ],
+    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+}
 
 
 def _pod_selector(obj: Any, pod: Any) -> dict[str, Any] | None:
@@ -301,25 +330,39 @@ def _deny_egress_fix(obj: Any, pod: Any, ctx: Any) -> Fix | None:
     meta: dict[str, Any] = {"name": np_name}
     if ns:
         meta["namespace"] = ns
-    doc = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
-           "spec": {"podSelector": sel, "policyTypes": ["Egress"], "egress": [DNS_EGRESS]}}
-    return make_fix(f"add NetworkPolicy {np_name}: deny egress but DNS (then allow the agent's endpoints)",
-                    [edits.append_document(obj, doc)], unsafe=True)
+    doc = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": meta,
+        "spec": {"podSelector": sel, "policyTypes": ["Egress"], "egress": [DNS_EGRESS]},
+    }
+    return make_fix(
+        f"add NetworkPolicy {np_name}: deny egress but DNS (then allow the agent's endpoints)",
+        [edits.append_document(obj, doc)],
+        unsafe=True,
+    )
 
 
 def _sandbox_template(obj: Any) -> tuple[tuple, str] | None:
     np = obj.get("spec", "networkPolicy")
     if not isinstance(np, dict):
-        return (("spec",), "the SandboxTemplate has no networkPolicy, and agent-sandbox's managed default policy "
-                           "allows the public internet; set spec.networkPolicy with egress rules (empty list = deny)")
+        return (
+            ("spec",),
+            "the SandboxTemplate has no networkPolicy, and agent-sandbox's managed default policy "
+            "allows the public internet; set spec.networkPolicy with egress rules (empty list = deny)",
+        )
     types = [str(t) for t in as_list(np.get("policyTypes"))]
     if "Egress" not in types and "egress" not in np:
-        return (("spec", "networkPolicy"), "the SandboxTemplate networkPolicy has no egress section, so egress "
-                                           "stays at the managed default (public internet allowed)")
+        return (
+            ("spec", "networkPolicy"),
+            "the SandboxTemplate networkPolicy has no egress section, so egress "
+            "stays at the managed default (public internet allowed)",
+        )
     for i, r in iter_dicts(np.get("egress")):
         why = broad_k8s_rule(r)
         if why:
-            return (("spec", "networkPolicy", "egress", i), f"the SandboxTemplate networkPolicy allows {why}; "
-                                                            "allow DNS and named endpoints only")
+            return (
+                ("spec", "networkPolicy", "egress", i),
+                f"the SandboxTemplate networkPolicy allows {why}; allow DNS and named endpoints only",
+            )
     return None
-

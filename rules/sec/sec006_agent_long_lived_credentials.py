@@ -82,12 +82,13 @@ for short-lived credentials.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.agents import long_lived_credentials, short_lived_identity
-from ailint.extract import POD_KINDS, is_agent_pod, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope
+from ailint.domain.agents import long_lived_credentials, short_lived_identity
+from ailint.domain.extract import POD_KINDS, is_agent_pod, pod_templates
 
 RULE = Rule(
     code="SEC006",
@@ -111,5 +112,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if not creds or short_lived_identity(pod, ctx):
             continue
         for cred in creds:
-            yield RULE.finding(obj, cred.path, f"agent pod holds a long-lived credential ({cred.what}) and no "
-                                               "IRSA, Pod Identity or short-lived projected token")
+            yield RULE.finding(
+                obj,
+                cred.path,
+                f"agent pod holds a long-lived credential ({cred.what}) and no "
+                "IRSA, Pod Identity or short-lived projected token",
+            )

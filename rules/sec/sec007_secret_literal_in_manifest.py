@@ -73,12 +73,13 @@ then rotate the leaked value. ConfigMap and Ray runtime-env findings have no fix
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.agents import env_value_to_secret_ref, scan_config_text, secret_kind
-from ailint.extract import POD_KINDS, all_containers
-from ailint.model import FixAvailability, Finding, Severity, Span, as_dict, iter_dicts
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, Span, as_dict, iter_dicts
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.agents import env_value_to_secret_ref, scan_config_text, secret_kind
+from ailint.domain.extract import POD_KINDS, all_containers
 
 RULE = Rule(
     code="SEC007",
@@ -111,18 +112,29 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 continue
             name = e["name"]
             path = c.path_of("env", i)
-            fix = make_fix(f"read {name} from Secret {secret_name} (key {name}); create that Secret first",
-                           [env_value_to_secret_ref(obj, path, secret_name, name)], unsafe=True)
+            fix = make_fix(
+                f"read {name} from Secret {secret_name} (key {name}); create that Secret first",
+                [env_value_to_secret_ref(obj, path, secret_name, name)],
+                unsafe=True,
+            )
             where = f"env {name} in container {c.name or '?'}"
             if hit.placeholder:
-                yield RULE.finding(obj, path + ("value",),
-                                   f"{where} holds a placeholder ({_short(str(e.get('value')))}); take it from a "
-                                   "Secret so a real value never lands in the manifest",
-                                   severity=Severity.INFO, fix=fix)
+                yield RULE.finding(
+                    obj,
+                    path + ("value",),
+                    f"{where} holds a placeholder ({_short(str(e.get('value')))}); take it from a "
+                    "Secret so a real value never lands in the manifest",
+                    severity=Severity.INFO,
+                    fix=fix,
+                )
             else:
-                yield RULE.finding(obj, path + ("value",),
-                                   f"{where} is a literal secret ({hit.by}); move it to a Secret "
-                                   "(valueFrom.secretKeyRef) and rotate it", fix=fix)
+                yield RULE.finding(
+                    obj,
+                    path + ("value",),
+                    f"{where} is a literal secret ({hit.by}); move it to a Secret "
+                    "(valueFrom.secretKeyRef) and rotate it",
+                    fix=fix,
+                )
     spec = as_dict(obj.data.get("spec"))
     if obj.kind == "RayJob" and isinstance(spec.get("runtimeEnvYAML"), str):
         yield from _text_findings(obj, ("spec", "runtimeEnvYAML"), "runtimeEnvYAML")
@@ -140,12 +152,20 @@ def _config_map(obj: Any) -> Iterator[Finding]:
             if hit is None:
                 continue
             if hit.placeholder:
-                yield RULE.finding(obj, path, f"ConfigMap key {key} holds a placeholder secret "
-                                              f"({_short(value.strip())}); keep credentials in a Secret",
-                                   severity=Severity.INFO)
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"ConfigMap key {key} holds a placeholder secret "
+                    f"({_short(value.strip())}); keep credentials in a Secret",
+                    severity=Severity.INFO,
+                )
             else:
-                yield RULE.finding(obj, path, f"ConfigMap key {key} is a literal secret ({hit.by}); ConfigMaps "
-                                              "are not secret: move it to a Secret and rotate it")
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"ConfigMap key {key} is a literal secret ({hit.by}); ConfigMaps "
+                    "are not secret: move it to a Secret and rotate it",
+                )
             continue
         yield from _text_findings(obj, path, f"ConfigMap key {key}")
 
@@ -156,12 +176,22 @@ def _text_findings(obj: Any, path: tuple, where: str) -> Iterator[Finding]:
         span = _span_of(obj, path, value)
         label = f"{key} in {where}" if key else where
         if hit.placeholder:
-            yield RULE.finding(obj, path, f"{label} holds a placeholder secret ({_short(value)}); take the real "
-                                          "value from a Secret or the environment", severity=Severity.INFO,
-                               span=span)
+            yield RULE.finding(
+                obj,
+                path,
+                f"{label} holds a placeholder secret ({_short(value)}); take the real "
+                "value from a Secret or the environment",
+                severity=Severity.INFO,
+                span=span,
+            )
         else:
-            yield RULE.finding(obj, path, f"{label} is a literal secret ({hit.by}); reference a Secret or an "
-                                          "environment variable instead and rotate it", span=span)
+            yield RULE.finding(
+                obj,
+                path,
+                f"{label} is a literal secret ({hit.by}); reference a Secret or an "
+                "environment variable instead and rotate it",
+                span=span,
+            )
 
 
 def _span_of(obj: Any, path: tuple, value: str) -> Span | None:

@@ -72,13 +72,14 @@ remove the route and use `kubectl port-forward`.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.agents import version_at_least
-from ailint.facts import selector_matches
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.agents import version_at_least
+from ailint.domain.context import selector_matches
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC008",
@@ -129,8 +130,9 @@ def head_service_names(obj: Any) -> set[str]:
 
 
 def head_labels(obj: Any, base: tuple) -> dict[str, str]:
-    labels = {str(k): str(v) for k, v in
-              as_dict(obj.get(*base, "headGroupSpec", "template", "metadata", "labels")).items()}
+    labels = {
+        str(k): str(v) for k, v in as_dict(obj.get(*base, "headGroupSpec", "template", "metadata", "labels")).items()
+    }
     labels.update({"ray.io/node-type": "head", "ray.io/is-ray-node": "yes"})
     if obj.kind == "RayCluster" and obj.name:
         labels["ray.io/cluster"] = obj.name
@@ -153,8 +155,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         for i, rule in iter_dicts(obj.get("spec", "rules")):
             for j, ref in iter_dicts(rule.get("backendRefs")):
                 if ref.get("kind", "Service") == "Service":
-                    yield from _route(obj, ctx, ("spec", "rules", i, "backendRefs", j), ref.get("name"),
-                                      ref.get("port"), "HTTPRoute")
+                    yield from _route(
+                        obj, ctx, ("spec", "rules", i, "backendRefs", j), ref.get("name"), ref.get("port"), "HTTPRoute"
+                    )
 
 
 def _ray_object(obj: Any) -> Iterator[Finding]:
@@ -178,8 +181,10 @@ def _ray_object(obj: Any) -> Iterator[Finding]:
     ray_version = obj.get(*base, "rayVersion")
     new_enough = version_at_least(ray_version, "2.52")
     if new_enough is False:
-        tail = (f"rayVersion {ray_version} predates token auth (2.52): make the head service ClusterIP and use "
-                "kubectl port-forward")
+        tail = (
+            f"rayVersion {ray_version} predates token auth (2.52): make the head service ClusterIP and use "
+            "kubectl port-forward"
+        )
         fix = None
     elif new_enough is None:
         tail = "set rayVersion 2.52+ and authOptions.mode: token, and use a ClusterIP head service"
@@ -188,8 +193,12 @@ def _ray_object(obj: Any) -> Iterator[Finding]:
         tail = "set authOptions.mode: token and use a ClusterIP head service"
         fix = _fix(obj, base, exposures)
     what = ", ".join(e[1] for e in exposures)
-    yield RULE.finding(obj, exposures[0][0], f"{obj.kind} {obj.name} exposes the Ray dashboard/Jobs API (8265) "
-                                             f"via {what} with {auth}; {tail}", fix=fix)
+    yield RULE.finding(
+        obj,
+        exposures[0][0],
+        f"{obj.kind} {obj.name} exposes the Ray dashboard/Jobs API (8265) via {what} with {auth}; {tail}",
+        fix=fix,
+    )
 
 
 def _fix(obj: Any, base: tuple, exposures: list) -> Any:
@@ -239,10 +248,13 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
         return
     for ray in _rays_selected(ctx, obj):
         if not auth_enabled(ray, cluster_base(ray)):
-            yield RULE.finding(obj, ("spec", "type"),
-                               f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of {ray.kind} "
-                               f"{ray.name}, which has no token auth; use ClusterIP and port-forward, or set "
-                               "authOptions.mode: token")
+            yield RULE.finding(
+                obj,
+                ("spec", "type"),
+                f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of {ray.kind} "
+                f"{ray.name}, which has no token auth; use ClusterIP and port-forward, or set "
+                "authOptions.mode: token",
+            )
             return
 
 
@@ -257,8 +269,11 @@ def _ingress_backends(obj: Any) -> Iterator[tuple[tuple, Any, Any]]:
             svc = as_dict(as_dict(p.get("backend")).get("service"))
             if svc:
                 port = as_dict(svc.get("port"))
-                yield (("spec", "rules", i, "http", "paths", j, "backend"), svc.get("name"),
-                       port.get("number", port.get("name")))
+                yield (
+                    ("spec", "rules", i, "http", "paths", j, "backend"),
+                    svc.get("name"),
+                    port.get("number", port.get("name")),
+                )
 
 
 def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str) -> Iterator[Finding]:
@@ -276,7 +291,11 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
     for ray in targets:
         if not auth_enabled(ray, cluster_base(ray)):
             via = "" if svc_name.startswith(str(ray.name)) else f" (Service {svc_name})"
-            yield RULE.finding(obj, path, f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of {ray.kind} "
-                                          f"{ray.name}{via}, which has no token auth; set authOptions.mode: token "
-                                          "or drop the route")
+            yield RULE.finding(
+                obj,
+                path,
+                f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of {ray.kind} "
+                f"{ray.name}{via}, which has no token auth; set authOptions.mode: token "
+                "or drop the route",
+            )
             return

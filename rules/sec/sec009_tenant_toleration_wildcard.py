@@ -72,11 +72,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import POD_KINDS, pod_templates, toleration_matches
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Rule, Scope
+from ailint.domain.extract import POD_KINDS, pod_templates, toleration_matches
 
 RULE = Rule(
     code="SEC009",
@@ -95,10 +96,16 @@ _SYSTEM_NS = re.compile(
     r"^(kube-.*|.*-system|default-system|gpu-operator.*|nvidia.*|karpenter|monitoring|logging|observability|"
     r"prometheus|grafana|cert-manager|ingress-nginx|ingress|amazon-.*|aws-.*|calico.*|cilium.*|tigera-operator|"
     r"istio.*|linkerd.*|argocd|argo|flux-system|keda|kuberay.*|ray-system|kueue-system|volcano-.*|descheduler|"
-    r"node-feature-discovery|nfd|dcgm.*|neuron.*|openshift-.*)$")
+    r"node-feature-discovery|nfd|dcgm.*|neuron.*|openshift-.*)$"
+)
 _TENANT_KEY = re.compile(r"(^|[/._-])(tenant|team|customer|org|organization|owner|project)([/._-]|$)")
-_POLICY_KINDS = ("ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "ClusterPolicy", "Policy",
-                 "ConstraintTemplate")
+_POLICY_KINDS = (
+    "ValidatingAdmissionPolicy",
+    "MutatingAdmissionPolicy",
+    "ClusterPolicy",
+    "Policy",
+    "ConstraintTemplate",
+)
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
 
 
@@ -149,9 +156,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                     return
                 effect = tol.get("effect")
                 scope = f"every {effect} taint" if effect else "every taint"
-                yield RULE.finding(obj, path, f"workload in namespace {ns} tolerates {scope} (operator Exists, no "
-                                              "key), so it can land on other tenants' and cordoned nodes; tolerate "
-                                              "only its own taints")
+                yield RULE.finding(
+                    obj,
+                    path,
+                    f"workload in namespace {ns} tolerates {scope} (operator Exists, no "
+                    "key), so it can land on other tenants' and cordoned nodes; tolerate "
+                    "only its own taints",
+                )
                 continue
             for pool_name, taint in _tenant_taints(ctx):
                 if toleration_matches(tol, taint) and not _owns(ns, str(taint.get("value"))):
@@ -159,7 +170,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                         restricted = _restricted(ctx, ns)
                     if restricted:
                         return
-                    yield RULE.finding(obj, path, f"workload in namespace {ns} tolerates {taint.get('key')}="
-                                                  f"{taint.get('value')}, the tenant taint of NodePool {pool_name}; "
-                                                  "only that tenant should run there")
+                    yield RULE.finding(
+                        obj,
+                        path,
+                        f"workload in namespace {ns} tolerates {taint.get('key')}="
+                        f"{taint.get('value')}, the tenant taint of NodePool {pool_name}; "
+                        "only that tenant should run there",
+                    )
                     break

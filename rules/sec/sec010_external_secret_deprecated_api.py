@@ -65,12 +65,13 @@ it is older than 0.16 or for `v1alpha1` (whose schema differs).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.agents import version_at_least
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.agents import version_at_least
+from ailint.fix import edits
 
 RULE = Rule(
     code="SEC010",
@@ -105,10 +106,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if old == "v1beta1":
         has_v1 = version_at_least(eso, "0.16")
         if has_v1 is not False:
-            fix = make_fix(f"change apiVersion to {_GROUP}/v1",
-                           [edits.replace_scalar(obj, ("apiVersion",), f"{_GROUP}/v1")], unsafe=has_v1 is None)
+            fix = make_fix(
+                f"change apiVersion to {_GROUP}/v1",
+                [edits.replace_scalar(obj, ("apiVersion",), f"{_GROUP}/v1")],
+                unsafe=has_v1 is None,
+            )
         tail = f"use {_GROUP}/v1 (same schema, served since ESO 0.16)"
     else:
         tail = f"migrate it to {_GROUP}/v1 (v1alpha1 fields differ)"
-    yield RULE.finding(obj, ("apiVersion",), f"{obj.kind} uses {version}: {when}; {tail}",
-                       severity=sev, fix=fix)
+    yield RULE.finding(obj, ("apiVersion",), f"{obj.kind} uses {version}: {when}; {tail}", severity=sev, fix=fix)

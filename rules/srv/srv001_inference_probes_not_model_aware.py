@@ -99,12 +99,14 @@ or a `startupProbe` on the same path with `periodSeconds: 10` and `failureThresh
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, models, serving
-from ailint.extract import pod_templates, role_override, serving_engine
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, get_in
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import models, serving
+from ailint.domain.extract import pod_templates, role_override, serving_engine
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV001",
@@ -115,8 +117,7 @@ RULE = Rule(
     fix=FixAvailability.SOMETIMES,
     options={
         "expected-load-seconds": Option(600, "load time a liveness window must cover", "integer"),
-        "large-model-load-seconds": Option(1200, "load time for models over 30 GB or downloaded at start",
-                                           "integer"),
+        "large-model-load-seconds": Option(1200, "load time for models over 30 GB or downloaded at start", "integer"),
     },
     tags=("serving", "probes"),
 )
@@ -164,28 +165,35 @@ def _check_container(obj: Any, c: Any, engine: str, opts: dict[str, Any]) -> Ite
     if not isinstance(ready, dict):
         hint = f"; probe httpGet {path}" if path else ""
         yield RULE.finding(
-            obj, c.path_of("readinessProbe"),
-            f"{engine} container {name} has no readinessProbe, so the pod turns Ready before the model is "
-            f"loaded{hint}",
-            fix=_add_probe(obj, c, "readinessProbe", path, port, 3))
+            obj,
+            c.path_of("readinessProbe"),
+            f"{engine} container {name} has no readinessProbe, so the pod turns Ready before the model is loaded{hint}",
+            fix=_add_probe(obj, c, "readinessProbe", path, port, 3),
+        )
     elif kind == "tcpSocket":
         hint = f"httpGet {path}" if path else "an httpGet or exec probe that asks the server"
         yield RULE.finding(
-            obj, c.path_of("readinessProbe", "tcpSocket"),
+            obj,
+            c.path_of("readinessProbe", "tcpSocket"),
             f"{engine} container {name} has only a tcpSocket readinessProbe, which passes before the model "
-            f"answers; use {hint}")
+            f"answers; use {hint}",
+        )
     live = c.data.get("livenessProbe")
     if isinstance(live, dict) and not isinstance(c.data.get("startupProbe"), dict):
-        window = (_num(live, "initialDelaySeconds", 0)
-                  + _num(live, "failureThreshold", 3) * _num(live, "periodSeconds", 10))
+        window = _num(live, "initialDelaySeconds", 0) + _num(live, "failureThreshold", 3) * _num(
+            live, "periodSeconds", 10
+        )
         expected, why = _expected_load(c, engine, opts)
         if window < expected:
             sev = Severity.ERROR if window < 300 else Severity.WARNING
             yield RULE.finding(
-                obj, c.path_of("livenessProbe"),
+                obj,
+                c.path_of("livenessProbe"),
                 f"livenessProbe of {name} restarts the container after {window}s with no startupProbe, shorter "
                 f"than the expected load time ({expected}s{why}); add a startupProbe",
-                severity=sev, fix=_add_probe(obj, c, "startupProbe", path, port, 180))
+                severity=sev,
+                fix=_add_probe(obj, c, "startupProbe", path, port, 180),
+            )
 
 
 def _expected_load(c: Any, engine: str, opts: dict[str, Any]) -> tuple[int, str]:
@@ -204,7 +212,7 @@ def _expected_load(c: Any, engine: str, opts: dict[str, Any]) -> tuple[int, str]
 def _model_bytes(c: Any, model: str | None) -> float | None:
     try:
         est = models.estimate(c, c.pod)
-    except Exception:  # noqa: BLE001 - an estimate, never a crash
+    except Exception:
         return None
     return est.bytes if est is not None else None
 
@@ -250,7 +258,9 @@ def _ray_cluster(obj: Any) -> Iterator[Finding]:
                 port = serving.to_int(p.get("containerPort"))
         port = port or 8000
         yield RULE.finding(
-            obj, first.path_of("readinessProbe"),
+            obj,
+            first.path_of("readinessProbe"),
             f"RayCluster runs Ray Serve but the {pod.role or 'ray'} container {first.name or '<unnamed>'} relies on "
             "KubeRay's injected readiness probe, which checks only the raylet/GCS; probe the Serve proxy /-/healthz",
-            fix=_add_probe(obj, first, "readinessProbe", "/-/healthz", port, 3))
+            fix=_add_probe(obj, first, "readinessProbe", "/-/healthz", port, 3),
+        )

@@ -78,14 +78,22 @@ Otherwise no fix: pinning needs registry access (look up the digest with
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, serving
-from ailint.extract import (POD_KINDS, is_accelerator_pod, is_serving_pod, is_training_pod, pod_templates,
-                            serving_engine)
-from ailint.kserve import preset_supplies
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import serving
+from ailint.domain.extract import (
+    POD_KINDS,
+    is_accelerator_pod,
+    is_serving_pod,
+    is_training_pod,
+    pod_templates,
+    serving_engine,
+)
+from ailint.domain.kserve import preset_supplies
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV002",
@@ -121,18 +129,24 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             severe = serving_pod and (engine in ("vllm", "sglang") or serving.dlc_engine(ref) is not None)
             kind = "init" if c.init and not c.sidecar else role
             image, what, name = _short_image(c.image), _short_reason(reason), c.name or "<unnamed>"
-            msg = (f"image {image} ({what}) can change between pulls in {kind} container {name}; "
-                   "pin a tag or digest")
+            msg = f"image {image} ({what}) can change between pulls in {kind} container {name}; pin a tag or digest"
             policy = c.data.get("imagePullPolicy")
             if policy is None and preset_supplies(c, "imagePullPolicy"):
                 policy = "IfNotPresent"  # KServe LLMInferenceService presets set it
             if accel and (policy == "Always" or (policy is None and (ref.tag is None or ref.tag == "latest"))):
                 why = "imagePullPolicy: Always" if policy == "Always" else "pull policy Always by default"
-                msg = (f"image {image} ({what}) is re-pulled ({why}) at every start of accelerator "
-                       f"container {name}; pin a tag or digest")
-            yield RULE.finding(obj, c.path_of("image"), msg, anchor="value",
-                               severity=Severity.ERROR if severe else Severity.WARNING,
-                               fix=_pin(obj, c, ref, ctx, opts))
+                msg = (
+                    f"image {image} ({what}) is re-pulled ({why}) at every start of accelerator "
+                    f"container {name}; pin a tag or digest"
+                )
+            yield RULE.finding(
+                obj,
+                c.path_of("image"),
+                msg,
+                anchor="value",
+                severity=Severity.ERROR if severe else Severity.WARNING,
+                fix=_pin(obj, c, ref, ctx, opts),
+            )
 
 
 def _short_reason(reason: str) -> str:
@@ -151,10 +165,21 @@ def _short_image(image: str, limit: int = 56) -> str:
     return f"{parts[0]}/.../{parts[-1]}"
 
 
-_ML_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "TrainingRuntime",
-             "ClusterTrainingRuntime")
-_LAUNCHER = re.compile(r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.(run|launch)|mpirun|"
-                       r"horovodrun)\b")
+_ML_KINDS = (
+    "PyTorchJob",
+    "MPIJob",
+    "TFJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "TrainJob",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+)
+_LAUNCHER = re.compile(
+    r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.(run|launch)|mpirun|"
+    r"horovodrun)\b"
+)
 
 
 def _training(obj: Any, pod: Any) -> bool:
@@ -183,5 +208,6 @@ def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: dict[str, Any]
     new = f"{ref.full_repository}@{pin}" if pin.startswith("sha256:") else f"{ref.full_repository}:{pin}"
     if serving.parse_image(new) is None or serving.mutable_tag_reason(serving.parse_image(new)) is not None:
         return None
-    return make_fix(f"pin the image to {new}", [edits.replace_value(obj, c.path_of("image"), edits.scalar(new))],
-                    unsafe=True)
+    return make_fix(
+        f"pin the image to {new}", [edits.replace_value(obj, c.path_of("image"), edits.scalar(new))], unsafe=True
+    )

@@ -58,12 +58,13 @@ TorchServe model to vLLM, Ray Serve or Triton.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import serving
-from ailint.extract import POD_KINDS, all_containers
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.registry import Rule
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Rule
+from ailint.domain import serving
+from ailint.domain.extract import POD_KINDS, all_containers
 
 RULE = Rule(
     code="SRV003",
@@ -96,12 +97,18 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         engine = serving.dlc_engine(ref)
         if engine in ("vllm", "sglang", "vllm-omni") and ref.tag and ubuntu.search(ref.tag):
             yield RULE.finding(
-                obj, path + ("image",),
+                obj,
+                path + ("image",),
                 f"{engine} DLC image of container {name} is Ubuntu-based ({ref.tag}); AWS does not guarantee "
                 f"security patches for it: use the Amazon Linux 2023 {engine} DLC"
-                + (" (server-cuda tags)" if engine == "vllm" else ""), anchor="value")
+                + (" (server-cuda tags)" if engine == "vllm" else ""),
+                anchor="value",
+            )
         elif serving.is_torchserve(ref):
             yield RULE.finding(
-                obj, path + ("image",),
+                obj,
+                path + ("image",),
                 f"container {name} runs TorchServe ({image}), which is no longer maintained; serve the model "
-                "with vLLM, Ray Serve or Triton", anchor="value")
+                "with vLLM, Ray Serve or Triton",
+                anchor="value",
+            )

@@ -87,12 +87,13 @@ multi-node groups or RayServices: choose between more GPUs and a smaller TP.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import instances, serving
-from ailint.extract import POD_KINDS, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import instances, serving
+from ailint.domain.extract import POD_KINDS, pod_templates
 
 RULE = Rule(
     code="SRV004",
@@ -138,8 +139,9 @@ def _dp_local(args: serving.EngineArgs) -> int | None:
         return local
     if args.has("dp_rank"):
         return 1  # external load-balancer mode: one rank per process
-    if args.dp > 1 and any(t.startswith(("--data-parallel-address", "-dpa", "--data-parallel-start-rank"))
-                           for t in args.tokens):
+    if args.dp > 1 and any(
+        t.startswith(("--data-parallel-address", "-dpa", "--data-parallel-start-rank")) for t in args.tokens
+    ):
         return None
     return args.dp
 
@@ -154,8 +156,9 @@ def _formula(args: serving.EngineArgs, dp: int) -> str:
     return " x ".join(parts)
 
 
-def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: int,
-                     workers: list[Any]) -> Iterator[Finding]:
+def _check_container(
+    obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: int, workers: list[Any]
+) -> Iterator[Finding]:
     args = serving.engine_args(c, engine)
     if args is None or args.unresolved:
         return
@@ -171,7 +174,7 @@ def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: in
     name = c.name or "<unnamed>"
     per_pod = args.has("dp_local") or args.has("dp_rank")
     ray = (args.raw("executor") or "").lower() == "ray"
-    group = (size > 1 and not per_pod) or args.has("nnodes") and not per_pod
+    group = (size > 1 and not per_pod) or (args.has("nnodes") and not per_pod)
     if group:
         if size <= 1 and obj.kind != "LeaderWorkerSet":
             nodes = args.int("nnodes")
@@ -179,8 +182,9 @@ def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: in
                 return
             total, how = nodes * gpus, f"{nodes} nodes of {gpus} GPUs"
         else:
-            worker_gpus = max((serving.gpu_limit(w) or 0 for p in workers for w in p.containers(include_init=False)),
-                              default=0)
+            worker_gpus = max(
+                (serving.gpu_limit(w) or 0 for p in workers for w in p.containers(include_init=False)), default=0
+            )
             if pod in workers:  # no leader template: every pod of the group is alike
                 worker_gpus = gpus
             total = gpus + (size - 1) * worker_gpus
@@ -189,31 +193,57 @@ def _check_container(obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: in
         if need == total:
             return
         if need > total:
-            yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but its {how} has {total}; "
-                                           "the engine fails to start", span=span)
+            yield RULE.finding(
+                obj,
+                where,
+                f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but its {how} has {total}; "
+                "the engine fails to start",
+                span=span,
+            )
         else:
-            yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} uses {need} of the {total} GPUs of its {how}; "
-                                           f"{total - need} sit idle", severity=Severity.WARNING, span=span)
+            yield RULE.finding(
+                obj,
+                where,
+                f"{engine} in container {name}: {_formula(args, dp)} uses {need} of the {total} GPUs of its {how}; "
+                f"{total - need} sit idle",
+                severity=Severity.WARNING,
+                span=span,
+            )
         return
     if ray and obj.kind != "LeaderWorkerSet":
         return  # the engine runs on a Ray cluster the linter cannot see
     need = args.tp * args.pp * dp
     if need > gpus:
-        yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but is "
-                                       f"limited to {gpus} nvidia.com/gpu; the engine fails to start",
-                           fix=_fix(obj, c, args, dp, gpus, tp_path is not None), span=span)
+        yield RULE.finding(
+            obj,
+            where,
+            f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but is "
+            f"limited to {gpus} nvidia.com/gpu; the engine fails to start",
+            fix=_fix(obj, c, args, dp, gpus, tp_path is not None),
+            span=span,
+        )
         return
     if need < gpus:
-        yield RULE.finding(obj, where, f"{engine} in container {name}: {_formula(args, dp)} uses {need} of its "
-                                       f"{gpus} GPUs; {gpus - need} sit idle (raise TP or lower the limit)",
-                           severity=Severity.WARNING, fix=_fix(obj, c, args, dp, gpus, tp_path is not None), span=span)
+        yield RULE.finding(
+            obj,
+            where,
+            f"{engine} in container {name}: {_formula(args, dp)} uses {need} of its "
+            f"{gpus} GPUs; {gpus - need} sit idle (raise TP or lower the limit)",
+            severity=Severity.WARNING,
+            fix=_fix(obj, c, args, dp, gpus, tp_path is not None),
+            span=span,
+        )
         return
     types = ctx.target_types(pod) if ctx is not None and getattr(ctx, "bundle", False) else None
     counts = [it.count for t in (types or ()) if (it := instances.get(t)) is not None and it.is_gpu]
     if counts and args.tp > max(counts):
-        yield RULE.finding(obj, where, f"TP {args.tp} in container {name} exceeds the largest GPU count ({max(counts)}) "
-                                       f"of the instance types it can run on ({', '.join(sorted(types or ()))[:80]})",
-                           span=span)
+        yield RULE.finding(
+            obj,
+            where,
+            f"TP {args.tp} in container {name} exceeds the largest GPU count ({max(counts)}) "
+            f"of the instance types it can run on ({', '.join(sorted(types or ()))[:80]})",
+            span=span,
+        )
 
 
 def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp: bool):
@@ -226,8 +256,9 @@ def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp:
     if has_tp:
         edit = serving.set_flag_edit(obj, c, args.flag_names("tp"), new_tp)
     elif args.engine == "vllm":
-        edit = serving.set_flag_edit(obj, c, args.flag_names("tp"), new_tp) or \
-            serving.append_arg_edit(obj, c, f"--tensor-parallel-size={new_tp}")  # the first: LLMInferenceService
+        edit = serving.set_flag_edit(obj, c, args.flag_names("tp"), new_tp) or serving.append_arg_edit(
+            obj, c, f"--tensor-parallel-size={new_tp}"
+        )  # the first: LLMInferenceService
     else:
         edit = serving.append_arg_edit(obj, c, f"--tp-size={new_tp}")
     why = "the GPU limit" if denom == 1 else f"{gpus} GPUs / {denom} PP x DP"
@@ -247,15 +278,27 @@ def _rayservice(obj: Any) -> Iterator[Finding]:
         tp, pp = cfg.tp, cfg.pp
         need = tp * pp
         label = f"llm_config {cfg.model_id or cfg.index}"
-        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"tensor_parallel_size:\s*\d+") \
-            if len(configs) == 1 and "tensor_parallel_size" in cfg.engine_kwargs else None
+        span = (
+            serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"tensor_parallel_size:\s*\d+")
+            if len(configs) == 1 and "tensor_parallel_size" in cfg.engine_kwargs
+            else None
+        )
         if total is not None and need > total:
-            yield RULE.finding(obj, ("spec", "serveConfigV2"),
-                               f"{label}: TP {tp}" + (f" x PP {pp}" if pp > 1 else "")
-                               + f" needs {need} GPUs but the worker groups have at most "
-                               f"{total}; the replica can never be placed", span=span)
+            yield RULE.finding(
+                obj,
+                ("spec", "serveConfigV2"),
+                f"{label}: TP {tp}"
+                + (f" x PP {pp}" if pp > 1 else "")
+                + f" needs {need} GPUs but the worker groups have at most "
+                f"{total}; the replica can never be placed",
+                span=span,
+            )
         elif tp > per_pod:
-            yield RULE.finding(obj, ("spec", "serveConfigV2"),
-                               f"{label} sets TP {tp} but a worker pod has at most {per_pod} GPUs; tensor parallel "
-                               f"traffic crosses pods (set TP to {per_pod} and use pipeline parallelism across pods)",
-                               severity=Severity.WARNING, span=span)
+            yield RULE.finding(
+                obj,
+                ("spec", "serveConfigV2"),
+                f"{label} sets TP {tp} but a worker pod has at most {per_pod} GPUs; tensor parallel "
+                f"traffic crosses pods (set TP to {per_pod} and use pipeline parallelism across pods)",
+                severity=Severity.WARNING,
+                span=span,
+            )

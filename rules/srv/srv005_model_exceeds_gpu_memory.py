@@ -78,12 +78,13 @@ quantized checkpoint (AWQ/GPTQ/FP8). The message names the largest fit it found.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import instances, models, serving
-from ailint.extract import POD_KINDS, format_bytes, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, Scope
+from ailint.domain import instances, models, serving
+from ailint.domain.extract import POD_KINDS, format_bytes, pod_templates
 
 RULE = Rule(
     code="SRV005",
@@ -100,9 +101,18 @@ RULE = Rule(
 
 _GIB = 2**30
 # Ray Serve LLM `accelerator_type` -> Karpenter GPU name (and memory, where it tells the sizes apart)
-_RAY_ACCEL = {"A10G": ("a10g", None), "L4": ("l4", None), "L40S": ("l40s", None), "T4": ("t4", None),
-              "H100": ("h100", None), "H200": ("h200", None), "B200": ("b200", None),
-              "A100": ("a100", None), "A100-40G": ("a100", 40960), "A100-80G": ("a100", 81920)}
+_RAY_ACCEL = {
+    "A10G": ("a10g", None),
+    "L4": ("l4", None),
+    "L40S": ("l40s", None),
+    "T4": ("t4", None),
+    "H100": ("h100", None),
+    "H200": ("h200", None),
+    "B200": ("b200", None),
+    "A100": ("a100", None),
+    "A100-40G": ("a100", 40960),
+    "A100-80G": ("a100", 81920),
+}
 
 
 def _rank_memory(it: Any) -> float:
@@ -115,8 +125,7 @@ def _rank_memory(it: Any) -> float:
     return it.count * it.memory_mib_per_device * 2**20 / max(cores, 1)
 
 
-def _usable(types: set[str], neuron: bool, util: float, shards: int, offload_gib: float
-            ) -> list[tuple[float, str]]:
+def _usable(types: set[str], neuron: bool, util: float, shards: int, offload_gib: float) -> list[tuple[float, str]]:
     out = []
     for t in types:
         it = instances.get(t)
@@ -126,22 +135,45 @@ def _usable(types: set[str], neuron: bool, util: float, shards: int, offload_gib
     return sorted(out, reverse=True)
 
 
-def _judge(obj: Any, path: tuple, label: str, weights: float, how: str, usable: list[tuple[float, str]],
-           util: float, shards: int, headroom: float, span: Any = None) -> Iterator[Finding]:
+def _judge(
+    obj: Any,
+    path: tuple,
+    label: str,
+    weights: float,
+    how: str,
+    usable: list[tuple[float, str]],
+    util: float,
+    shards: int,
+    headroom: float,
+    span: Any = None,
+) -> Iterator[Finding]:
     if not usable:
         return
     best, best_type = usable[0]
     it = instances.get(best_type)
     per = format_bytes(_rank_memory(it)) if it else "?"
-    where = (f"{best_type} gives {util:g} x {shards} x {per} = {format_bytes(best)}" if len(usable) == 1
-             else f"the best target type, {best_type}, gives {util:g} x {shards} x {per} = {format_bytes(best)}")
+    where = (
+        f"{best_type} gives {util:g} x {shards} x {per} = {format_bytes(best)}"
+        if len(usable) == 1
+        else f"the best target type, {best_type}, gives {util:g} x {shards} x {per} = {format_bytes(best)}"
+    )
     if weights > best:
-        yield RULE.finding(obj, path, f"{label} weights ~{format_bytes(weights)} ({how}) do not fit any target "
-                                      f"instance type: {where}", span=span)
+        yield RULE.finding(
+            obj,
+            path,
+            f"{label} weights ~{format_bytes(weights)} ({how}) do not fit any target instance type: {where}",
+            span=span,
+        )
     elif best - weights < headroom * best:
         left = best - weights
-        yield RULE.finding(obj, path, f"{label} weights ~{format_bytes(weights)} ({how}) leave {format_bytes(left)} "
-                                      f"for the KV cache at most ({where})", severity=Severity.WARNING, span=span)
+        yield RULE.finding(
+            obj,
+            path,
+            f"{label} weights ~{format_bytes(weights)} ({how}) leave {format_bytes(left)} "
+            f"for the KV cache at most ({where})",
+            severity=Severity.WARNING,
+            span=span,
+        )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -198,8 +230,7 @@ def _rayservice(obj: Any, ctx: Any, headroom: float) -> Iterator[Finding]:
         types |= t
     for cfg in configs:
         model = cfg.model_source or cfg.model_id
-        params = models.parse_params(obj.annotations.get(models.MODEL_PARAMS_ANNOTATION)) \
-            if len(configs) == 1 else None
+        params = models.parse_params(obj.annotations.get(models.MODEL_PARAMS_ANNOTATION)) if len(configs) == 1 else None
         params = params or models.params_from_model_id(cfg.model_source) or models.params_from_model_id(cfg.model_id)
         if not params:
             continue
@@ -214,12 +245,30 @@ def _rayservice(obj: Any, ctx: Any, headroom: float) -> Iterator[Finding]:
         sel = types
         accel = _RAY_ACCEL.get((cfg.accelerator_type or "").upper())
         if accel:
-            sel = {t for t in types if (it := instances.get(t)) is not None and it.gpu_name == accel[0]
-                   and (accel[1] is None or it.memory_mib_per_device == accel[1])} or types
+            sel = {
+                t
+                for t in types
+                if (it := instances.get(t)) is not None
+                and it.gpu_name == accel[0]
+                and (accel[1] is None or it.memory_mib_per_device == accel[1])
+            } or types
         util = serving.to_float(ek.get("gpu_memory_utilization")) or serving.data()["gpu_memory_utilization_default"]
         shards = cfg.tp * cfg.pp
         usable = _usable(sel, False, util, shards, serving.to_float(ek.get("cpu_offload_gb")) or 0.0)
-        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+") \
-            if len(configs) == 1 and cfg.model_source else None
-        yield from _judge(obj, ("spec", "serveConfigV2"), f"llm_config {model}", weights, how, usable, util, shards,
-                          headroom, span=span)
+        span = (
+            serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+")
+            if len(configs) == 1 and cfg.model_source
+            else None
+        )
+        yield from _judge(
+            obj,
+            ("spec", "serveConfigV2"),
+            f"llm_config {model}",
+            weights,
+            how,
+            usable,
+            util,
+            shards,
+            headroom,
+            span=span,
+        )

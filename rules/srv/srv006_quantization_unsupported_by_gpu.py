@@ -72,12 +72,14 @@ No fix when the pod's own selectors already pin other GPUs or instance types.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, instances, serving
-from ailint.extract import POD_KINDS, pod_node_requirements, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import instances, serving
+from ailint.domain.extract import POD_KINDS, pod_node_requirements, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV006",
@@ -126,8 +128,13 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             reason = _fp4_reason(args.raw("quantization"), args.raw("kv_cache_dtype"), model)
             if reason is None:
                 continue
-            key = "quantization" if reason.startswith("quantization") else \
-                "kv_cache_dtype" if reason.startswith("KV") else None
+            key = (
+                "quantization"
+                if reason.startswith("quantization")
+                else "kv_cache_dtype"
+                if reason.startswith("KV")
+                else None
+            )
             where = serving.flag_path(c, args.flag_names(key)) if key else None
             if where is not None:
                 path, span = where, serving.flag_span(obj, c, args.flag_names(key or ""))
@@ -151,14 +158,19 @@ def _judge(obj: Any, ctx: Any, pod: Any, path: tuple, span: Any, reason: str) ->
     mixed = len(other) < len({it.gpu_name for it in gpus})
     names = ", ".join(other)
     if mixed:
-        msg = (f"{reason} can land on non-Blackwell GPUs ({names}) as well as Blackwell ones; FP4 runs emulated "
-               "there: require instance-gpu-name b200/b300/rtx-pro")
+        msg = (
+            f"{reason} can land on non-Blackwell GPUs ({names}) as well as Blackwell ones; FP4 runs emulated "
+            "there: require instance-gpu-name b200/b300/rtx-pro"
+        )
     else:
         alt = "an fp8 KV cache" if reason.startswith("KV") else "an FP8/BF16 checkpoint"
-        msg = (f"{reason} runs on {names} GPUs, which have no native FP4 (Blackwell only): it runs emulated; use "
-               f"b200/b300/rtx-pro GPUs or {alt}")
-    yield RULE.finding(obj, path, msg, severity=Severity.INFO if mixed else Severity.WARNING, span=span,
-                       fix=_fix(obj, ctx, pod))
+        msg = (
+            f"{reason} runs on {names} GPUs, which have no native FP4 (Blackwell only): it runs emulated; use "
+            f"b200/b300/rtx-pro GPUs or {alt}"
+        )
+    yield RULE.finding(
+        obj, path, msg, severity=Severity.INFO if mixed else Severity.WARNING, span=span, fix=_fix(obj, ctx, pod)
+    )
 
 
 def _fix(obj: Any, ctx: Any, pod: Any):
@@ -174,23 +186,40 @@ def _fix(obj: Any, ctx: Any, pod: Any):
     aff = spec.get("affinity")
     title = f"require {key} In [{', '.join(instances.blackwell_gpu_names())}]"
     if aff is None:
-        e = edits.insert_value(obj, spec_path, "affinity", {"nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}})
+        e = edits.insert_value(
+            obj,
+            spec_path,
+            "affinity",
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [expr]}]
+                    }
+                }
+            },
+        )
         return make_fix(title, [e], unsafe=True)
     if not isinstance(aff, dict) or not aff:
         return None
     na = aff.get("nodeAffinity")
     if na is None:
-        e = edits.insert_value(obj, spec_path + ("affinity",), "nodeAffinity", {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}})
+        e = edits.insert_value(
+            obj,
+            spec_path + ("affinity",),
+            "nodeAffinity",
+            {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}},
+        )
         return make_fix(title, [e], unsafe=True)
     if not isinstance(na, dict) or not na:
         return None
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is None:
-        e = edits.insert_value(obj, spec_path + ("affinity", "nodeAffinity"),
-                               "requiredDuringSchedulingIgnoredDuringExecution",
-                               {"nodeSelectorTerms": [{"matchExpressions": [expr]}]})
+        e = edits.insert_value(
+            obj,
+            spec_path + ("affinity", "nodeAffinity"),
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            {"nodeSelectorTerms": [{"matchExpressions": [expr]}]},
+        )
         return make_fix(title, [e], unsafe=True)
     terms = as_list(as_dict(req).get("nodeSelectorTerms"))
     out = []
@@ -198,9 +227,21 @@ def _fix(obj: Any, ctx: Any, pod: Any):
         exprs = as_dict(term).get("matchExpressions")
         if not isinstance(exprs, list) or not exprs:
             return None
-        out.append(edits.append_item(obj, spec_path + ("affinity", "nodeAffinity",
-                                                       "requiredDuringSchedulingIgnoredDuringExecution",
-                                                       "nodeSelectorTerms", i, "matchExpressions"), expr))
+        out.append(
+            edits.append_item(
+                obj,
+                spec_path
+                + (
+                    "affinity",
+                    "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    "nodeSelectorTerms",
+                    i,
+                    "matchExpressions",
+                ),
+                expr,
+            )
+        )
     if not out or any(e is None for e in out):
         return None
     return make_fix(title, out, unsafe=True)
@@ -215,12 +256,16 @@ def _rayservice(obj: Any, ctx: Any) -> Iterator[Finding]:
         ek = cfg.engine_kwargs
         q = ek.get("quantization")
         kv = ek.get("kv_cache_dtype")
-        reason = _fp4_reason(q if isinstance(q, str) else None, kv if isinstance(kv, str) else None,
-                             cfg.model_source or cfg.model_id)
+        reason = _fp4_reason(
+            q if isinstance(q, str) else None, kv if isinstance(kv, str) else None, cfg.model_source or cfg.model_id
+        )
         if reason is None:
             continue
-        span = serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+") \
-            if len(configs) == 1 and cfg.model_source else None
+        span = (
+            serving.span_in_scalar(obj, ("spec", "serveConfigV2"), r"model_source:[ \t]*[^\s#]+")
+            if len(configs) == 1 and cfg.model_source
+            else None
+        )
         for pod, _, _ in workers:
             found = list(_judge(obj, ctx, pod, ("spec", "serveConfigV2"), span, reason))
             if found:

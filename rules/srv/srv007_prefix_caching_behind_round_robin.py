@@ -97,13 +97,15 @@ prefix-aware router, which the linter cannot generate safely.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, serving
-from ailint.extract import pod_templates
-from ailint.facts import namespace_of, selector_matches
-from ailint.model import FixAvailability, Finding, Severity, as_dict, get_in
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, get_in
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import serving
+from ailint.domain.context import namespace_of, selector_matches
+from ailint.domain.extract import pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV007",
@@ -207,11 +209,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         what = "vLLM prefix caching" if engine == "vllm" else "SGLang's radix (prefix) cache"
         how = f"{n} replicas" if auto is None else f"up to {n} replicas"
         names = ", ".join(sorted({str(s.name) for s in services}))
-        msg = (f"{what} is on in {how} behind round-robin Service {names}, so shared prefixes miss the cache; "
-               "route with an InferencePool or use sessionAffinity: ClientIP")
+        msg = (
+            f"{what} is on in {how} behind round-robin Service {names}, so shared prefixes miss the cache; "
+            "route with an InferencePool or use sessionAffinity: ClientIP"
+        )
         path = ("spec", "replicas") if "replicas" in spec else ("spec",)
-        yield RULE.finding(obj, path, msg, severity=Severity.WARNING if n >= 3 else Severity.INFO,
-                           fix=_fix(obj, services))
+        yield RULE.finding(
+            obj, path, msg, severity=Severity.WARNING if n >= 3 else Severity.INFO, fix=_fix(obj, services)
+        )
         return
 
 

@@ -73,14 +73,16 @@ when the pods have exactly one port: sets the target port to it. No fix for (a) 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, serving
-from ailint.extract import pod_templates
-from ailint.facts import namespace_of, selector_matches
-from ailint.kserve import controller_labels
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import serving
+from ailint.domain.context import namespace_of, selector_matches
+from ailint.domain.extract import pod_templates
+from ailint.domain.kserve import controller_labels
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV008",
@@ -140,30 +142,51 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
 def _version_fields(obj: Any, spec: dict[str, Any], version: str) -> Iterator[Finding]:
     if version == V1:
         if "targetPortNumber" in spec:
-            yield RULE.finding(obj, ("spec", "targetPortNumber"),
-                               f"targetPortNumber is the v1alpha2 field; {V1} uses targetPorts[].number, so this pool "
-                               "has no target port", fix=_ports_to_v1(obj, spec))
+            yield RULE.finding(
+                obj,
+                ("spec", "targetPortNumber"),
+                f"targetPortNumber is the v1alpha2 field; {V1} uses targetPorts[].number, so this pool "
+                "has no target port",
+                fix=_ports_to_v1(obj, spec),
+            )
         if "extensionRef" in spec:
-            yield RULE.finding(obj, ("spec", "extensionRef"),
-                               f"extensionRef is the v1alpha2 field; {V1} uses endpointPickerRef, so this pool has no "
-                               "endpoint picker", fix=_ref_to_v1(obj, spec))
+            yield RULE.finding(
+                obj,
+                ("spec", "extensionRef"),
+                f"extensionRef is the v1alpha2 field; {V1} uses endpointPickerRef, so this pool has no endpoint picker",
+                fix=_ref_to_v1(obj, spec),
+            )
         sel = spec.get("selector")
         if isinstance(sel, dict) and sel and "matchLabels" not in sel and "matchExpressions" not in sel:
-            yield RULE.finding(obj, ("spec", "selector"),
-                               f"selector is a plain label map (v1alpha2); {V1} requires selector.matchLabels",
-                               fix=_selector_fix(obj, sel, wrap=True))
+            yield RULE.finding(
+                obj,
+                ("spec", "selector"),
+                f"selector is a plain label map (v1alpha2); {V1} requires selector.matchLabels",
+                fix=_selector_fix(obj, sel, wrap=True),
+            )
     elif version == V1A2:
         if "targetPorts" in spec:
-            yield RULE.finding(obj, ("spec", "targetPorts"),
-                               f"targetPorts is the v1 field; {V1A2} uses targetPortNumber", fix=_ports_to_v1a2(obj, spec))
+            yield RULE.finding(
+                obj,
+                ("spec", "targetPorts"),
+                f"targetPorts is the v1 field; {V1A2} uses targetPortNumber",
+                fix=_ports_to_v1a2(obj, spec),
+            )
         if "endpointPickerRef" in spec:
-            yield RULE.finding(obj, ("spec", "endpointPickerRef"),
-                               f"endpointPickerRef is the v1 field; {V1A2} uses extensionRef", fix=_ref_to_v1a2(obj, spec))
+            yield RULE.finding(
+                obj,
+                ("spec", "endpointPickerRef"),
+                f"endpointPickerRef is the v1 field; {V1A2} uses extensionRef",
+                fix=_ref_to_v1a2(obj, spec),
+            )
         sel = spec.get("selector")
         if isinstance(sel, dict) and "matchLabels" in sel:
-            yield RULE.finding(obj, ("spec", "selector"),
-                               f"selector.matchLabels is the v1 form; {V1A2} takes a plain label map under selector",
-                               fix=_selector_fix(obj, as_dict(sel.get("matchLabels")), wrap=False))
+            yield RULE.finding(
+                obj,
+                ("spec", "selector"),
+                f"selector.matchLabels is the v1 form; {V1A2} takes a plain label map under selector",
+                fix=_selector_fix(obj, as_dict(sel.get("matchLabels")), wrap=False),
+            )
 
 
 def _entry_range(obj: Any, path: tuple) -> tuple[int, int] | None:
@@ -191,7 +214,7 @@ def _replace_entry(obj: Any, path: tuple, new: str) -> Edit | None:
     rng = _entry_range(obj, path)
     if rng is None:
         return None
-    old = obj.source.text[rng[0]:rng[1]]
+    old = obj.source.text[rng[0] : rng[1]]
     if "#" in old or "&" in old or "*" in old:
         return None  # comments or anchors inside: leave it to a human
     return Edit(rng[0], rng[1], new)
@@ -201,16 +224,20 @@ def _ports_to_v1(obj: Any, spec: dict[str, Any]):
     n = serving.to_int(spec.get("targetPortNumber"))
     if n is None or "targetPorts" in spec:
         return None
-    return make_fix("rename targetPortNumber to targetPorts", [
-        _replace_entry(obj, ("spec", "targetPortNumber"), f"targetPorts: [{{number: {n}}}]")])
+    return make_fix(
+        "rename targetPortNumber to targetPorts",
+        [_replace_entry(obj, ("spec", "targetPortNumber"), f"targetPorts: [{{number: {n}}}]")],
+    )
 
 
 def _ports_to_v1a2(obj: Any, spec: dict[str, Any]):
     ports = [serving.to_int(p.get("number")) for _, p in iter_dicts(spec.get("targetPorts"))]
     if len(ports) != 1 or ports[0] is None or "targetPortNumber" in spec:
         return None
-    return make_fix("rename targetPorts to targetPortNumber", [
-        _replace_entry(obj, ("spec", "targetPorts"), f"targetPortNumber: {ports[0]}")])
+    return make_fix(
+        "rename targetPorts to targetPortNumber",
+        [_replace_entry(obj, ("spec", "targetPorts"), f"targetPortNumber: {ports[0]}")],
+    )
 
 
 def _ref_fields(ref: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
@@ -222,10 +249,13 @@ def _ref_to_v1(obj: Any, spec: dict[str, Any]):
     if not isinstance(ref, dict) or "endpointPickerRef" in spec or not isinstance(ref.get("name"), str):
         return None
     port = serving.to_int(ref.get("portNumber")) or DEFAULT_EPP_PORT
-    parts = _ref_fields(ref, ("group", "kind", "name")) + [f"port: {{number: {port}}}"] + \
-        _ref_fields(ref, ("failureMode",))
-    return make_fix("rename extensionRef to endpointPickerRef", [
-        _replace_entry(obj, ("spec", "extensionRef"), "endpointPickerRef: {" + ", ".join(parts) + "}")])
+    parts = (
+        _ref_fields(ref, ("group", "kind", "name")) + [f"port: {{number: {port}}}"] + _ref_fields(ref, ("failureMode",))
+    )
+    return make_fix(
+        "rename extensionRef to endpointPickerRef",
+        [_replace_entry(obj, ("spec", "extensionRef"), "endpointPickerRef: {" + ", ".join(parts) + "}")],
+    )
 
 
 def _ref_to_v1a2(obj: Any, spec: dict[str, Any]):
@@ -237,8 +267,10 @@ def _ref_to_v1a2(obj: Any, spec: dict[str, Any]):
     if port is not None:
         parts.append(f"portNumber: {port}")
     parts += _ref_fields(ref, ("failureMode",))
-    return make_fix("rename endpointPickerRef to extensionRef", [
-        _replace_entry(obj, ("spec", "endpointPickerRef"), "extensionRef: {" + ", ".join(parts) + "}")])
+    return make_fix(
+        "rename endpointPickerRef to extensionRef",
+        [_replace_entry(obj, ("spec", "endpointPickerRef"), "extensionRef: {" + ", ".join(parts) + "}")],
+    )
 
 
 def _selector_fix(obj: Any, labels: dict[str, Any], wrap: bool):
@@ -260,16 +292,19 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
             any_serving = True
         pod_labels = _pod_labels(o, pod)
         if selector_matches(labels, pod_labels) or (
-                pod_labels.get("kserve.io/component") == "workload"
-                and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name):
+            pod_labels.get("kserve.io/component") == "workload"
+            and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name
+        ):
             matched.append((o, pod, servers))  # KServe copies a referenced pool's selector onto its pods
-    sel_path = ("spec", "selector", "matchLabels") if "matchLabels" in as_dict(spec.get("selector")) \
-        else ("spec", "selector")
+    sel_path = (
+        ("spec", "selector", "matchLabels") if "matchLabels" in as_dict(spec.get("selector")) else ("spec", "selector")
+    )
     shown = ", ".join(f"{k}={v}" for k, v in labels.items())
     if not matched:
         if any_serving:
-            yield RULE.finding(obj, sel_path, f"selector {shown} matches no pod template in namespace {ns}; the pool "
-                                              "has no endpoints")
+            yield RULE.finding(
+                obj, sel_path, f"selector {shown} matches no pod template in namespace {ns}; the pool has no endpoints"
+            )
         return
     models_seen: dict[str, str] = {}
     images: dict[str, str] = {}
@@ -291,11 +326,19 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
         if not servers and app and app[0].image:
             images.setdefault(app[0].image, o.name or "")
     if len(models_seen) > 1:
-        yield RULE.finding(obj, sel_path, f"selector {shown} matches servers of {len(models_seen)} models ("
-                                          f"{', '.join(sorted(models_seen))[:120]}); a pool must serve one base model")
+        yield RULE.finding(
+            obj,
+            sel_path,
+            f"selector {shown} matches servers of {len(models_seen)} models ("
+            f"{', '.join(sorted(models_seen))[:120]}); a pool must serve one base model",
+        )
     elif len(images) > 1:
-        yield RULE.finding(obj, sel_path, f"selector {shown} matches pods with {len(images)} different images ("
-                                          f"{', '.join(sorted(images))[:120]}); keep one model server per pool")
+        yield RULE.finding(
+            obj,
+            sel_path,
+            f"selector {shown} matches pods with {len(images)} different images ("
+            f"{', '.join(sorted(images))[:120]}); keep one model server per pool",
+        )
     if not ports:
         return
     targets: list[tuple[tuple, int]] = []
@@ -313,8 +356,12 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
             if len(ports) == 1 and len(targets) == 1:
                 port = next(iter(ports))
                 fix = make_fix(f"target port {port}", [edits.replace_value(obj, path, str(port))], unsafe=True)
-            yield RULE.finding(obj, path, f"target port {n} is not a port of the selected pods "
-                                          f"({', '.join(str(x) for x in sorted(ports))})", fix=fix)
+            yield RULE.finding(
+                obj,
+                path,
+                f"target port {n} is not a port of the selected pods ({', '.join(str(x) for x in sorted(ports))})",
+                fix=fix,
+            )
 
 
 # -- (d) the endpoint picker ------------------------------------------------------------------
@@ -322,8 +369,12 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
     key = "endpointPickerRef" if "endpointPickerRef" in spec else "extensionRef" if "extensionRef" in spec else None
     if key is None:
         want = "extensionRef" if version == V1A2 else "endpointPickerRef"
-        yield RULE.finding(obj, ("spec",), f"InferencePool has no {want}: no endpoint picker scores the model servers",
-                           severity=Severity.WARNING)
+        yield RULE.finding(
+            obj,
+            ("spec",),
+            f"InferencePool has no {want}: no endpoint picker scores the model servers",
+            severity=Severity.WARNING,
+        )
         return
     ref = spec.get(key)
     if not isinstance(ref, dict):
@@ -336,8 +387,12 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
         return
     svc = next((s for s in services if s.name == name), None)
     if svc is None:
-        yield RULE.finding(obj, ("spec", key, "name"), f"endpoint picker Service {name} is not in namespace {ns}",
-                           severity=Severity.WARNING)
+        yield RULE.finding(
+            obj,
+            ("spec", key, "name"),
+            f"endpoint picker Service {name} is not in namespace {ns}",
+            severity=Severity.WARNING,
+        )
         return
     if (ref.get("failureMode") or "FailClose") != "FailClose":
         return
@@ -351,11 +406,19 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
             replicas = serving.to_int(dep.get("spec", "replicas")) if dep.has(("spec", "replicas")) else 1
             if replicas != 1:
                 continue
-            pdbs = [p for p in ctx.of_kind("PodDisruptionBudget", namespace=ns)
-                    if selector_matches(p.get("spec", "selector"), pod.labels)]
+            pdbs = [
+                p
+                for p in ctx.of_kind("PodDisruptionBudget", namespace=ns)
+                if selector_matches(p.get("spec", "selector"), pod.labels)
+            ]
             if pdbs:
                 continue
-            yield RULE.finding(obj, ("spec", key), f"endpoint picker {dep.name} runs 1 replica with no "
-                                                   "PodDisruptionBudget and failureMode FailClose: every EPP restart "
-                                                   "or eviction is a full outage of the pool", severity=Severity.WARNING)
+            yield RULE.finding(
+                obj,
+                ("spec", key),
+                f"endpoint picker {dep.name} runs 1 replica with no "
+                "PodDisruptionBudget and failureMode FailClose: every EPP restart "
+                "or eviction is a full outage of the pool",
+                severity=Severity.WARNING,
+            )
             return

@@ -107,13 +107,15 @@ through a metrics adapter.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, serving
-from ailint.extract import is_accelerator_pod, pod_templates, role_override
-from ailint.facts import namespace_of
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import serving
+from ailint.domain.context import namespace_of
+from ailint.domain.extract import is_accelerator_pod, pod_templates, role_override
+from ailint.fix import edits
 
 RULE = Rule(
     code="SRV009",
@@ -175,12 +177,18 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         metrics = spec.get("metrics")
         if obj.api_version == "autoscaling/v1" or not metrics:
             if "targetCPUUtilizationPercentage" in spec:
-                path, how = ("spec", "targetCPUUtilizationPercentage"), \
-                    f"{spec.get('targetCPUUtilizationPercentage')}% utilization"
+                path, how = (
+                    ("spec", "targetCPUUtilizationPercentage"),
+                    f"{spec.get('targetCPUUtilizationPercentage')}% utilization",
+                )
             else:
                 path, how = ("spec",), "no metrics: the 80% default"
-            yield RULE.finding(obj, path, f"HPA scales {what} on CPU only ({how}); GPU servers "
-                                          f"saturate on queue depth first: scale on {metric} (KEDA prometheus trigger)")
+            yield RULE.finding(
+                obj,
+                path,
+                f"HPA scales {what} on CPU only ({how}); GPU servers "
+                f"saturate on queue depth first: scale on {metric} (KEDA prometheus trigger)",
+            )
             return
         if not isinstance(metrics, list):
             return
@@ -192,9 +200,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             names.append(n)
         if not names:
             return
-        yield RULE.finding(obj, ("spec", "metrics"),
-                           f"HPA scales {what} on {' and '.join(sorted(set(names)))} only; GPU servers saturate on "
-                           f"queue depth and KV cache first: scale on {metric} (KEDA prometheus trigger)")
+        yield RULE.finding(
+            obj,
+            ("spec", "metrics"),
+            f"HPA scales {what} on {' and '.join(sorted(set(names)))} only; GPU servers saturate on "
+            f"queue depth and KV cache first: scale on {metric} (KEDA prometheus trigger)",
+        )
         return
     triggers = spec.get("triggers")
     if not isinstance(triggers, list) or not triggers:
@@ -206,13 +217,23 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         types.append(str(t.get("type")))
     if not types:
         return
-    yield RULE.finding(obj, ("spec", "triggers"),
-                       f"ScaledObject scales {what} on {' and '.join(sorted(set(types)))} triggers only; scale on "
-                       f"{metric} with a prometheus trigger", fix=_fix(obj, w, engine, model, metric))
+    yield RULE.finding(
+        obj,
+        ("spec", "triggers"),
+        f"ScaledObject scales {what} on {' and '.join(sorted(set(types)))} triggers only; scale on "
+        f"{metric} with a prometheus trigger",
+        fix=_fix(obj, w, engine, model, metric),
+    )
 
 
 def _fix(obj: Any, w: Any, engine: str, model: str | None, metric: str):
-    trigger = {"type": "prometheus", "metadata": {
-        "serverAddress": PROMETHEUS, "query": f'sum({metric}{{namespace="{namespace_of(w)}"}})', "threshold": "5"}}
+    trigger = {
+        "type": "prometheus",
+        "metadata": {
+            "serverAddress": PROMETHEUS,
+            "query": f'sum({metric}{{namespace="{namespace_of(w)}"}})',
+            "threshold": "5",
+        },
+    }
     e = edits.append_item(obj, ("spec", "triggers"), trigger)
     return make_fix(f"add a prometheus trigger on {metric} (check serverAddress and threshold)", [e], unsafe=True)

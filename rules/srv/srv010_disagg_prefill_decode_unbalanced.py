@@ -116,14 +116,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from ailint import serving
-from ailint.extract import pod_templates
-from ailint.facts import namespace_of
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, Scope
+from ailint.domain import serving
+from ailint.domain.context import namespace_of
+from ailint.domain.extract import pod_templates
 
 RULE = Rule(
     code="SRV010",
@@ -254,24 +255,39 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     spec_path = ("spec", "replicas") if obj.has(("spec", "replicas")) else ("spec",)
     mine, theirs = _autoscaler(obj, ctx), _autoscaler(other.obj, ctx)
     if theirs and not mine:
-        yield RULE.finding(obj, spec_path,
-                           f"{me.role} side {obj.kind} {obj.name} has no autoscaler while its {other.role} pair "
-                           f"{other.obj.name} scales with {theirs}; the prefill:decode ratio drifts under load")
+        yield RULE.finding(
+            obj,
+            spec_path,
+            f"{me.role} side {obj.kind} {obj.name} has no autoscaler while its {other.role} pair "
+            f"{other.obj.name} scales with {theirs}; the prefill:decode ratio drifts under load",
+        )
     if me.role != "prefill":
         if me.connector is None and other.connector:
-            yield RULE.finding(obj, me.container_path,
-                               f"decode side {obj.name} configures no KV connector while prefill {other.obj.name} uses "
-                               f"{other.connector or 'a shared KV tier'}; the KV cache cannot reach it")
+            yield RULE.finding(
+                obj,
+                me.container_path,
+                f"decode side {obj.name} configures no KV connector while prefill {other.obj.name} uses "
+                f"{other.connector or 'a shared KV tier'}; the KV cache cannot reach it",
+            )
         return
     if me.connector is None and other.connector is None:
-        yield RULE.finding(obj, me.container_path,
-                           f"prefill/decode pair {obj.name}/{other.obj.name} configures no KV connector or shared KV "
-                           "tier (NIXL, LMCache, Mooncake): decode recomputes every prompt")
+        yield RULE.finding(
+            obj,
+            me.container_path,
+            f"prefill/decode pair {obj.name}/{other.obj.name} configures no KV connector or shared KV "
+            "tier (NIXL, LMCache, Mooncake): decode recomputes every prompt",
+        )
     elif me.connector is None:
-        yield RULE.finding(obj, me.container_path,
-                           f"prefill side {obj.name} configures no KV connector while decode {other.obj.name} uses "
-                           f"{other.connector or 'a shared KV tier'}; the KV cache cannot move between them")
+        yield RULE.finding(
+            obj,
+            me.container_path,
+            f"prefill side {obj.name} configures no KV connector while decode {other.obj.name} uses "
+            f"{other.connector or 'a shared KV tier'}; the KV cache cannot move between them",
+        )
     elif me.connector and other.connector and me.connector.lower() != other.connector.lower():
-        yield RULE.finding(obj, me.connector_path or me.container_path,
-                           f"prefill {obj.name} uses KV connector {me.connector} but decode {other.obj.name} uses "
-                           f"{other.connector}; both sides must use the same connector")
+        yield RULE.finding(
+            obj,
+            me.connector_path or me.container_path,
+            f"prefill {obj.name} uses KV connector {me.connector} but decode {other.obj.name} uses "
+            f"{other.connector}; both sides must use the same connector",
+        )

@@ -97,13 +97,14 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import serving
-from ailint.extract import pod_templates
-from ailint.facts import namespace_of
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import serving
+from ailint.domain.context import namespace_of
+from ailint.domain.extract import pod_templates
 
 RULE = Rule(
     code="SRV011",
@@ -132,8 +133,7 @@ def _is_litellm(c: Any) -> bool:
     toks = c.tokens
     if any(posixpath.basename(t) == "litellm" for t in toks):
         return True
-    return any(toks[i] == "-m" and toks[i + 1] in ("litellm", "litellm.proxy.proxy_cli")
-               for i in range(len(toks) - 1))
+    return any(toks[i] == "-m" and toks[i + 1] in ("litellm", "litellm.proxy.proxy_cli") for i in range(len(toks) - 1))
 
 
 def _db_env(c: Any) -> tuple[int, dict[str, Any]] | None:
@@ -169,7 +169,7 @@ def _max_pods(obj: Any, ctx: Any) -> tuple[int, str]:
     return 1, "replicas (default)"
 
 
-def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | None | bool:
+def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | bool | None:
     """(ConfigMap, data path, text) of the proxy config; None: no config; False: not in the run."""
     path = serving.get_flag(c.tokens, ["--config"]) or c.env_value("CONFIG_FILE_PATH")
     if not path:
@@ -184,7 +184,7 @@ def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | No
         if sub and path == mp:
             best = (m, str(sub))
         elif not sub and path.startswith(mp.rstrip("/") + "/"):
-            rel = path[len(mp.rstrip("/")) + 1:]
+            rel = path[len(mp.rstrip("/")) + 1 :]
             if best is None or len(mp) > len(str(best[0].get("mountPath"))):
                 best = (m, rel)
     if best is None:
@@ -242,9 +242,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             budget = math.floor(max_conn * (1 - head / 100))
             if total <= budget:
                 continue
-            detail = (f"{pods} pods ({p_how}) x {workers} workers{' (default)' if w_how.startswith('default') else ''}"
-                      f" x {limit} pool{' (default)' if limit_how.startswith('default') else ''} = {total} DB "
-                      "connections")
+            detail = (
+                f"{pods} pods ({p_how}) x {workers} workers{' (default)' if w_how.startswith('default') else ''}"
+                f" x {limit} pool{' (default)' if limit_how.startswith('default') else ''} = {total} DB "
+                "connections"
+            )
             path = c.path_of("env", db[0])
             if total > max_conn:
                 msg = f"LiteLLM can open {detail}, over db.maxConnections {max_conn}"

@@ -126,15 +126,26 @@ a shared file system (FSx for Lustre, S3 mountpoint).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from ailint import edits, instances
-from ailint.extract import (POD_KINDS, Container, flag_value, format_bytes, is_serving_pod, parse_quantity,
-                            pod_accelerators, pod_templates, serving_engine)
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.models import Estimate, describe, estimate, image_bytes
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import instances
+from ailint.domain.extract import (
+    POD_KINDS,
+    Container,
+    flag_value,
+    format_bytes,
+    is_serving_pod,
+    parse_quantity,
+    pod_accelerators,
+    pod_templates,
+    serving_engine,
+)
+from ailint.domain.models import Estimate, describe, estimate, image_bytes
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO001",
@@ -155,6 +166,8 @@ def _qty(v: Any) -> float | None:
     """A positive, finite quantity, or None."""
     q = parse_quantity(v)
     return q if q is not None and math.isfinite(q) and q > 0 else None
+
+
 USABLE = 0.85
 NVME_HOSTPATHS = ("/mnt/k8s-disks", "/opt/dlami/nvme")
 CACHE_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_HOME")
@@ -207,8 +220,9 @@ def _weight_paths(c: Container) -> list[tuple[str, str]]:
 
 def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
     """PVC name -> (capacity, description) for claims bound to local PersistentVolumes."""
-    local_classes = {sc.name for sc in ctx.of_kind("StorageClass")
-                     if sc.get("provisioner") == "kubernetes.io/no-provisioner"}
+    local_classes = {
+        sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == "kubernetes.io/no-provisioner"
+    }
     pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume") if isinstance(pv.get("spec", "local"), dict)}
     out: dict[str, tuple[float | None, str]] = {}
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
@@ -226,8 +240,11 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
 
 def _caches(obj: Any, pod: Any, ctx: Any) -> list[Cache]:
     vols = {str(v.get("name")): (i, v) for i, v in iter_dicts(pod.spec.get("volumes"))}
-    local_pvs = _local_pvs(ctx, obj.namespace or "default") if any(
-        "persistentVolumeClaim" in v for _, v in vols.values()) else {}
+    local_pvs = (
+        _local_pvs(ctx, obj.namespace or "default")
+        if any("persistentVolumeClaim" in v for _, v in vols.values())
+        else {}
+    )
     found: dict[str, Cache] = {}
     for c in pod.containers(include_init=False):
         paths = _weight_paths(c)
@@ -394,14 +411,26 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
             path = vpath + ("emptyDir", "sizeLimit")
             fix = None
             if fits_node:
-                fix = make_fix(f"raise sizeLimit to {_gib_ceil(want)}",
-                               [edits.replace_value(obj, path, _gib_ceil(want))], unsafe=True)
-            yield RULE.finding(obj, path, f"emptyDir `{cache.name}` sizeLimit {limit_raw} is smaller than the "
-                                          f"model cached there: {describe(est)}", severity=Severity.WARNING, fix=fix)
+                fix = make_fix(
+                    f"raise sizeLimit to {_gib_ceil(want)}",
+                    [edits.replace_value(obj, path, _gib_ceil(want))],
+                    unsafe=True,
+                )
+            yield RULE.finding(
+                obj,
+                path,
+                f"emptyDir `{cache.name}` sizeLimit {limit_raw} is smaller than the "
+                f"model cached there: {describe(est)}",
+                severity=Severity.WARNING,
+                fix=fix,
+            )
     elif cache.kind == "localPV" and cache.capacity is not None and model > cache.capacity:
-        yield RULE.finding(obj, vpath + ("persistentVolumeClaim",),
-                           f"model cache `{cache.name}` is a {cache.capacity_desc}, smaller than {describe(est)}",
-                           severity=Severity.WARNING)
+        yield RULE.finding(
+            obj,
+            vpath + ("persistentVolumeClaim",),
+            f"model cache `{cache.name}` is a {cache.capacity_desc}, smaller than {describe(est)}",
+            severity=Severity.WARNING,
+        )
     # (b) ephemeral storage, which an emptyDir counts against
     if cache.kind == "emptyDir":
         yield from _check_ephemeral(obj, pod, cache, est, fits_node)
@@ -412,14 +441,19 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
     img_txt = f" + {format_bytes(img)} image" if img else ""
     if model + img > smallest.bytes:  # type: ignore[union-attr]
         r = smallest
-        yield RULE.finding(obj, vpath + (cache.kind,),
-                           f"model cache `{cache.name}` needs {describe(est)}{img_txt} but {r.type} nodes have "
-                           f"{format_bytes(r.bytes)} usable ({r.basis})", severity=_sev(est))
+        yield RULE.finding(
+            obj,
+            vpath + (cache.kind,),
+            f"model cache `{cache.name}` needs {describe(est)}{img_txt} but {r.type} nodes have "
+            f"{format_bytes(r.bytes)} usable ({r.basis})",
+            severity=_sev(est),
+        )
         return
     if cache.kind != "emptyDir":
         return  # a hostPath cache is shared by the pods of a node
-    gpus = sum(v for k, v in pod_accelerators(pod).items() if k in ("nvidia.com/gpu", "amd.com/gpu",
-                                                                      "aws.amazon.com/neuron"))
+    gpus = sum(
+        v for k, v in pod_accelerators(pod).items() if k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron")
+    )
     if not math.isfinite(gpus) or gpus <= 0:
         return
     worst = None
@@ -437,10 +471,14 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
             worst = (r, need, n, it.count)
     if worst:
         r, need, n, count = worst
-        yield RULE.finding(obj, vpath + (cache.kind,),
-                           f"{n} replicas per {r.type} ({count} GPUs, {gpus:g} per pod) each cache "
-                           f"{_size(est)} in `{cache.name}`: {format_bytes(need)} > {format_bytes(r.bytes)} "
-                           f"usable ({r.basis})", severity=_sev(est))
+        yield RULE.finding(
+            obj,
+            vpath + (cache.kind,),
+            f"{n} replicas per {r.type} ({count} GPUs, {gpus:g} per pod) each cache "
+            f"{_size(est)} in `{cache.name}`: {format_bytes(need)} > {format_bytes(r.bytes)} "
+            f"usable ({r.basis})",
+            severity=_sev(est),
+        )
 
 
 def _check_ephemeral(obj: Any, pod: Any, cache: Cache, est: Estimate, fits_node: bool) -> Iterator[Finding]:
@@ -467,13 +505,19 @@ def _check_ephemeral(obj: Any, pod: Any, cache: Cache, est: Estimate, fits_node:
         fix = None
         if len(holders) == 1 and fits_node and obj.has(path):
             new = _gib_ceil(model * 1.1)
-            fix = make_fix(f"raise the ephemeral-storage {which[:-1]} to {new}", [edits.replace_value(obj, path, new)],
-                           unsafe=True)
+            fix = make_fix(
+                f"raise the ephemeral-storage {which[:-1]} to {new}", [edits.replace_value(obj, path, new)], unsafe=True
+            )
         word = "limit" if which == "limits" else "request"
         consequence = "the kubelet evicts the pod" if which == "limits" else "nodes get overcommitted"
-        yield RULE.finding(obj, path, f"ephemeral-storage {word} {format_bytes(total)} is below the model cached "
-                                      f"in emptyDir `{cache.name}`: {describe(est)}; {consequence}",
-                           severity=Severity.WARNING, fix=fix)
+        yield RULE.finding(
+            obj,
+            path,
+            f"ephemeral-storage {word} {format_bytes(total)} is below the model cached "
+            f"in emptyDir `{cache.name}`: {describe(est)}; {consequence}",
+            severity=Severity.WARNING,
+            fix=fix,
+        )
         return
 
 

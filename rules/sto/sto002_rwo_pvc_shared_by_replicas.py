@@ -106,12 +106,13 @@ sharing.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import POD_KINDS, PodTemplate, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, as_list, get_in, iter_dicts
-from ailint.registry import Rule, Scope
-from ailint.storage import EBS, namespace_of, provisioner_of, pvc_named, scaling_of
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.core.rule import Rule, Scope
+from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
+from ailint.domain.storage import EBS, namespace_of, provisioner_of, pvc_named, scaling_of
 
 RULE = Rule(
     code="STO002",
@@ -124,8 +125,19 @@ RULE = Rule(
     tags=("storage", "availability"),
 )
 
-_LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "LeaderWorkerSet",
-                 "RayCluster", "RayService", "Pod", "InferenceService", "LLMInferenceService")
+_LONG_RUNNING = (
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "LeaderWorkerSet",
+    "RayCluster",
+    "RayService",
+    "Pod",
+    "InferenceService",
+    "LLMInferenceService",
+)
 
 
 def _claims(pod: PodTemplate) -> Iterator[tuple[int, str]]:
@@ -176,12 +188,16 @@ def _spread(obj: Any, pod: PodTemplate) -> bool:
         if isinstance(size, int) and not isinstance(size, bool) and size >= 2:
             return True
     spec = pod.spec
-    for _, term in iter_dicts(get_in(spec, ("affinity", "podAntiAffinity",
-                                             "requiredDuringSchedulingIgnoredDuringExecution"))):
+    for _, term in iter_dicts(
+        get_in(spec, ("affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"))
+    ):
         if term.get("topologyKey") == "kubernetes.io/hostname":
             return True
     for _, tsc in iter_dicts(spec.get("topologySpreadConstraints")):
-        if tsc.get("topologyKey") == "kubernetes.io/hostname" and tsc.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
+        if (
+            tsc.get("topologyKey") == "kubernetes.io/hostname"
+            and tsc.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        ):
             return True
     return False
 
@@ -235,9 +251,11 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             elif others:
                 severity = Severity.ERROR if mode == "ReadWriteOncePod" else None
                 names = ", ".join(f"{o.kind} {o.name}" for o in others[:3])
-                msg = (f"PVC {claim} is {mode} and also mounted by {names}; "
-                       + ("only one pod can use it" if mode == "ReadWriteOncePod"
-                          else "pods on different nodes cannot attach it at the same time"))
+                msg = f"PVC {claim} is {mode} and also mounted by {names}; " + (
+                    "only one pod can use it"
+                    if mode == "ReadWriteOncePod"
+                    else "pods on different nodes cannot attach it at the same time"
+                )
             else:
                 continue
             reported.add(claim)

@@ -85,13 +85,14 @@ holds only one of them.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import parse_quantity
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope, make_fix
-from ailint.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import parse_quantity
+from ailint.domain.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO003",
@@ -133,8 +134,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if params.storage_type == "HDD":
             kind = f"{params.deployment_type} HDD"
         shown = str(raw) if str(raw).endswith("Gi") else f"{raw} ({_gib(size)})"
-        msg = (f"requests {shown} on {sc.name} ({kind}), which takes {rule['valid']}; "
-               f"the driver creates and bills {rounded}Gi")
+        msg = (
+            f"requests {shown} on {sc.name} ({kind}), which takes {rule['valid']}; "
+            f"the driver creates and bills {rounded}Gi"
+        )
         lower = _lower_valid(rounded, rule)
         if lower and size > lower * GiB and (size - lower * GiB) / size <= 0.1:
             msg += f" (or lower the request to {lower}Gi)"

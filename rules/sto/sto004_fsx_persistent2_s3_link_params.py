@@ -64,12 +64,13 @@ The other two cases have no fix: choose the import path or the bucket by hand.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Rule, make_fix
-from ailint.storage import FSX, fsx_params, provisioner_name
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Rule, make_fix
+from ailint.domain.storage import FSX, fsx_params, provisioner_name
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO004",
@@ -101,19 +102,32 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if p.deployment_type == "PERSISTENT_2" and present:
         for key in present:
             path = ("parameters", key)
-            fix = make_fix(f"remove {key} (link S3 with a data repository association instead)",
-                           [edits.delete_key(obj, path)], unsafe=True)
-            yield RULE.finding(obj, path, f"{key} is not supported on PERSISTENT_2: FSx rejects the file system; "
-                                          "link S3 through a data repository association instead", fix=fix)
+            fix = make_fix(
+                f"remove {key} (link S3 with a data repository association instead)",
+                [edits.delete_key(obj, path)],
+                unsafe=True,
+            )
+            yield RULE.finding(
+                obj,
+                path,
+                f"{key} is not supported on PERSISTENT_2: FSx rejects the file system; "
+                "link S3 through a data repository association instead",
+                fix=fix,
+            )
         return
     if "s3ImportPath" not in present:
         for key in ("s3ExportPath", "autoImportPolicy"):
             if key in present:
-                yield RULE.finding(obj, ("parameters", key),
-                                   f"{key} is set without s3ImportPath; the driver needs an import path "
-                                   "to export or auto-import")
+                yield RULE.finding(
+                    obj,
+                    ("parameters", key),
+                    f"{key} is set without s3ImportPath; the driver needs an import path to export or auto-import",
+                )
         return
     imp, exp = _bucket(params.get("s3ImportPath")), _bucket(params.get("s3ExportPath"))
     if imp and exp and imp != exp:
-        yield RULE.finding(obj, ("parameters", "s3ExportPath"),
-                           f"s3ExportPath is in bucket {exp} but s3ImportPath in {imp}; both must use the same bucket")
+        yield RULE.finding(
+            obj,
+            ("parameters", "s3ExportPath"),
+            f"s3ExportPath is in bucket {exp} but s3ImportPath in {imp}; both must use the same bucket",
+        )

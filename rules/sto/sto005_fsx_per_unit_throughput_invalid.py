@@ -62,12 +62,13 @@ skipped.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, make_fix
-from ailint.storage import FSX, fsx_params, fsx_valid_throughputs, provisioner_name
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain.storage import FSX, fsx_params, fsx_valid_throughputs, provisioner_name
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO005",
@@ -88,7 +89,8 @@ RULE = Rule(
 
 def _default(p: Any, valid: list[int], opts: dict[str, Any]) -> int:
     key = {"PERSISTENT_2": "persistent2Throughput"}.get(p.deployment_type) or (
-        "persistent1HddThroughput" if p.storage_type == "HDD" else "persistent1Throughput")
+        "persistent1HddThroughput" if p.storage_type == "HDD" else "persistent1Throughput"
+    )
     v = opts.get(key)
     return v if isinstance(v, int) and v in valid else valid[0]
 
@@ -103,9 +105,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if p.is_scratch:
         if p.per_unit_set:
             dt = p.deployment_type if p.deployment_type_set else "SCRATCH_1 (deploymentType unset)"
-            yield RULE.finding(obj, path, f"perUnitStorageThroughput is only valid on PERSISTENT_1 and "
-                                          f"PERSISTENT_2; FSx rejects it on {dt}",
-                               fix=make_fix("remove perUnitStorageThroughput", [edits.delete_key(obj, path)]))
+            yield RULE.finding(
+                obj,
+                path,
+                f"perUnitStorageThroughput is only valid on PERSISTENT_1 and PERSISTENT_2; FSx rejects it on {dt}",
+                fix=make_fix("remove perUnitStorageThroughput", [edits.delete_key(obj, path)]),
+            )
         return
     valid = fsx_valid_throughputs(p)
     if not valid:
@@ -115,16 +120,22 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if not p.per_unit_set:
         value = _default(p, valid, opts)
         edit = edits.insert_key(obj, ("parameters",), "perUnitStorageThroughput", edits.quoted(str(value)))
-        yield RULE.finding(obj, ("parameters",) if "parameters" in obj.data else (),
-                           f"perUnitStorageThroughput is unset on {kind}: FSx requires it ({allowed}) and the "
-                           "driver sends no default",
-                           fix=make_fix(f'add perUnitStorageThroughput: "{value}"', [edit]))
+        yield RULE.finding(
+            obj,
+            ("parameters",) if "parameters" in obj.data else (),
+            f"perUnitStorageThroughput is unset on {kind}: FSx requires it ({allowed}) and the driver sends no default",
+            fix=make_fix(f'add perUnitStorageThroughput: "{value}"', [edit]),
+        )
         return
     v = p.per_unit_throughput
     if v in valid:
         return
-    snapped = next((x for x in valid if v is not None and x >= v), valid[-1]) if v is not None else _default(p, valid, opts)
-    fix = make_fix(f'set perUnitStorageThroughput to "{snapped}"',
-                   [edits.replace_value(obj, path, edits.quoted(str(snapped)))])
-    yield RULE.finding(obj, path, f"perUnitStorageThroughput {p.per_unit_raw!s} is not valid on {kind}, which "
-                                  f"takes {allowed}", fix=fix)
+    snapped = (
+        next((x for x in valid if v is not None and x >= v), valid[-1]) if v is not None else _default(p, valid, opts)
+    )
+    fix = make_fix(
+        f'set perUnitStorageThroughput to "{snapped}"', [edits.replace_value(obj, path, edits.quoted(str(snapped)))]
+    )
+    yield RULE.finding(
+        obj, path, f"perUnitStorageThroughput {p.per_unit_raw!s} is not valid on {kind}, which takes {allowed}", fix=fix
+    )

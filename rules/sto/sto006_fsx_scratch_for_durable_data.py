@@ -78,12 +78,13 @@ Data that is disposable by design can suppress the finding.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import PodTemplate, is_training_pod, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict, iter_dicts
-from ailint.registry import Rule, Scope
-from ailint.storage import claim_templates, fsx_class_of, namespace_of
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
+from ailint.core.rule import Rule, Scope
+from ailint.domain.extract import PodTemplate, is_training_pod, pod_templates
+from ailint.domain.storage import claim_templates, fsx_class_of, namespace_of
 
 RULE = Rule(
     code="STO006",
@@ -119,8 +120,11 @@ def _users(ctx: Any, obj: Any, claim_name: str) -> list[tuple[Any, PodTemplate, 
     out = []
     if obj.kind == "PersistentVolumeClaim":
         for o, pod in ctx.pods_in(namespace_of(obj)):
-            vols = {str(v.get("name")) for _, v in iter_dicts(pod.spec.get("volumes"))
-                    if as_dict(v.get("persistentVolumeClaim")).get("claimName") == claim_name}
+            vols = {
+                str(v.get("name"))
+                for _, v in iter_dicts(pod.spec.get("volumes"))
+                if as_dict(v.get("persistentVolumeClaim")).get("claimName") == claim_name
+            }
             if vols:
                 out.append((o, pod, _mounts(pod, vols)))
     else:
@@ -160,6 +164,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             continue
         dt = params.deployment_type if params.deployment_type_set else "SCRATCH_1 (the default)"
         path = claim.path_of("storageClassName") if "storageClassName" in claim.spec else claim.path
-        yield RULE.finding(obj, path, f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "
-                                      f"an FSx {dt} file system without s3ExportPath; scratch data is not "
-                                      "replicated and is lost if a file server fails")
+        yield RULE.finding(
+            obj,
+            path,
+            f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "
+            f"an FSx {dt} file system without s3ExportPath; scratch data is not "
+            "replicated and is lost if a file server fails",
+        )

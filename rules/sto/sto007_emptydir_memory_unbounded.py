@@ -73,13 +73,13 @@ workload needs more shared memory, together with the container memory limit.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import PodTemplate, parse_quantity, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, iter_dicts
-from ailint.extract import POD_KINDS
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain.extract import POD_KINDS, PodTemplate, parse_quantity, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO007",
@@ -131,17 +131,29 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             size_raw = ed.get("sizeLimit")
             size = parse_quantity(size_raw)
             if size_raw is None:
-                why = (f"writes count against the pod's memory limits ({_fmt(total)}) and can OOM-kill it" if limited
-                       else "no container sets a memory limit, so it can grow to the node's memory")
-                yield RULE.finding(obj, ed_path, f"memory-backed emptyDir '{name}' has no sizeLimit; {why}",
-                                   fix=_set_size(obj, ed_path, ed, _fmt(default)))
+                why = (
+                    f"writes count against the pod's memory limits ({_fmt(total)}) and can OOM-kill it"
+                    if limited
+                    else "no container sets a memory limit, so it can grow to the node's memory"
+                )
+                yield RULE.finding(
+                    obj,
+                    ed_path,
+                    f"memory-backed emptyDir '{name}' has no sizeLimit; {why}",
+                    fix=_set_size(obj, ed_path, ed, _fmt(default)),
+                )
             elif limited and size is not None and size > total:
-                yield RULE.finding(obj, ed_path + ("sizeLimit",),
-                                   f"sizeLimit {size_raw} of memory-backed emptyDir '{name}' exceeds the pod's memory "
-                                   f"limits ({_fmt(total)}); tmpfs pages count against them, so the pod is "
-                                   "OOM-killed first",
-                                   fix=make_fix(f"set sizeLimit to {_fmt(default)}",
-                                                [edits.replace_value(obj, ed_path + ("sizeLimit",), _fmt(default))]))
+                yield RULE.finding(
+                    obj,
+                    ed_path + ("sizeLimit",),
+                    f"sizeLimit {size_raw} of memory-backed emptyDir '{name}' exceeds the pod's memory "
+                    f"limits ({_fmt(total)}); tmpfs pages count against them, so the pod is "
+                    "OOM-killed first",
+                    fix=make_fix(
+                        f"set sizeLimit to {_fmt(default)}",
+                        [edits.replace_value(obj, ed_path + ("sizeLimit",), _fmt(default))],
+                    ),
+                )
 
 
 def _set_size(obj: Any, ed_path: tuple, ed: dict[str, Any], value: str):
@@ -152,8 +164,10 @@ def _set_size(obj: Any, ed_path: tuple, ed: dict[str, Any], value: str):
         span = obj.value_span(ed_path)
         if obj.has(ed_path) and span.line == span.end_line:
             src = obj.source
-            old = src.text[src.offset(span.line, span.col):src.offset(span.end_line, span.end_col)]
+            old = src.text[src.offset(span.line, span.col) : src.offset(span.end_line, span.end_col)]
             if old.startswith("{") and old.endswith("}"):
                 inner = old[1:-1].strip()
-                edit = edits.replace_value(obj, ed_path, "{" + (inner + ", " if inner else "") + f"sizeLimit: {value}}}")
+                edit = edits.replace_value(
+                    obj, ed_path, "{" + (inner + ", " if inner else "") + f"sizeLimit: {value}}}"
+                )
     return make_fix(f"add sizeLimit: {value}", [edit])

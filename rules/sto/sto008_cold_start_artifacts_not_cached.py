@@ -108,12 +108,31 @@ cache; then load from that path.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import NEURON_RESOURCES, POD_KINDS, Container, PodTemplate, is_serving_pod, parse_quantity, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, Scope
-from ailint.storage import Download, pool_can_run, mount_for_path, model_size_bytes_hint, scaling_of, startup_downloads, volume_for_mount, volume_kind
+from ailint.core.model import Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, Scope
+from ailint.domain.extract import (
+    NEURON_RESOURCES,
+    POD_KINDS,
+    Container,
+    PodTemplate,
+    is_serving_pod,
+    parse_quantity,
+    pod_accelerators,
+    pod_templates,
+)
+from ailint.domain.storage import (
+    Download,
+    model_size_bytes_hint,
+    mount_for_path,
+    pool_can_run,
+    scaling_of,
+    startup_downloads,
+    volume_for_mount,
+    volume_kind,
+)
 
 RULE = Rule(
     code="STO008",
@@ -144,8 +163,11 @@ def _ephemeral_target(pod: PodTemplate, c: Container, target: str | None) -> boo
         vol = volume_for_mount(pod, mount_for_path(c, p))
         if vol is not None and volume_kind(vol) in _PERSISTENT:
             return False
-    if target is None and any(volume_kind(v) in _PERSISTENT for v in _mounted_volumes(pod, c)
-                              if "cache" in str(v.get("name", "")).lower() or "model" in str(v.get("name", "")).lower()):
+    if target is None and any(
+        volume_kind(v) in _PERSISTENT
+        for v in _mounted_volumes(pod, c)
+        if "cache" in str(v.get("name", "")).lower() or "model" in str(v.get("name", "")).lower()
+    ):
         return False
     return True
 
@@ -161,8 +183,10 @@ def _mounted_volumes(pod: PodTemplate, c: Container) -> list[dict[str, Any]]:
 
 def _spot(ctx: Any, pod: PodTemplate) -> bool:
     sel = as_dict(pod.spec.get("nodeSelector"))
-    if str(sel.get("karpenter.sh/capacity-type", "")).lower() == "spot" or str(
-            sel.get("eks.amazonaws.com/capacityType", "")).upper() == "SPOT":
+    if (
+        str(sel.get("karpenter.sh/capacity-type", "")).lower() == "spot"
+        or str(sel.get("eks.amazonaws.com/capacityType", "")).upper() == "SPOT"
+    ):
         return True
     if not ctx.bundle:
         return False
@@ -207,24 +231,38 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 ephemeral = _ephemeral_target(pod, d.container, d.target)
             else:
                 size = model_size_bytes_hint(pod, None)
-                ephemeral = (_ephemeral_target(pod, d.container, d.target) if d.target else
-                             not any(volume_kind(v) in _PERSISTENT for v in _mounted_volumes(pod, d.container)))
+                ephemeral = (
+                    _ephemeral_target(pod, d.container, d.target)
+                    if d.target
+                    else not any(volume_kind(v) in _PERSISTENT for v in _mounted_volumes(pod, d.container))
+                )
             if not ephemeral or (size is not None and size < min_size):
                 continue
             found = d
             break
         if found is not None:
-            what = (f"container {found.container.name} downloads {found.what} from the Hub at start"
-                    if found.kind == "hub" else f"init container {found.container.name} runs {found.what} into "
-                                                "storage that dies with the pod")
+            what = (
+                f"container {found.container.name} downloads {found.what} from the Hub at start"
+                if found.kind == "hub"
+                else f"init container {found.container.name} runs {found.what} into storage that dies with the pod"
+            )
             yield RULE.finding(obj, found.where, what + tail, severity=sev)
         acc = pod_accelerators(pod)
         if why and any(acc.get(r, 0) for r in NEURON_RESOURCES):
             if not any(c.has_env(n) for c in pod.containers() for n in _NEURON_CACHE_ENV):
-                first = next((c for c in pod.containers(include_init=False) if any(
-                    r in c.accelerators() for r in NEURON_RESOURCES)), None)
+                first = next(
+                    (
+                        c
+                        for c in pod.containers(include_init=False)
+                        if any(r in c.accelerators() for r in NEURON_RESOURCES)
+                    ),
+                    None,
+                )
                 if first is not None:
-                    yield RULE.finding(obj, first.path_of("env") if "env" in first.data else first.path,
-                                       f"Neuron container {first.name} persists no compile cache "
-                                       "(NEURON_LIBTORCH_REMOTE_CACHE or pre-compiled artifacts); "
-                                       f"{why}, and every new pod recompiles")
+                    yield RULE.finding(
+                        obj,
+                        first.path_of("env") if "env" in first.data else first.path,
+                        f"Neuron container {first.name} persists no compile cache "
+                        "(NEURON_LIBTORCH_REMOTE_CACHE or pre-compiled artifacts); "
+                        f"{why}, and every new pod recompiles",
+                    )

@@ -114,13 +114,14 @@ Unsafe, when the flags are plain `args` items: (a) appends `--safetensors-load-s
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, flag_token_index, flag_value, model_id, pod_templates, serving_engine
-from ailint.model import FixAvailability, Finding, Severity, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
-from ailint.storage import is_hub_id, mount_for_path, network_fs_of_volume, volume_for_mount
+from ailint.core.model import Finding, FixAvailability, Severity, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import POD_KINDS, flag_token_index, flag_value, model_id, pod_templates, serving_engine
+from ailint.domain.storage import is_hub_id, mount_for_path, network_fs_of_volume, volume_for_mount
+from ailint.fix import edits
 
 RULE = Rule(
     code="STO009",
@@ -189,16 +190,27 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                     items = as_list(c.data.get("args"))
                     i = hit[1]
                     if items[i] == "--load-format" and i + 1 < len(items):
-                        fix = make_fix("load with --load-format instanttensor", [edits.replace_scalar(
-                            obj, c.path_of("args", i + 1), "instanttensor")], unsafe=True)
+                        fix = make_fix(
+                            "load with --load-format instanttensor",
+                            [edits.replace_scalar(obj, c.path_of("args", i + 1), "instanttensor")],
+                            unsafe=True,
+                        )
                     elif str(items[i]).startswith("--load-format="):
-                        fix = make_fix("load with --load-format instanttensor", [edits.replace_scalar(
-                            obj, c.path_of("args", i), "--load-format=instanttensor")], unsafe=True)
+                        fix = make_fix(
+                            "load with --load-format instanttensor",
+                            [edits.replace_scalar(obj, c.path_of("args", i), "--load-format=instanttensor")],
+                            unsafe=True,
+                        )
                 where = c.path_of(*hit) if hit else c.path
-                yield RULE.finding(obj, where, f"container {c.name} loads from FSx with GPUDirect Storage via "
-                                               f"fastsafetensors at tensor parallelism {tp}; that split falls back to "
-                                               "the CPU path, only --load-format instanttensor keeps GDS",
-                                   severity=Severity.WARNING, fix=fix)
+                yield RULE.finding(
+                    obj,
+                    where,
+                    f"container {c.name} loads from FSx with GPUDirect Storage via "
+                    f"fastsafetensors at tensor parallelism {tp}; that split falls back to "
+                    "the CPU path, only --load-format instanttensor keeps GDS",
+                    severity=Severity.WARNING,
+                    fix=fix,
+                )
                 continue
             if fmt in _FAST or strategy in ("eager", "prefetch"):
                 continue
@@ -207,12 +219,24 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 continue
             fix = None
             args = c.data.get("args")
-            if isinstance(args, list) and args and all(isinstance(a, str) for a in args) and not any(
-                    " " in a for a in args):
-                fix = make_fix("add --safetensors-load-strategy=eager", [edits.append_item(
-                    obj, c.path_of("args"), "--safetensors-load-strategy=eager")], unsafe=True)
+            if (
+                isinstance(args, list)
+                and args
+                and all(isinstance(a, str) for a in args)
+                and not any(" " in a for a in args)
+            ):
+                fix = make_fix(
+                    "add --safetensors-load-strategy=eager",
+                    [edits.append_item(obj, c.path_of("args"), "--safetensors-load-strategy=eager")],
+                    unsafe=True,
+                )
             hit = flag_token_index(c.data, "--model", "--download-dir")
             where = c.path_of(*hit) if hit else (c.path_of("args") if "args" in c.data else c.path)
-            yield RULE.finding(obj, where, f"container {c.name} loads weights from {fs} with lazy mmap, which does "
-                                           "random reads over the network; add --safetensors-load-strategy eager "
-                                           "(or a streaming --load-format)", fix=fix)
+            yield RULE.finding(
+                obj,
+                where,
+                f"container {c.name} loads weights from {fs} with lazy mmap, which does "
+                "random reads over the network; add --safetensors-load-strategy eager "
+                "(or a streaming --load-format)",
+                fix=fix,
+            )

@@ -77,11 +77,12 @@ the finding on the claim (as above) once the file system has its own bound.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope
-from ailint.storage import EFS, claim_templates, provisioner_of
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope
+from ailint.domain.storage import EFS, claim_templates, provisioner_of
 
 RULE = Rule(
     code="STO010",
@@ -104,6 +105,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if provisioner_of(ctx, claim.spec) != EFS:
             continue
         what = f"claim template '{claim.name}'" if obj.kind != "PersistentVolumeClaim" else "claim"
-        yield RULE.finding(obj, claim.path_of("resources", "requests", "storage"),
-                           f"this {what} is on EFS, which ignores requests.storage ({raw}): it neither reserves "
-                           "nor caps space; bound and watch the file system itself")
+        yield RULE.finding(
+            obj,
+            claim.path_of("resources", "requests", "storage"),
+            f"this {what} is on EFS, which ignores requests.storage ({raw}): it neither reserves "
+            "nor caps space; bound and watch the file system itself",
+        )

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.extract import Container, PodTemplate, command_tokens, flag_value, parse_quantity, pod_templates
-from ailint.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.domain.extract import Container, PodTemplate, command_tokens, flag_value, parse_quantity, pod_templates
 
 NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node")
 NNODES_FLAGS = ("--nnodes",)
@@ -68,7 +68,7 @@ def replace_flag_text(text: str, flags: tuple[str, ...], new: str) -> str | None
     if not matches:
         return None
     m = matches[-1]
-    return text[:m.start(3)] + new + text[m.end(3):]
+    return text[: m.start(3)] + new + text[m.end(3) :]
 
 
 def as_int(v: Any) -> int | None:
@@ -171,11 +171,23 @@ def trainjob_command_tokens(obj: K8sObject) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # Gang scheduling
 # ---------------------------------------------------------------------------------------
-GANG_SCHEDULERS = re.compile(r"volcano|kai-scheduler|scheduler-plugins|coscheduling|yunikorn|"
-                             r"kube-batch|run-ai|runai|koord|godel", re.I)
-GANG_KEYS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name",
-             "volcano.sh/", "yunikorn.apache.org/", "ray.io/gang-scheduling-enabled", "ray.io/scheduler-name",
-             "kai.scheduler/", "runai/queue", "kueue.x-k8s.io/pod-group-name")
+GANG_SCHEDULERS = re.compile(
+    r"volcano|kai-scheduler|scheduler-plugins|coscheduling|yunikorn|"
+    r"kube-batch|run-ai|runai|koord|godel",
+    re.I,
+)
+GANG_KEYS = (
+    "scheduling.x-k8s.io/pod-group",
+    "pod-group.scheduling.sigs.k8s.io",
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/",
+    "yunikorn.apache.org/",
+    "ray.io/gang-scheduling-enabled",
+    "ray.io/scheduler-name",
+    "kai.scheduler/",
+    "runai/queue",
+    "kueue.x-k8s.io/pod-group-name",
+)
 
 
 def has_queue_label(obj: K8sObject) -> bool:
@@ -230,7 +242,9 @@ def local_queues(ctx: Any, obj: K8sObject) -> list[K8sObject]:
     return [q for _, q in by_file.get(obj.source.display, ())]
 
 
-def _local_queue_index(ctx: Any) -> tuple[dict[str, list[tuple[int, K8sObject]]], dict[str, list[tuple[int, K8sObject]]]]:
+def _local_queue_index(
+    ctx: Any,
+) -> tuple[dict[str, list[tuple[int, K8sObject]]], dict[str, list[tuple[int, K8sObject]]]]:
     """Kueue LocalQueues by namespace and by file, each with its run position (built once per run)."""
     by_ns: dict[str, list[tuple[int, K8sObject]]] = {}
     by_file: dict[str, list[tuple[int, K8sObject]]] = {}
@@ -258,7 +272,7 @@ __all__ = ["iter_dicts"]
 def add_label_edit(obj: K8sObject, key: str, value: str):
     """An edit adding `key: value` to the object's `metadata.labels` (None when the layout
     makes it unsafe)."""
-    from ailint import edits
+    from ailint.fix import edits
 
     labels = obj.get("metadata", "labels")
     if isinstance(labels, dict) and labels and not edits.is_flow(obj, ("metadata", "labels")):

@@ -101,12 +101,14 @@ and resume from the latest checkpoint (`ray.train.get_checkpoint()`).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, gpu_facts
-from ailint.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
-from ailint.model import FixAvailability, Finding, K8sObject, Severity, as_dict, iter_dicts
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import gpu_facts
+from ailint.domain.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
+from ailint.fix import edits
 
 RULE = Rule(
     code="TRN001",
@@ -122,9 +124,21 @@ RULE = Rule(
 )
 
 _RAY_IMPORT = re.compile(r"\bray\.(train|air)\b|from\s+ray\s+import\s+[^\n]*\b(train|air)\b")
-_TRAINERS = ("TorchTrainer", "TensorflowTrainer", "DataParallelTrainer", "LightningTrainer", "HorovodTrainer",
-             "XGBoostTrainer", "LightGBMTrainer", "JaxTrainer", "TransformersTrainer", "AccelerateTrainer",
-             "GBDTTrainer", "SklearnTrainer", "MosaicTrainer")
+_TRAINERS = (
+    "TorchTrainer",
+    "TensorflowTrainer",
+    "DataParallelTrainer",
+    "LightningTrainer",
+    "HorovodTrainer",
+    "XGBoostTrainer",
+    "LightGBMTrainer",
+    "JaxTrainer",
+    "TransformersTrainer",
+    "AccelerateTrainer",
+    "GBDTTrainer",
+    "SklearnTrainer",
+    "MosaicTrainer",
+)
 _BUILD = re.compile(r"\b(RunConfig|" + "|".join(_TRAINERS) + r")\s*\(")
 _FAILURE = re.compile(r"\bFailureConfig\s*\(")
 _MAX_FAILURES = re.compile(r"\bmax_failures\s*=\s*")
@@ -142,9 +156,9 @@ def _call_args(code: str, open_paren: int) -> str:
         elif ch in ")]}":
             depth -= 1
             if depth == 0:
-                return code[open_paren + 1:i]
+                return code[open_paren + 1 : i]
         i += 1
-    return code[open_paren + 1:]
+    return code[open_paren + 1 :]
 
 
 def _arg_value(args: str, start: int) -> str:
@@ -185,17 +199,26 @@ def train_problem(code: str) -> tuple[str, str] | None:
         return None  # a non-zero or computed max_failures: retries are configured
     if calls:
         if zero_at == "max_failures":
-            return ("FailureConfig(max_failures=0) disables Ray Train retries: one node failure ends the run; "
-                    "use N > 0 or -1 and resume from a checkpoint", "max_failures")
-        return ("FailureConfig() without max_failures keeps Ray Train's default of 0: one node failure ends the "
-                "run; set max_failures=N or -1", "FailureConfig")
+            return (
+                "FailureConfig(max_failures=0) disables Ray Train retries: one node failure ends the run; "
+                "use N > 0 or -1 and resume from a checkpoint",
+                "max_failures",
+            )
+        return (
+            "FailureConfig() without max_failures keeps Ray Train's default of 0: one node failure ends the "
+            "run; set max_failures=N or -1",
+            "FailureConfig",
+        )
     if "failure_config" in code or _MAX_FAILURES.search(code):
         return None  # configured through a variable or kwargs the linter cannot follow
     run_config = re.search(r"\bRunConfig\s*\(", code)
     at = run_config or build
     what = "RunConfig" if run_config else build.group(1)
-    return (f"{what}(...) has no failure_config and Ray Train's max_failures defaults to 0: one node failure "
-            f"ends the run; add FailureConfig(max_failures=N or -1)", at.group(0))
+    return (
+        f"{what}(...) has no failure_config and Ray Train's max_failures defaults to 0: one node failure "
+        f"ends the run; add FailureConfig(max_failures=N or -1)",
+        at.group(0),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -236,14 +259,18 @@ def _check_rayjob(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[Fi
         return
     why = None
     why_done = False
-    if obj.api_version == "ray.io/v1" and not as_dict(spec.get("clusterSelector")) \
-            and spec.get("submissionMode") != "InteractiveMode":
+    if (
+        obj.api_version == "ray.io/v1"
+        and not as_dict(spec.get("clusterSelector"))
+        and spec.get("submissionMode") != "InteractiveMode"
+    ):
         limit = spec.get("backoffLimit")
         if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit == 0) or limit == "0":
             why, why_done = _escalation(obj, ctx), True
             state = "is 0" if "backoffLimit" in spec and limit is not None else "is unset (default 0)"
-            msg, sev = _finish(f"RayJob backoffLimit {state}: any failure ends the job and KubeRay creates no new "
-                               f"RayCluster", why)
+            msg, sev = _finish(
+                f"RayJob backoffLimit {state}: any failure ends the job and KubeRay creates no new RayCluster", why
+            )
             yield RULE.finding(obj, ("spec", "backoffLimit"), msg, severity=sev, fix=_fix(obj, spec, opts))
     for key in ("entrypoint", "runtimeEnvYAML"):
         problem = train_problem(spec.get(key))

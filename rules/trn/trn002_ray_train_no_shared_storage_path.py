@@ -100,12 +100,13 @@ None: choose a bucket or a shared file system, then set
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import ray
-from ailint.extract import volumes
-from ailint.model import FixAvailability, Finding, K8sObject, Severity, as_dict, as_list
-from ailint.registry import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
+from ailint.core.rule import Rule, Scope
+from ailint.domain import ray
+from ailint.domain.extract import volumes
 
 RULE = Rule(
     code="TRN002",
@@ -118,8 +119,15 @@ RULE = Rule(
     tags=("ray", "training", "storage"),
 )
 
-_SHARED_DRIVERS = ("efs.csi.aws.com", "fsx.csi.aws.com", "nfs.csi.k8s.io", "filestore.csi.storage.gke.io",
-                   "s3.csi.aws.com", "lustre", "nfs")
+_SHARED_DRIVERS = (
+    "efs.csi.aws.com",
+    "fsx.csi.aws.com",
+    "nfs.csi.k8s.io",
+    "filestore.csi.storage.gke.io",
+    "s3.csi.aws.com",
+    "lustre",
+    "nfs",
+)
 
 
 def _pvc_shared(obj: K8sObject, ctx: Any, claim: str) -> bool:
@@ -136,9 +144,9 @@ def _shared_mounts(obj: K8sObject, ctx: Any, group: ray.RayGroup) -> set[str]:
         return set()
     shared_vols = set()
     for name, (_, vol) in volumes(group.pod).items():
-        if "nfs" in vol:
-            shared_vols.add(name)
-        elif isinstance(vol.get("csi"), dict) and str(vol["csi"].get("driver", "")).startswith(_SHARED_DRIVERS):
+        if "nfs" in vol or (
+            isinstance(vol.get("csi"), dict) and str(vol["csi"].get("driver", "")).startswith(_SHARED_DRIVERS)
+        ):
             shared_vols.add(name)
         elif isinstance(vol.get("persistentVolumeClaim"), dict):
             claim = vol["persistentVolumeClaim"].get("claimName")
@@ -195,15 +203,21 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if not paths:
         if shared:
             return
-        yield RULE.finding(obj, src.path,
-                           f"Ray Train code in {src.label} leaves RunConfig(storage_path=...) unset: checkpoints go to "
-                           f"~/ray_results on the head, not shared with {scale}; use s3:// or an EFS/FSx volume")
+        yield RULE.finding(
+            obj,
+            src.path,
+            f"Ray Train code in {src.label} leaves RunConfig(storage_path=...) unset: checkpoints go to "
+            f"~/ray_results on the head, not shared with {scale}; use s3:// or an EFS/FSx volume",
+        )
         return
     for p in paths:
         assert p is not None
         if ray.is_remote_uri(p) or _on_mount(p, shared):
             continue
-        yield RULE.finding(obj, src.path,
-                           f"Ray Train storage_path {p!r} in {src.label} is local to each node (no shared volume is "
-                           f"mounted there on the head and {scale}); checkpoints are lost with the node")
+        yield RULE.finding(
+            obj,
+            src.path,
+            f"Ray Train storage_path {p!r} in {src.label} is local to each node (no shared volume is "
+            f"mounted there on the head and {scale}); checkpoints are lost with the node",
+        )
         return

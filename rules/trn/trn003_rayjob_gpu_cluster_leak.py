@@ -98,11 +98,13 @@ when no TTL is set, so logs stay readable for five minutes). (c), unsafe: add
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, ray
-from ailint.model import Edit, FixAvailability, Finding, Severity, as_dict
-from ailint.registry import Option, Rule, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict
+from ailint.core.rule import Option, Rule, make_fix
+from ailint.domain import ray
+from ailint.fix import edits
 
 RULE = Rule(
     code="TRN003",
@@ -111,8 +113,11 @@ RULE = Rule(
     summary="A RayJob's GPU RayCluster outlives the job, or the job has no deadline",
     kinds=("RayJob",),
     fix=FixAvailability.ALWAYS,
-    options={"active_deadline_seconds": Option(86400, "activeDeadlineSeconds added by the fix for a missing deadline",
-                                               "integer")},
+    options={
+        "active_deadline_seconds": Option(
+            86400, "activeDeadlineSeconds added by the fix for a missing deadline", "integer"
+        )
+    },
     tags=("ray", "cost"),
 )
 
@@ -160,22 +165,28 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     # (b) TTL without shutdown: KubeRay rejects the object.
     if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 and not shutdown:
         e = _set_shutdown(obj, spec, add_ttl=False)
-        yield RULE.finding(obj, ("spec", "ttlSecondsAfterFinished"),
-                           f"ttlSecondsAfterFinished is {ttl} but shutdownAfterJobFinishes is not true; KubeRay "
-                           "rejects this RayJob (the TTL only applies when the cluster is shut down)",
-                           severity=Severity.ERROR,
-                           fix=make_fix("set shutdownAfterJobFinishes: true", e))
+        yield RULE.finding(
+            obj,
+            ("spec", "ttlSecondsAfterFinished"),
+            f"ttlSecondsAfterFinished is {ttl} but shutdownAfterJobFinishes is not true; KubeRay "
+            "rejects this RayJob (the TTL only applies when the cluster is shut down)",
+            severity=Severity.ERROR,
+            fix=make_fix("set shutdownAfterJobFinishes: true", e),
+        )
     elif not shutdown and has_acc and not interactive and not isinstance(spec.get("deletionStrategy"), dict):
         # (a) the cluster outlives the job
         where = ("spec", "shutdownAfterJobFinishes") if "shutdownAfterJobFinishes" in spec else ("spec",)
         state = "false" if "shutdownAfterJobFinishes" in spec else "unset (default false)"
         e = _set_shutdown(obj, spec, add_ttl=True)
         title = "set shutdownAfterJobFinishes: true" + (
-            " and ttlSecondsAfterFinished: 300" if "ttlSecondsAfterFinished" not in spec else "")
-        yield RULE.finding(obj, where,
-                           f"shutdownAfterJobFinishes is {state}: the RayCluster and {gpus} keep running "
-                           "after the job finishes",
-                           fix=make_fix(title, e))
+            " and ttlSecondsAfterFinished: 300" if "ttlSecondsAfterFinished" not in spec else ""
+        )
+        yield RULE.finding(
+            obj,
+            where,
+            f"shutdownAfterJobFinishes is {state}: the RayCluster and {gpus} keep running after the job finishes",
+            fix=make_fix(title, e),
+        )
 
     # (c) no deadline
     if has_acc and not interactive and "activeDeadlineSeconds" not in spec and "preRunningDeadlineSeconds" not in spec:
@@ -184,9 +195,14 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             secs = int(secs)
         except (TypeError, ValueError):
             secs = 86400
-        yield RULE.finding(obj, ("spec",),
-                           "neither activeDeadlineSeconds nor preRunningDeadlineSeconds is set: a hung or "
-                           f"never-scheduled job holds {gpus} forever",
-                           fix=make_fix(f"add activeDeadlineSeconds: {secs}",
-                                        [edits.insert_key(obj, ("spec",), "activeDeadlineSeconds", str(secs))],
-                                        unsafe=True))
+        yield RULE.finding(
+            obj,
+            ("spec",),
+            "neither activeDeadlineSeconds nor preRunningDeadlineSeconds is set: a hung or "
+            f"never-scheduled job holds {gpus} forever",
+            fix=make_fix(
+                f"add activeDeadlineSeconds: {secs}",
+                [edits.insert_key(obj, ("spec",), "activeDeadlineSeconds", str(secs))],
+                unsafe=True,
+            ),
+        )

@@ -80,18 +80,20 @@ is used (KubeRay rejects a group that sets both).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, ray
-from ailint.extract import flag_value
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, make_fix
+from ailint.domain import ray
+from ailint.domain.extract import flag_value
+from ailint.fix import edits
 
 RULE = Rule(
     code="TRN004",
     name="raycluster-head-accepts-workloads",
     severity=Severity.INFO,
-    summary="A Ray head with worker groups does not set num-cpus: \"0\", so workloads land on the head",
+    summary='A Ray head with worker groups does not set num-cpus: "0", so workloads land on the head',
     kinds=("RayCluster", "RayJob", "RayService"),
     fix=FixAvailability.SOMETIMES,
     tags=("ray", "reliability"),
@@ -113,7 +115,8 @@ def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]):
     if isinstance(present, dict) and present and not edits.is_flow(obj, where):
         es = [edits.insert_key(obj, where, k, edits.scalar(v)) for k, v in add.items()]
         if len(es) == 2 and es[0] is not None and es[1] is not None:
-            from ailint.model import Edit
+            from ailint.core.model import Edit
+
             es = [Edit(es[0].start, es[0].end, es[0].content + es[1].content)]
         return make_fix(title, es if all(es) else [])
     if isinstance(present, dict):  # flow style or empty: rewrite inline
@@ -151,8 +154,12 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     on = "Serve replicas" if obj.kind == "RayService" else "tasks, actors and Train workers"
     gpu_note = f" (the head has {head_gpus:g} GPU{'s' if head_gpus != 1 else ''})" if "num-gpus" in missing else ""
     sev = Severity.WARNING if obj.kind == "RayService" else Severity.INFO
-    yield RULE.finding(obj, where,
-                       f"the head does not set {what}{gpu_note}: {on} can be scheduled on it, and a head "
-                       f"OOM or restart takes the GCS down with {len(workers)} worker group"
-                       f"{'s' if len(workers) != 1 else ''}",
-                       severity=sev, fix=_fix(obj, head, missing))
+    yield RULE.finding(
+        obj,
+        where,
+        f"the head does not set {what}{gpu_note}: {on} can be scheduled on it, and a head "
+        f"OOM or restart takes the GCS down with {len(workers)} worker group"
+        f"{'s' if len(workers) != 1 else ''}",
+        severity=sev,
+        fix=_fix(obj, head, missing),
+    )

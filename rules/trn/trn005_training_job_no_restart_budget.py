@@ -94,12 +94,13 @@ Job a `backoffLimit`/`backoffLimitPerIndex`, run the Pod as a Job or PyTorchJob.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import flag_value, has_flag, pod_templates
-from ailint.model import FixAvailability, Finding, K8sObject, Path, Severity, as_dict, iter_dicts
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain.extract import flag_value, has_flag, pod_templates
+from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -125,19 +126,31 @@ def _budget(opts: dict[str, Any]) -> int:
 def _max_restarts_fix(obj: K8sObject, base: Path, n: int):
     fp = obj.get(*base, "failurePolicy")
     if isinstance(fp, dict) and "maxRestarts" in fp:
-        return make_fix(f"set failurePolicy.maxRestarts: {n}",
-                        [edits.replace_value(obj, base + ("failurePolicy", "maxRestarts"), str(n))], unsafe=True)
+        return make_fix(
+            f"set failurePolicy.maxRestarts: {n}",
+            [edits.replace_value(obj, base + ("failurePolicy", "maxRestarts"), str(n))],
+            unsafe=True,
+        )
     if isinstance(fp, dict) and fp and not edits.is_flow(obj, base + ("failurePolicy",)):
-        return make_fix(f"add failurePolicy.maxRestarts: {n}",
-                        [edits.insert_key(obj, base + ("failurePolicy",), "maxRestarts", str(n))], unsafe=True)
+        return make_fix(
+            f"add failurePolicy.maxRestarts: {n}",
+            [edits.insert_key(obj, base + ("failurePolicy",), "maxRestarts", str(n))],
+            unsafe=True,
+        )
     if obj.has(base + ("failurePolicy",)):
         return None
-    return make_fix(f"add failurePolicy.maxRestarts: {n}",
-                    [edits.insert_value(obj, base, "failurePolicy", {"maxRestarts": n})], unsafe=True)
+    return make_fix(
+        f"add failurePolicy.maxRestarts: {n}",
+        [edits.insert_value(obj, base, "failurePolicy", {"maxRestarts": n})],
+        unsafe=True,
+    )
 
 
-_TRAINING = re.compile(r"torchrun|deepspeed|accelerate\s+launch|torch\.distributed|\btrain|finetune|pretrain|"
-                       r"megatron|nemo|jax\.distributed|mpirun|horovod", re.I)
+_TRAINING = re.compile(
+    r"torchrun|deepspeed|accelerate\s+launch|torch\.distributed|\btrain|finetune|pretrain|"
+    r"megatron|nemo|jax\.distributed|mpirun|horovod",
+    re.I,
+)
 
 
 def _is_training(obj: K8sObject) -> bool:
@@ -159,16 +172,26 @@ def _jobset_like(obj: K8sObject, base: Path, opts: dict[str, Any], who: str) -> 
     mr = obj.get(*base, "failurePolicy", "maxRestarts")
     if tr.as_int(mr):
         return
-    zero = [str(rj.get("name") or f"job{i}") for i, rj in iter_dicts(obj.get(*base, "replicatedJobs"))
-            if tr.as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("backoffLimit")) == 0]
+    zero = [
+        str(rj.get("name") or f"job{i}")
+        for i, rj in iter_dicts(obj.get(*base, "replicatedJobs"))
+        if tr.as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("backoffLimit")) == 0
+    ]
     if not zero:
         return  # child Jobs keep their own backoffLimit (default 6)
     state = "failurePolicy.maxRestarts: 0" if mr is not None else "no failurePolicy.maxRestarts (default 0)"
-    where = base + ("failurePolicy", "maxRestarts") if mr is not None else \
-        (base + ("failurePolicy",) if obj.has(base + ("failurePolicy",)) else base)
-    yield RULE.finding(obj, where,
-                       f"{who} has {state} and replicated job {zero[0]!r} sets backoffLimit: 0: the first pod "
-                       "failure ends the whole run", fix=_max_restarts_fix(obj, base, _budget(opts)))
+    where = (
+        base + ("failurePolicy", "maxRestarts")
+        if mr is not None
+        else (base + ("failurePolicy",) if obj.has(base + ("failurePolicy",)) else base)
+    )
+    yield RULE.finding(
+        obj,
+        where,
+        f"{who} has {state} and replicated job {zero[0]!r} sets backoffLimit: 0: the first pod "
+        "failure ends the whole run",
+        fix=_max_restarts_fix(obj, base, _budget(opts)),
+    )
 
 
 def _pytorchjob(obj: K8sObject, opts: dict[str, Any]) -> Iterator[Finding]:
@@ -176,8 +199,10 @@ def _pytorchjob(obj: K8sObject, opts: dict[str, Any]) -> Iterator[Finding]:
     if not never:
         return
     n = _budget(opts)
-    es = [edits.replace_value(obj, ("spec", "pytorchReplicaSpecs", role, "restartPolicy"), "OnFailure")
-          for role, _ in never]
+    es = [
+        edits.replace_value(obj, ("spec", "pytorchReplicaSpecs", role, "restartPolicy"), "OnFailure")
+        for role, _ in never
+    ]
     if obj.get("spec", "runPolicy", "backoffLimit") is None:
         rp = obj.get("spec", "runPolicy")
         if isinstance(rp, dict) and rp and not edits.is_flow(obj, ("spec", "runPolicy")):
@@ -186,13 +211,19 @@ def _pytorchjob(obj: K8sObject, opts: dict[str, Any]) -> Iterator[Finding]:
             es.append(edits.insert_value(obj, ("spec",), "runPolicy", {"backoffLimit": n}))
         else:
             es.append(None)
-    fix = make_fix(f"use restartPolicy: OnFailure with runPolicy.backoffLimit: {n}", es, unsafe=True) \
-        if all(e is not None for e in es) else None
+    fix = (
+        make_fix(f"use restartPolicy: OnFailure with runPolicy.backoffLimit: {n}", es, unsafe=True)
+        if all(e is not None for e in es)
+        else None
+    )
     role = never[0][0]
-    yield RULE.finding(obj, ("spec", "pytorchReplicaSpecs", role, "restartPolicy"),
-                       f"{role} replicas use restartPolicy: Never: the operator never restarts a failed pod, so one "
-                       "failure ends the PyTorchJob (runPolicy.backoffLimit counts only OnFailure/Always replicas)",
-                       fix=fix)
+    yield RULE.finding(
+        obj,
+        ("spec", "pytorchReplicaSpecs", role, "restartPolicy"),
+        f"{role} replicas use restartPolicy: Never: the operator never restarts a failed pod, so one "
+        "failure ends the PyTorchJob (runPolicy.backoffLimit counts only OnFailure/Always replicas)",
+        fix=fix,
+    )
 
 
 def _indexed_job(obj: K8sObject) -> Iterator[Finding]:
@@ -202,9 +233,12 @@ def _indexed_job(obj: K8sObject) -> Iterator[Finding]:
         return
     if tr.as_int(spec.get("backoffLimit")) != 0 or "backoffLimitPerIndex" in spec or not _is_training(obj):
         return
-    yield RULE.finding(obj, ("spec", "backoffLimit"),
-                       f"Indexed Job with parallelism {par} has backoffLimit: 0: one failed pod fails all {par} "
-                       "ranks with no retry; set a backoffLimit (or backoffLimitPerIndex)")
+    yield RULE.finding(
+        obj,
+        ("spec", "backoffLimit"),
+        f"Indexed Job with parallelism {par} has backoffLimit: 0: one failed pod fails all {par} "
+        "ranks with no retry; set a backoffLimit (or backoffLimitPerIndex)",
+    )
 
 
 def _bare_pod(obj: K8sObject) -> Iterator[Finding]:
@@ -222,10 +256,13 @@ def _bare_pod(obj: K8sObject) -> Iterator[Finding]:
                 continue
             nodes = flag_value(toks, *tr.NNODES_FLAGS, "--num_nodes")
             what = f" across {nodes} nodes" if nodes and nodes != "1" else ""
-            yield RULE.finding(obj, ("kind",),
-                               f"distributed training ({launcher}{what}) runs as a bare Pod: nothing recreates it "
-                               "when its node fails or is drained; run it as a Job, PyTorchJob or JobSet",
-                               anchor="value")
+            yield RULE.finding(
+                obj,
+                ("kind",),
+                f"distributed training ({launcher}{what}) runs as a bare Pod: nothing recreates it "
+                "when its node fails or is drained; run it as a Job, PyTorchJob or JobSet",
+                anchor="value",
+            )
             return
 
 
@@ -238,8 +275,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     elif kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
         users = [t for t in ctx.of_kind("TrainJob") if tr.trainjob_runtime(t, ctx) is obj] if ctx.bundle else []
         if users:
-            yield from _jobset_like(obj, ("spec", "template", "spec"), opts,
-                                    f"{kind} {obj.name!r} (used by TrainJob {users[0].name!r})")
+            yield from _jobset_like(
+                obj, ("spec", "template", "spec"), opts, f"{kind} {obj.name!r} (used by TrainJob {users[0].name!r})"
+            )
     elif kind == "Job" and not obj.group.startswith("batch.volcano.sh"):
         yield from _indexed_job(obj)
     elif kind == "Pod":

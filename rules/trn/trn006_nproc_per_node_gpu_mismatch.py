@@ -73,12 +73,13 @@ get no fix: say which of the two is right.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits
-from ailint.extract import POD_KINDS, Container, flag_value, pod_templates
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain.extract import POD_KINDS, Container, flag_value, pod_templates
+from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -125,10 +126,13 @@ def _container_checks(obj: Any, c: Container) -> Iterator[Finding]:
         n = tr.as_int(nproc.value)
         res, count = dev
         if n is not None and n != count:
-            yield RULE.finding(obj, nproc.path,
-                               f"torchrun starts {n} process{'es' if n != 1 else ''} per node but container "
-                               f"{c.name!r} has {count} {res}: {_consequence(n, count, res)}",
-                               fix=_flag_fix(obj, nproc, count))
+            yield RULE.finding(
+                obj,
+                nproc.path,
+                f"torchrun starts {n} process{'es' if n != 1 else ''} per node but container "
+                f"{c.name!r} has {count} {res}: {_consequence(n, count, res)}",
+                fix=_flag_fix(obj, nproc, count),
+            )
 
 
 def _expected_nodes(obj: Any, pod: Any, ctx: Any) -> tuple[int | None, str]:
@@ -166,10 +170,13 @@ def _nnodes_checks(obj: Any, ctx: Any) -> Iterator[Finding]:
             n = tr.as_int(use.value)
             if n is not None and n != expected:
                 seen.add(use.path)
-                yield RULE.finding(obj, use.path,
-                                   f"torchrun --nnodes={n} but {why}: the rendezvous waits for nodes that "
-                                   "never join" if n > expected else
-                                   f"torchrun --nnodes={n} but {why}: pods beyond {n} fail to join the rendezvous")
+                yield RULE.finding(
+                    obj,
+                    use.path,
+                    f"torchrun --nnodes={n} but {why}: the rendezvous waits for nodes that never join"
+                    if n > expected
+                    else f"torchrun --nnodes={n} but {why}: pods beyond {n} fail to join the rendezvous",
+                )
 
 
 def _pytorchjob(obj: Any) -> Iterator[Finding]:
@@ -192,11 +199,16 @@ def _pytorchjob(obj: Any) -> Iterator[Finding]:
     role, c, (res, count) = mismatched[0]
     fix = None
     if len(counts) == 1:
-        fix = make_fix(f'set nprocPerNode to "{count}"',
-                       [edits.replace_value(obj, ("spec", "nprocPerNode"), edits.quoted(str(count)))])
-    yield RULE.finding(obj, ("spec", "nprocPerNode"),
-                       f"nprocPerNode is \"{raw}\" but {role} pods have {count} {res}: {_consequence(n, count, res)}",
-                       fix=fix)
+        fix = make_fix(
+            f'set nprocPerNode to "{count}"',
+            [edits.replace_value(obj, ("spec", "nprocPerNode"), edits.quoted(str(count)))],
+        )
+    yield RULE.finding(
+        obj,
+        ("spec", "nprocPerNode"),
+        f'nprocPerNode is "{raw}" but {role} pods have {count} {res}: {_consequence(n, count, res)}',
+        fix=fix,
+    )
 
 
 def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
@@ -210,27 +222,36 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
     n = tr.as_int(raw)
     if dev is not None and n is not None and n != dev[1]:
         res, count = dev
-        src = f"numProcPerNode is {raw}" if path else \
-            f"numProcPerNode is {raw} (from runtime {runtime.name!r})"  # type: ignore[union-attr]
+        src = f"numProcPerNode is {raw}" if path else f"numProcPerNode is {raw} (from runtime {runtime.name!r})"  # type: ignore[union-attr]
         new = count if isinstance(raw, int) else edits.quoted(str(count))
         fix = make_fix(f"set numProcPerNode to {count}", [edits.replace_value(obj, path, str(new))]) if path else None
-        yield RULE.finding(obj, path or ("spec", "trainer"),
-                           f"{src} but each node gets {count} {res}: {_consequence(n, count, res)}",
-                           fix=fix)
+        yield RULE.finding(
+            obj,
+            path or ("spec", "trainer"),
+            f"{src} but each node gets {count} {res}: {_consequence(n, count, res)}",
+            fix=fix,
+        )
     toks = tr.trainjob_command_tokens(obj)
     if any(t.rsplit("/", 1)[-1] == "torchrun" for t in toks):
         nn = tr.as_int(flag_value(toks, *tr.NNODES_FLAGS))
         nodes, npath = tr.trainjob_num_nodes(obj, runtime)
         if nn is not None and nodes is not None and nn != nodes:
-            yield RULE.finding(obj, npath or ("spec", "trainer"),
-                               f"torchrun --nnodes={nn} but the TrainJob runs {nodes} node{'s' if nodes != 1 else ''}"
-                               ": the rendezvous never completes" if nn > nodes else
-                               f"torchrun --nnodes={nn} but the TrainJob runs {nodes} nodes: extra nodes fail to join")
+            yield RULE.finding(
+                obj,
+                npath or ("spec", "trainer"),
+                f"torchrun --nnodes={nn} but the TrainJob runs {nodes} node{'s' if nodes != 1 else ''}"
+                ": the rendezvous never completes"
+                if nn > nodes
+                else f"torchrun --nnodes={nn} but the TrainJob runs {nodes} nodes: extra nodes fail to join",
+            )
         np_ = tr.as_int(flag_value(toks, *tr.NPROC_FLAGS))
         if np_ is not None and dev is not None and np_ != dev[1] and n is None:
-            yield RULE.finding(obj, ("spec", "trainer"),
-                               f"torchrun starts {np_} processes per node but each node gets {dev[1]} {dev[0]}: "
-                               f"{_consequence(np_, dev[1], dev[0])}")
+            yield RULE.finding(
+                obj,
+                ("spec", "trainer"),
+                f"torchrun starts {np_} processes per node but each node gets {dev[1]} {dev[0]}: "
+                f"{_consequence(np_, dev[1], dev[0])}",
+            )
 
 
 def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:

@@ -101,11 +101,12 @@ otherwise the message says what Kueue needs first.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import ray
-from ailint.model import FixAvailability, Finding, Severity
-from ailint.registry import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.domain import ray
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -141,9 +142,17 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         size = tr.as_int(obj.get("spec", "leaderWorkerTemplate", "size"))
         if size is None or size < 2:
             return None
-        from ailint.extract import pod_templates
-        per = {p.role: sum(v for c in p.containers(include_init=False) for k, v in c.accelerators().items()
-                           if k != "vpc.amazonaws.com/efa") for p in pod_templates(obj)}
+        from ailint.domain.extract import pod_templates
+
+        per = {
+            p.role: sum(
+                v
+                for c in p.containers(include_init=False)
+                for k, v in c.accelerators().items()
+                if k != "vpc.amazonaws.com/efa"
+            )
+            for p in pod_templates(obj)
+        }
         if "leader" in per:
             devs = per["leader"] + per.get("worker", 0.0) * (size - 1)
         else:
@@ -187,8 +196,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     except (TypeError, ValueError):
         warn_at = 16.0
     sev = Severity.WARNING if devs >= warn_at else Severity.INFO
-    msg = (f"{what} with {devs:g} accelerators must start together but nothing gangs them (no Kueue "
-           "queue-name label, no gang scheduler): partial allocations deadlock on scarce GPUs")
+    msg = (
+        f"{what} with {devs:g} accelerators must start together but nothing gangs them (no Kueue "
+        "queue-name label, no gang scheduler): partial allocations deadlock on scarce GPUs"
+    )
     fix = None
     if len(queues) == 1 and queues[0].name:
         blocker = None
@@ -197,7 +208,10 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if blocker:
             msg += f"; {blocker}"
         else:
-            fix = make_fix(f"add label kueue.x-k8s.io/queue-name: {queues[0].name}",
-                           [tr.add_label_edit(obj, tr.QUEUE_LABEL, queues[0].name)], unsafe=True)
+            fix = make_fix(
+                f"add label kueue.x-k8s.io/queue-name: {queues[0].name}",
+                [tr.add_label_edit(obj, tr.QUEUE_LABEL, queues[0].name)],
+                unsafe=True,
+            )
     where = ("metadata", "labels") if obj.has(("metadata", "labels")) else ("metadata",)
     yield RULE.finding(obj, where if obj.has(where) else (), msg, severity=sev, fix=fix)

@@ -130,13 +130,15 @@ requires. (a) and (d) need quota and label choices: the message names them.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint import edits, karpenter, ray
-from ailint.extract import Requirement, pod_templates, untolerated
-from ailint.facts import NodePoolView
-from ailint.model import FixAvailability, Finding, K8sObject, Severity, as_dict, as_list, iter_dicts
-from ailint.registry import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Rule, Scope, make_fix
+from ailint.domain import karpenter, ray
+from ailint.domain.context import NodePoolView
+from ailint.domain.extract import Requirement, pod_templates, untolerated
+from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -144,15 +146,29 @@ RULE = Rule(
     name="kueue-workload-unadmittable",
     severity=Severity.ERROR,
     summary="Kueue cannot admit the accelerator workloads: uncovered resources, no namespaces, missing queue label",
-    kinds=("kueue.x-k8s.io/ClusterQueue", "kueue.x-k8s.io/ResourceFlavor", "Job", "RayJob", "PyTorchJob",
-           "JobSet", "LeaderWorkerSet", "TrainJob"),
+    kinds=(
+        "kueue.x-k8s.io/ClusterQueue",
+        "kueue.x-k8s.io/ResourceFlavor",
+        "Job",
+        "RayJob",
+        "PyTorchJob",
+        "JobSet",
+        "LeaderWorkerSet",
+        "TrainJob",
+    ),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
     tags=("kueue", "scheduling", "training"),
 )
 
-ACCEL = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
-         "aws.amazon.com/neurondevice", "vpc.amazonaws.com/efa")
+ACCEL = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "aws.amazon.com/neurondevice",
+    "vpc.amazonaws.com/efa",
+)
 WORKLOAD_KINDS = ("Job", "RayJob", "PyTorchJob", "JobSet", "LeaderWorkerSet", "TrainJob")
 
 
@@ -200,6 +216,7 @@ def _covered(cq: K8sObject) -> set[str]:
 
 def _workloads_by_queue(ctx: Any) -> dict[str | None, list[K8sObject]]:
     """Workloads of the run by queue-name label, in kind then run order (indexed once per run)."""
+
     def build() -> dict[str | None, list[K8sObject]]:
         out: dict[str | None, list[K8sObject]] = {}
         for kind in WORKLOAD_KINDS:
@@ -212,6 +229,7 @@ def _workloads_by_queue(ctx: Any) -> dict[str | None, list[K8sObject]]:
 
 def _by_name(ctx: Any, kind: str) -> dict[Any, list[K8sObject]]:
     """Kueue objects of `kind` by name (indexed once per run)."""
+
     def build() -> dict[Any, list[K8sObject]]:
         out: dict[Any, list[K8sObject]] = {}
         for o in ctx.of_kind(kind):
@@ -228,8 +246,9 @@ def _lq_workloads(ctx: Any, lq: K8sObject) -> list[tuple[K8sObject, set[str]]]:
     cache = ctx.memo("TRN008.lq_workloads", dict)
     got = cache.get(id(lq))  # LocalQueues live as long as the run's context
     if got is None:
-        got = cache[id(lq)] = [(w, _needed(w, ctx)) for w in _workloads_by_queue(ctx).get(lq.name, ())
-                               if tr.same_namespace(w, lq)]
+        got = cache[id(lq)] = [
+            (w, _needed(w, ctx)) for w in _workloads_by_queue(ctx).get(lq.name, ()) if tr.same_namespace(w, lq)
+        ]
     return got
 
 
@@ -240,10 +259,14 @@ def _covering(ctx: Any, lq_name: Any, w: K8sObject, needed: set[str]) -> list[K8
     key = (lq_name, id(w))
     got = cache.get(key)
     if got is None:
-        names = {o.get("spec", "clusterQueue") for o in _by_name(ctx, "LocalQueue").get(lq_name, ())
-                 if tr.same_namespace(o, w)}
-        got = cache[key] = [c for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ())
-                            if not needed - _covered(c)]
+        names = {
+            o.get("spec", "clusterQueue")
+            for o in _by_name(ctx, "LocalQueue").get(lq_name, ())
+            if tr.same_namespace(o, w)
+        }
+        got = cache[key] = [
+            c for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ()) if not needed - _covered(c)
+        ]
     return got
 
 
@@ -260,17 +283,23 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     if obj.get("spec", "namespaceSelector") is None:
         fix = None
         if "namespaceSelector" not in spec and spec:
-            fix = make_fix("add namespaceSelector: {} (all namespaces)",
-                           [edits.insert_key(obj, ("spec",), "namespaceSelector", "{}")], unsafe=True)
+            fix = make_fix(
+                "add namespaceSelector: {} (all namespaces)",
+                [edits.insert_key(obj, ("spec",), "namespaceSelector", "{}")],
+                unsafe=True,
+            )
         where = ("spec", "namespaceSelector") if "namespaceSelector" in spec else ("spec",)
-        yield RULE.finding(obj, where,
-                           f"ClusterQueue {obj.name!r} has no namespaceSelector: null selects no namespace, so it "
-                           "admits nothing (use {} for all namespaces)", fix=fix)
+        yield RULE.finding(
+            obj,
+            where,
+            f"ClusterQueue {obj.name!r} has no namespaceSelector: null selects no namespace, so it "
+            "admits nothing (use {} for all namespaces)",
+            fix=fix,
+        )
     if "resourceGroups" not in spec:
         return
     covered = _covered(obj)
-    lqs = [lq for lq in ctx.of_kind("LocalQueue") if _is_kueue(lq)
-           and lq.get("spec", "clusterQueue") == obj.name]
+    lqs = [lq for lq in ctx.of_kind("LocalQueue") if _is_kueue(lq) and lq.get("spec", "clusterQueue") == obj.name]
     missing: dict[str, str] = {}
     for lq in lqs:
         for w, needed in _lq_workloads(ctx, lq):
@@ -284,9 +313,12 @@ def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
             for res in sorted(uncovered):
                 missing.setdefault(res, f"{w.kind} {_name(w)}")
     for res, who in missing.items():
-        yield RULE.finding(obj, ("spec", "resourceGroups"),
-                           f"{who} requests {res} but ClusterQueue {obj.name!r} does not cover it: Kueue never "
-                           f"admits the workload; add {res} to coveredResources with a quota")
+        yield RULE.finding(
+            obj,
+            ("spec", "resourceGroups"),
+            f"{who} requests {res} but ClusterQueue {obj.name!r} does not cover it: Kueue never "
+            f"admits the workload; add {res} to coveredResources with a quota",
+        )
 
 
 def _flavor_used_for_accelerators(rf: K8sObject, ctx: Any) -> bool:
@@ -319,24 +351,27 @@ _PROVISIONER_PREFIXES = ("karpenter.sh/", "karpenter.k8s.aws/", "eks.amazonaws.c
 
 
 def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
-    pools = ctx.memo("TRN008.accelerator_pools",
-                     lambda: [p for p in ctx.nodepools if karpenter.is_accelerator_pool(p)])
+    pools = ctx.memo("TRN008.accelerator_pools", lambda: [p for p in ctx.nodepools if karpenter.is_accelerator_pool(p)])
     if not pools or not _flavor_used_for_accelerators(rf, ctx):
         return
     labels = {str(k): str(v) for k, v in as_dict(rf.get("spec", "nodeLabels")).items()}
     pool_keys = ctx.memo("TRN008.pool_label_keys", lambda: {k for p in ctx.nodepools for k in p.labels})
-    if labels and not any(k.startswith(_PROVISIONER_PREFIXES) or k in karpenter.INSTANCE_TYPE_KEYS or k in pool_keys
-                          for k in labels):
+    if labels and not any(
+        k.startswith(_PROVISIONER_PREFIXES) or k in karpenter.INSTANCE_TYPE_KEYS or k in pool_keys for k in labels
+    ):
         return  # labels of another provisioner (GKE node pools, device plugins): not about these NodePools
     reqs = [Requirement(k, "In", (v,)) for k, v in labels.items() if not k.startswith(_RUNTIME_LABEL_PREFIXES)]
     matching: list[NodePoolView] = [p for p in pools if p.compatible_with(reqs)] if reqs else list(pools)
     names = ", ".join(p.name for p in pools[:3]) + (", ..." if len(pools) > 3 else "")
     if reqs and not matching:
         shown = ", ".join(f"{r.key}={r.values[0]}" for r in reqs[:3])
-        yield RULE.finding(rf, ("spec", "nodeLabels"),
-                           f"ResourceFlavor {rf.name!r} nodeLabels ({shown}) match no accelerator NodePool ({names}): "
-                           "admitted pods get a node selector no node satisfies",
-                           severity=Severity.WARNING)
+        yield RULE.finding(
+            rf,
+            ("spec", "nodeLabels"),
+            f"ResourceFlavor {rf.name!r} nodeLabels ({shown}) match no accelerator NodePool ({names}): "
+            "admitted pods get a node selector no node satisfies",
+            severity=Severity.WARNING,
+        )
         return
     tols = [t for _, t in iter_dicts(rf.get("spec", "tolerations"))]
     if not tols:
@@ -347,16 +382,24 @@ def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
         if left:
             t = left[0]
             taint = f"{t.get('key')}{'=' + str(t.get('value')) if t.get('value') else ''}:{t.get('effect')}"
-            yield RULE.finding(rf, ("spec", "tolerations"),
-                               f"ResourceFlavor {rf.name!r} tolerations do not tolerate taint {taint} of NodePool "
-                               f"{p.name!r} it selects: admitted pods stay Pending", severity=Severity.WARNING)
+            yield RULE.finding(
+                rf,
+                ("spec", "tolerations"),
+                f"ResourceFlavor {rf.name!r} tolerations do not tolerate taint {taint} of NodePool "
+                f"{p.name!r} it selects: admitted pods stay Pending",
+                severity=Severity.WARNING,
+            )
             return
 
 
 def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     if obj.kind == "Job" and obj.group.startswith("batch.volcano.sh"):
         return  # Volcano schedules its own jobs
-    if tr.has_queue_label(obj) or tr.gang_mechanism(obj) or not _workload_resources(obj, ctx) - {"vpc.amazonaws.com/efa"}:
+    if (
+        tr.has_queue_label(obj)
+        or tr.gang_mechanism(obj)
+        or not _workload_resources(obj, ctx) - {"vpc.amazonaws.com/efa"}
+    ):
         return
     queues = tr.local_queues(ctx, obj)
     if not queues or any(q.name == "default" for q in queues):
@@ -364,8 +407,10 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     all_names = sorted({str(q.name) for q in queues})
     names = ", ".join(all_names[:3]) + (f" and {len(all_names) - 3} more" if len(all_names) > 3 else "")
     many = len(all_names) > 1
-    msg = (f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
-           "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended)")
+    msg = (
+        f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
+        "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended)"
+    )
     fix = None
     blockers = []
     if obj.kind == "RayJob":
@@ -376,8 +421,11 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     if blockers:
         msg += "; Kueue also requires " + " and ".join(blockers) + " on a RayJob"
     elif len(queues) == 1 and queues[0].name:
-        fix = make_fix(f"add label kueue.x-k8s.io/queue-name: {queues[0].name}",
-                       [tr.add_label_edit(obj, tr.QUEUE_LABEL, str(queues[0].name))], unsafe=True)
+        fix = make_fix(
+            f"add label kueue.x-k8s.io/queue-name: {queues[0].name}",
+            [tr.add_label_edit(obj, tr.QUEUE_LABEL, str(queues[0].name))],
+            unsafe=True,
+        )
     where = ("metadata", "labels") if obj.has(("metadata", "labels")) else ("metadata",)
     yield RULE.finding(obj, where, msg, severity=Severity.WARNING, fix=fix)
 

@@ -85,12 +85,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ailint.extract import Container, is_training_pod, pod_templates, volumes
-from ailint.model import FixAvailability, Finding, Path, Severity, as_dict, as_list
-from ailint.registry import Rule, Scope
-from ailint.extract import POD_KINDS
+from ailint.core.model import Finding, FixAvailability, Path, Severity, as_dict, as_list
+from ailint.core.rule import Rule, Scope
+from ailint.domain.extract import POD_KINDS, Container, is_training_pod, pod_templates, volumes
 
 RULE = Rule(
     code="TRN009",
@@ -104,14 +104,37 @@ RULE = Rule(
 )
 
 _ENV_RE = re.compile(r"^(?:[A-Z0-9_]*_)?(CHECKPOINTS?|CKPTS?)(_(DIR|PATH|ROOT|FOLDER|LOCATION))?$|^(SAVE|OUTPUT)_DIR$")
-_FLAGS = tuple(f"--{a}{sep}{b}" for a in ("checkpoint", "ckpt", "save", "output", "checkpoints")
-               for sep in ("_", "-") for b in ("dir", "path")) + ("--save",)
+_FLAGS = tuple(
+    f"--{a}{sep}{b}"
+    for a in ("checkpoint", "ckpt", "save", "output", "checkpoints")
+    for sep in ("_", "-")
+    for b in ("dir", "path")
+) + ("--save",)
 _SYNC_RE = re.compile(r"\b(aws\s+s3\s+(sync|cp)|s5cmd|rclone|gsutil|azcopy|mountpoint-s3|s3fs)\b")
 _SYNC_IMAGES = ("aws-cli", "awscli", "rclone", "s5cmd")
-_PERSISTENT = ("persistentVolumeClaim", "nfs", "ephemeral", "awsElasticBlockStore", "glusterfs", "cephfs",
-               "iscsi", "fc", "azureFile", "azureDisk", "gcePersistentDisk")
-_SHARED_CSI = ("efs.csi.aws.com", "fsx.csi.aws.com", "s3.csi.aws.com", "nfs.csi.k8s.io", "ebs.csi.aws.com",
-               "filestore.csi.storage.gke.io", "gcsfuse.csi.storage.gke.io", "lustre")
+_PERSISTENT = (
+    "persistentVolumeClaim",
+    "nfs",
+    "ephemeral",
+    "awsElasticBlockStore",
+    "glusterfs",
+    "cephfs",
+    "iscsi",
+    "fc",
+    "azureFile",
+    "azureDisk",
+    "gcePersistentDisk",
+)
+_SHARED_CSI = (
+    "efs.csi.aws.com",
+    "fsx.csi.aws.com",
+    "s3.csi.aws.com",
+    "nfs.csi.k8s.io",
+    "ebs.csi.aws.com",
+    "filestore.csi.storage.gke.io",
+    "gcsfuse.csi.storage.gke.io",
+    "lustre",
+)
 
 
 def _persistent(vol: dict[str, Any]) -> bool:
@@ -152,7 +175,7 @@ def _locations(c: Container) -> Iterator[tuple[str, Path, str]]:
             if t == f and i + 1 < len(toks):
                 val = toks[i + 1]
             elif t.startswith(f + "="):
-                val = t[len(f) + 1:]
+                val = t[len(f) + 1 :]
             if val and val.startswith("/"):
                 where = c.path
                 for key in ("args", "command"):
@@ -170,10 +193,24 @@ def _locations(c: Container) -> Iterator[tuple[str, Path, str]]:
 
 
 _GENERIC = re.compile(r"OUTPUT|SAVE|--output|--save", re.I)
-_TRAINING_WORDS = re.compile(r"train|finetune|fine[-_]tune|pretrain|sft|torchrun|deepspeed|accelerate|"
-                             r"torch\.distributed|megatron|nemo|axolotl|trl\b", re.I)
-_TRAINING_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "JobSet",
-                   "TrainingRuntime", "ClusterTrainingRuntime", "RayJob")
+_TRAINING_WORDS = re.compile(
+    r"train|finetune|fine[-_]tune|pretrain|sft|torchrun|deepspeed|accelerate|"
+    r"torch\.distributed|megatron|nemo|axolotl|trl\b",
+    re.I,
+)
+_TRAINING_KINDS = (
+    "PyTorchJob",
+    "MPIJob",
+    "TFJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "TrainJob",
+    "JobSet",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+    "RayJob",
+)
 
 
 def _clearly_training(pod: Any, c: Container) -> bool:
@@ -232,6 +269,9 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 if cron_sync:
                     return
                 reported.add((c.name, vname))
-                yield RULE.finding(obj, where,
-                                   f"checkpoints ({how}) go to {kind} volume {vname!r} in container {c.name!r}: an "
-                                   f"eviction or Spot loss loses them{extra}; mount a PVC or sync them to S3")
+                yield RULE.finding(
+                    obj,
+                    where,
+                    f"checkpoints ({how}) go to {kind} volume {vname!r} in container {c.name!r}: an "
+                    f"eviction or Spot loss loses them{extra}; mount a PVC or sync them to S3",
+                )

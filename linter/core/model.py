@@ -1,0 +1,342 @@
+"""The data every layer shares: source files, objects with spans, findings and fixes.
+
+Nothing here imports a parser, a reporter or click: rules, reporters and the engine all
+speak these types, so they are deliberately small, immutable where they can be, and cheap
+to pickle for `--jobs` worker processes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+Path = tuple[Any, ...]  # ("spec", "template", "spec", "containers", 0, "image")
+
+
+class Severity(str, Enum):
+    """Finding severities, ordered: `info` < `warning` < `error`."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    @classmethod
+    def parse(cls, value: str) -> Severity:
+        return cls(str(value).lower())
+
+
+_RANK = {Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
+
+
+class Applicability(str, Enum):
+    """How much a fix can be trusted: `safe` is applied by `--fix`, `unsafe` needs `--unsafe-fixes`."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+class FixAvailability(str, Enum):
+    ALWAYS = "always"
+    SOMETIMES = "sometimes"
+    NEVER = "never"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a file: 1-based line and column, `end_*` exclusive."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @classmethod
+    def point(cls, line: int, col: int) -> Span:
+        return cls(line, col, line, col + 1)
+
+
+class SourceFile:
+    """One input file's decoded text and a line-start table for offset <-> position."""
+
+    __slots__ = ("_line_starts", "display", "path", "template_paths", "text")
+
+    def __init__(self, path: str, display: str, text: str) -> None:
+        self.path = path  # filesystem path, or "-" for stdin
+        self.display = display  # what reports call it (relative path or --stdin-filename)
+        self.text = text
+        self._line_starts: list[int] | None = None
+        self.template_paths: dict[int, str] = {}
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            text = self.text
+            find = text.find
+            i = find("\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def offset(self, line: int, col: int) -> int:
+        """Text offset of a 1-based (line, col)."""
+        starts = self.line_starts
+        if line - 1 >= len(starts):
+            return len(self.text)
+        return min(starts[line - 1] + col - 1, len(self.text))
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, col) of a text offset."""
+        starts = self.line_starts
+        idx = bisect.bisect_right(starts, offset) - 1
+        return idx + 1, offset - starts[idx] + 1
+
+    def line_text(self, line: int) -> str:
+        starts = self.line_starts
+        if not 1 <= line <= len(starts):
+            return ""
+        start = starts[line - 1]
+        end = starts[line] - 1 if line < len(starts) else len(self.text)
+        return self.text[start:end].rstrip("\r")
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path == "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace text[start:end] of the original file with `content`."""
+
+    start: int
+    end: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    title: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability = Applicability.SAFE
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str | None
+    document: int
+    template: str | None = None  # Helm `# Source:` template path, when known
+
+    def label(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name or '<unnamed>'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    file: str
+    span: Span
+    object_ref: ObjectRef | None = None
+    path: Path = ()
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.file, self.span.line, self.span.col, self.code, self.message)
+
+
+# Position table entries: (key_line, key_col, key_end_line, key_end_col,
+#                          line, col, end_line, end_col), 1-based, ends exclusive.
+# For list items and document roots the key fields repeat the value's start.
+Pos = tuple[int, int, int, int, int, int, int, int]
+
+
+@dataclass(slots=True, eq=False)
+class K8sObject:
+    """One Kubernetes object (a YAML document, or an item of a `kind: List`).
+
+    `data` is plain dicts, lists and scalars as the API server would read them (YAML 1.1),
+    `positions` maps tuple paths to spans, and `source` is the file it came from (the
+    text is needed by fixes and suppressions).
+    """
+
+    source: SourceFile
+    doc_index: int
+    data: dict[str, Any]
+    positions: dict[Path, Pos]
+    base: Path = ()  # where this object sits in its document (for `kind: List` items)
+    template: str | None = None
+
+    # -- identity ---------------------------------------------------------------------
+    @property
+    def file(self) -> str:
+        return self.source.display
+
+    @property
+    def api_version(self) -> str:
+        v = self.data.get("apiVersion")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def group(self) -> str:
+        av = self.api_version
+        return av.rsplit("/", 1)[0] if "/" in av else ""
+
+    @property
+    def kind(self) -> str:
+        v = self.data.get("kind")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        m = self.data.get("metadata")
+        return m if isinstance(m, dict) else {}
+
+    @property
+    def name(self) -> str | None:
+        n = self.metadata.get("name")
+        return str(n) if n is not None else None
+
+    @property
+    def namespace(self) -> str | None:
+        n = self.metadata.get("namespace")
+        return str(n) if n is not None else None
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        v = self.metadata.get("labels")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        v = self.metadata.get("annotations")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.api_version, self.kind, self.namespace, self.name, self.doc_index, self.template)
+
+    # -- data access ------------------------------------------------------------------
+    def get(self, *path: Any, default: Any = None) -> Any:
+        """The value at `path`, or `default` when any step is missing or of the wrong type."""
+        return get_in(self.data, path, default)
+
+    # -- spans --------------------------------------------------------------------------
+    def _pos(self, path: Sequence[Any]) -> Pos | None:
+        return self.positions.get(self.base + tuple(path))
+
+    def has(self, path: Sequence[Any]) -> bool:
+        return self._pos(path) is not None
+
+    def value_span(self, path: Sequence[Any]) -> Span:
+        """The span of the value at `path` (for a missing path, its nearest ancestor's key)."""
+        p = self._pos(path)
+        if p is None:
+            return self.key_span(path)
+        return Span(p[4], p[5], p[6], p[7])
+
+    def key_span(self, path: Sequence[Any]) -> Span:
+        """The key of `path`: for a missing path, the key of its nearest existing ancestor.
+
+        That is "where the missing field belongs": a finding about an absent
+        `spec.backoffLimit` points at `spec:`. List items and the document root have no
+        key; their span is the first line of the value.
+        """
+        path = tuple(path)
+        while True:
+            p = self._pos(path)
+            if p is not None:
+                if path and isinstance(path[-1], str):
+                    return Span(p[0], p[1], p[2], p[3])
+                return _first_line(p, self.source)
+            if not path:
+                return Span(1, 1, 1, 2)
+            path = path[:-1]
+
+    def span(self, path: Sequence[Any]) -> Span:
+        """Default anchor of a finding on `path`.
+
+        A scalar on its key's line gives `key: value` whole; a block value gives the key;
+        a missing field gives the key of its nearest existing parent.
+        """
+        path = tuple(path)
+        p = self._pos(path)
+        if p is not None and path and isinstance(path[-1], str) and p[4] == p[0] and p[6] == p[4]:
+            return Span(p[0], p[1], p[6], p[7])
+        return self.key_span(path)
+
+    def existing_prefix(self, path: Sequence[Any]) -> Path:
+        path = tuple(path)
+        while path and self._pos(path) is None:
+            path = path[:-1]
+        return path
+
+
+def _first_line(p: Pos, source: SourceFile) -> Span:
+    line, col = p[4], p[5]
+    if p[6] == line:
+        return Span(line, col, line, p[7])
+    end = len(source.line_text(line)) + 1
+    return Span(line, col, line, max(end, col + 1))
+
+
+def get_in(data: Any, path: Sequence[Any], default: Any = None) -> Any:
+    cur = data
+    for step in path:
+        if isinstance(cur, dict):  # the common case first: isinstance(x, Mapping) is slow
+            if step not in cur:
+                return default
+            cur = cur[step]
+        elif isinstance(cur, list) and isinstance(step, int):
+            if not -len(cur) <= step < len(cur):
+                return default
+            cur = cur[step]
+        elif isinstance(cur, Mapping):
+            if step not in cur:
+                return default
+            cur = cur[step]
+        else:
+            return default
+    return cur
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def iter_dicts(v: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, item) for each mapping item of a list; anything else is skipped."""
+    if isinstance(v, list):
+        for i, item in enumerate(v):
+            if isinstance(item, dict):
+                yield i, item
+
+
+@dataclass(slots=True)
+class FileResult:
+    """What one file contributed to a run: its counts, objects and file-level findings."""
+
+    path: str
+    documents: int = 0
+    objects: list[K8sObject] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    source: SourceFile | None = None
+    suppressions: list[Any] | None = None  # comment suppressions, when read before the text was spilled

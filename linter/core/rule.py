@@ -1,0 +1,110 @@
+"""The rule API: what a rule declares (`Rule`, `Option`, `Scope`) and how it builds findings and fixes.
+
+A rule module defines `RULE = Rule(...)` and `check(obj, ctx, opts)`; the engine's registry
+discovers it. Nothing here knows the engine, a parser or a reporter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ailint.core.model import Applicability, Edit, Finding, Fix, FixAvailability, K8sObject, Severity, Span
+
+FAMILIES = {
+    "GPU": "GPU scheduling and resources",
+    "SRV": "Serving and inference",
+    "TRN": "Training and Ray",
+    "KRP": "Karpenter and nodes",
+    "NET": "Networking and IPs",
+    "STO": "Storage and model caching",
+    "SEC": "Security, agents and RBAC",
+    "REL": "Reliability and disruption",
+    "OBS": "Observability and cost",
+    "YML": "Unreadable input",
+    "SCH": "Schema validation",
+    "AIL": "The linter itself",
+}
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Options", "Fix", "References")
+
+
+class Scope(str, Enum):
+    """`object` rules see one object; `bundle` rules also read other objects of the run."""
+
+    OBJECT = "object"
+    BUNDLE = "bundle"
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    description: str
+    type: str = "string"  # JSON Schema type of the value
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    kinds: tuple[str, ...] = ("*",)  # "Kind", "group/Kind", or "*"
+    scope: Scope = Scope.OBJECT
+    fix: FixAvailability = FixAvailability.NEVER
+    options: Mapping[str, Option] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    precision: str = "high"  # SARIF precision: very-high, high, medium, low
+    security_severity: float | None = None  # SARIF security-severity for SEC rules
+    engine: bool = False  # produced by the engine (YML, SCH, AIL), not by a check function
+
+    @property
+    def family(self) -> str:
+        return self.code[:3]
+
+    def applies_to(self, obj: K8sObject) -> bool:
+        obj_kind = obj.kind  # a property: read it once, not once per listed kind
+        for target in self.kinds:
+            if target == "*":
+                return True
+            if "/" in target:
+                group, kind = target.rsplit("/", 1)
+                if kind == obj_kind and obj.group == group:
+                    return True
+            elif target == obj_kind:
+                return True
+        return False
+
+    # -- building findings ------------------------------------------------------------
+    def finding(
+        self,
+        obj: K8sObject,
+        path: Sequence[Any],
+        message: str,
+        *,
+        severity: Severity | None = None,
+        fix: Fix | None = None,
+        span: Span | None = None,
+        anchor: str = "field",
+    ) -> Finding:
+        """A finding of this rule on `obj` at `path` (anchored on the field by default).
+
+        `anchor="value"` points at the value instead of `key: value`; a missing path
+        points at its nearest existing parent, where the missing field belongs.
+        """
+        if span is None:
+            span = obj.value_span(path) if anchor == "value" else obj.span(path)
+        return Finding(
+            self.code, self.name, severity or self.severity, message, obj.file, span, obj.ref, tuple(path), fix
+        )
+
+
+# -- small helpers for rules ---------------------------------------------------------------
+def make_fix(title: str, edits: Iterable[Edit], unsafe: bool = False) -> Fix | None:
+    """A Fix from edits, or None when no edit could be built (then the rule offers none)."""
+    edits = tuple(e for e in edits if e is not None)
+    if not edits:
+        return None
+    return Fix(title, edits, Applicability.UNSAFE if unsafe else Applicability.SAFE)

@@ -1,0 +1,1018 @@
+"""Shared extractors: every rule reads pods, containers, resources and serving args here.
+
+A new CRD shape is one change in `pod_templates`, never a change in many rules. Paths
+returned are tuple paths inside the object, so findings point at the real field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any
+
+from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
+
+# ---------------------------------------------------------------------------------------
+# Kinds
+# ---------------------------------------------------------------------------------------
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
+KSERVE_LLM_KINDS = ("LLMInferenceService", "LLMInferenceServiceConfig")  # templates in ailint.domain.kserve
+KSERVE_SERVING_ROLES = ("main", "worker", "prefill", "prefill-worker")  # the pods that run vLLM
+POD_KINDS = (
+    "Pod",
+    *WORKLOAD_KINDS,
+    "CronJob",
+    "LeaderWorkerSet",
+    "RayCluster",
+    "RayJob",
+    "RayService",
+    "PyTorchJob",
+    "MPIJob",
+    "TFJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "JobSet",
+    "TrainJob",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+    "Volcano/Job",
+    "InferenceService",
+    "PodTemplate",
+    "Sandbox",
+    "SandboxTemplate",
+    *KSERVE_LLM_KINDS,
+)
+BATCH_KINDS = (
+    "Job",
+    "CronJob",
+    "PyTorchJob",
+    "MPIJob",
+    "TFJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "JobSet",
+    "TrainJob",
+    "RayJob",
+    "TrainingRuntime",
+    "ClusterTrainingRuntime",
+)
+ACCELERATOR_RESOURCES = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "aws.amazon.com/neurondevice",
+    "vpc.amazonaws.com/efa",
+)
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+NEURON_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice")
+ROLE_ANNOTATION = "ailint.io/role"
+
+
+def is_pod_kind(obj: K8sObject) -> bool:
+    return obj.kind in POD_KINDS or (obj.kind == "Job" and obj.group.startswith("batch.volcano.sh"))
+
+
+# ---------------------------------------------------------------------------------------
+# Pod templates
+# ---------------------------------------------------------------------------------------
+class _Memo:
+    """Facts derived from an extracted piece (a pod template, a container), computed once:
+    many rules ask the same piece the same question. The holder has a `_memo` slot."""
+
+    __slots__ = ()
+    _memo: dict[str, Any] | None
+
+    def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute()
+            return value
+
+
+@dataclass(slots=True)
+class PodTemplate(_Memo):
+    """One pod template inside an object.
+
+    `spec_path` is the path of the PodSpec; `meta_path` that of the template metadata
+    (None for a bare Pod, whose metadata is the object's). `role` names the template within
+    its object (`head`, `worker`, `leader`, `submitter`, `Master`, a replicated job's name).
+    `replicas` is how many pods this template runs when the manifest says (None if unknown).
+    """
+
+    obj: K8sObject
+    spec_path: Path
+    meta_path: Path | None
+    role: str = ""
+    replicas: int | None = None
+    group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
+    _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
+    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return as_dict(self.obj.get(*self.spec_path))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        if self.meta_path is None:
+            return self.obj.metadata
+        return as_dict(self.obj.get(*self.meta_path))
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        return as_dict(self.metadata.get("labels"))
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        return as_dict(self.metadata.get("annotations"))
+
+    def all_annotations(self) -> dict[str, Any]:
+        """Object annotations overlaid by template annotations."""
+        out = dict(self.obj.annotations)
+        out.update(self.annotations)
+        return out
+
+    def path(self, *rest: Any) -> Path:
+        return self.spec_path + rest
+
+    def containers(self, include_init: bool = True) -> Iterator[Container]:
+        yield from containers_of(self, include_init)
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    return None
+
+
+def _template(
+    obj: K8sObject, tpl_path: Path, role: str = "", replicas: int | None = None, group_path: Path = ()
+) -> PodTemplate | None:
+    """A PodTemplateSpec at `tpl_path` (with `metadata` and `spec`)."""
+    if not isinstance(obj.get(*tpl_path, "spec"), dict):
+        return None
+    return PodTemplate(obj, tpl_path + ("spec",), tpl_path + ("metadata",), role, replicas, group_path)
+
+
+def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
+    head = _template(obj, base + ("headGroupSpec", "template"), "head", 1, base + ("headGroupSpec",))
+    if head:
+        yield head
+    for i, group in iter_dicts(obj.get(*base, "workerGroupSpecs")):
+        gpath = base + ("workerGroupSpecs", i)
+        replicas = _int(group.get("replicas"))
+        if replicas is None:
+            replicas = _int(group.get("minReplicas"))
+        hosts = _int(group.get("numOfHosts")) or 1
+        t = _template(
+            obj,
+            gpath + ("template",),
+            str(group.get("groupName") or f"worker{i}"),
+            None if replicas is None else replicas * hosts,
+            gpath,
+        )
+        if t:
+            yield t
+
+
+_TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
+# Enough for every object of a large run: the bundle rules and the context's pod index then
+# share one set of templates (and their per-pod memos) with the single-object rules. A run
+# ends with `clear_templates()`; the webhook forgets each object after its request.
+_TEMPLATES_MAX = 1 << 16
+
+
+def clear_templates() -> None:
+    """Forget every cached template (the end of a run, or of a worker's batch of files)."""
+    _TEMPLATES.clear()
+
+
+def forget(obj: K8sObject) -> None:
+    """Drop the cached templates of `obj`: a long-running caller (the webhook) that checks
+    one object at a time must not keep the last few hundred alive."""
+    hit = _TEMPLATES.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        _TEMPLATES.pop(id(obj), None)
+
+
+def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
+    """Every pod template of every supported kind (see spec section 0).
+
+    Computed once per object and shared by every rule for the whole run (an entry holds its
+    object, so an id is never reused while it is cached).
+    Objects are never mutated during a run, so the templates stay valid.
+    """
+    key = id(obj)
+    hit = _TEMPLATES.get(key)
+    if hit is not None and hit[0] is obj:
+        return iter(hit[1])
+    try:
+        found = list(_pod_templates(obj))
+    except Exception:
+        return _pod_templates(obj)
+    if len(_TEMPLATES) >= _TEMPLATES_MAX:
+        del _TEMPLATES[next(iter(_TEMPLATES))]
+    _TEMPLATES[key] = (obj, found)
+    return iter(found)
+
+
+def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
+    kind = obj.kind
+    spec = as_dict(obj.data.get("spec"))
+    if kind == "Pod":
+        if spec:
+            yield PodTemplate(obj, ("spec",), None, "", 1)
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
+        replicas = _int(spec.get("replicas"))
+        t = _template(obj, ("spec", "template"), "", 1 if "replicas" not in spec else replicas)
+        if t:
+            yield t
+    elif kind == "DaemonSet":
+        t = _template(obj, ("spec", "template"), "", None)
+        if t:
+            yield t
+    elif kind == "PodTemplate":
+        t = _template(obj, ("template",), "", None)
+        if t:
+            yield t
+    elif kind == "Job" and obj.group.startswith("batch.volcano.sh"):
+        for i, task in iter_dicts(spec.get("tasks")):
+            t = _template(
+                obj,
+                ("spec", "tasks", i, "template"),
+                str(task.get("name") or f"task{i}"),
+                _int(task.get("replicas")),
+                ("spec", "tasks", i),
+            )
+            if t:
+                yield t
+    elif kind == "Job":
+        par = _int(spec.get("parallelism"))
+        t = _template(obj, ("spec", "template"), "", 1 if "parallelism" not in spec else par)
+        if t:
+            yield t
+    elif kind == "CronJob":
+        t = _template(obj, ("spec", "jobTemplate", "spec", "template"), "", None)
+        if t:
+            yield t
+    elif kind == "LeaderWorkerSet":
+        lwt = as_dict(spec.get("leaderWorkerTemplate"))
+        size = _int(lwt.get("size"))
+        size = 1 if size is None and "size" not in lwt else size
+        groups = _int(spec.get("replicas")) if "replicas" in spec else 1
+        base = ("spec", "leaderWorkerTemplate")
+        if isinstance(lwt.get("leaderTemplate"), dict):
+            t = _template(obj, base + ("leaderTemplate",), "leader", groups, base)
+            if t:
+                yield t
+            workers = None if size is None or groups is None else groups * (size - 1)
+        else:
+            workers = None if size is None or groups is None else groups * size
+        t = _template(obj, base + ("workerTemplate",), "worker", workers, base)
+        if t:
+            yield t
+    elif kind == "RayCluster":
+        yield from _ray_cluster(obj, ("spec",))
+    elif kind == "RayJob":
+        if isinstance(spec.get("rayClusterSpec"), dict):
+            yield from _ray_cluster(obj, ("spec", "rayClusterSpec"))
+        t = _template(obj, ("spec", "submitterPodTemplate"), "submitter", 1)
+        if t:
+            yield t
+    elif kind == "RayService":
+        if isinstance(spec.get("rayClusterConfig"), dict):
+            yield from _ray_cluster(obj, ("spec", "rayClusterConfig"))
+    elif kind in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"):
+        key = {
+            "PyTorchJob": "pytorchReplicaSpecs",
+            "MPIJob": "mpiReplicaSpecs",
+            "TFJob": "tfReplicaSpecs",
+            "XGBoostJob": "xgbReplicaSpecs",
+            "PaddleJob": "paddleReplicaSpecs",
+            "JAXJob": "jaxReplicaSpecs",
+        }[kind]
+        for role, rs in as_dict(spec.get(key)).items():
+            if isinstance(rs, dict):
+                t = _template(
+                    obj,
+                    ("spec", key, role, "template"),
+                    str(role),
+                    _int(rs.get("replicas")) if "replicas" in rs else 1,
+                    ("spec", key, role),
+                )
+                if t:
+                    yield t
+    elif kind == "JobSet":
+        yield from _jobset_templates(obj, ("spec",))
+    elif kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        yield from _jobset_templates(obj, ("spec", "template", "spec"))
+    elif kind in ("Sandbox", "SandboxTemplate") and "agents.x-k8s.io" in obj.group:
+        t = _template(obj, ("spec", "podTemplate"), "", 1 if kind == "Sandbox" else None)
+        if t:
+            yield t
+    elif kind == "InferenceService":
+        for comp in ("predictor", "transformer", "explainer"):
+            c = as_dict(spec.get(comp))
+            if c and ("containers" in c or any(isinstance(v, dict) for v in c.values())):
+                if "containers" in c:
+                    yield PodTemplate(obj, ("spec", comp), None, comp, _int(c.get("minReplicas")))
+    elif kind in KSERVE_LLM_KINDS and obj.group.startswith("serving.kserve.io"):
+        from ailint.domain.kserve import templates as kserve_templates  # bare PodSpecs, merged over presets
+
+        yield from kserve_templates(obj, spec)
+
+
+def _jobset_templates(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
+    for i, rj in iter_dicts(obj.get(*base, "replicatedJobs")):
+        jspec = as_dict(get_in(rj, ("template", "spec")))
+        reps = _int(rj.get("replicas")) if "replicas" in rj else 1
+        par = _int(jspec.get("parallelism")) if "parallelism" in jspec else 1
+        pods = None if reps is None or par is None else reps * par
+        t = _template(
+            obj,
+            base + ("replicatedJobs", i, "template", "spec", "template"),
+            str(rj.get("name") or f"job{i}"),
+            pods,
+            base + ("replicatedJobs", i),
+        )
+        if t:
+            yield t
+
+
+# ---------------------------------------------------------------------------------------
+# Containers
+# ---------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Container(_Memo):
+    pod: PodTemplate
+    path: Path  # path of the container mapping inside the object
+    data: dict[str, Any]
+    init: bool = False
+    _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name") or "")
+
+    @property
+    def image(self) -> str:
+        v = self.data.get("image")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def sidecar(self) -> bool:
+        """A native sidecar: an init container with `restartPolicy: Always`."""
+        return self.init and self.data.get("restartPolicy") == "Always"
+
+    @property
+    def env(self) -> list[dict[str, Any]]:
+        return [e for e in as_list(self.data.get("env")) if isinstance(e, dict)]
+
+    def env_value(self, name: str) -> str | None:
+        """The literal value of an env var (None when unset or from a reference)."""
+        for e in self.env:
+            if e.get("name") == name and "value" in e:
+                v = e.get("value")
+                return "" if v is None else str(v)
+        return None
+
+    def env_index(self, name: str) -> int | None:
+        for i, e in enumerate(as_list(self.data.get("env"))):
+            if isinstance(e, dict) and e.get("name") == name:
+                return i
+        return None
+
+    def has_env(self, name: str) -> bool:
+        return self.env_index(name) is not None
+
+    def path_of(self, *rest: Any) -> Path:
+        return self.path + rest
+
+    def resources(self, which: str) -> dict[str, Any]:
+        return as_dict(get_in(self.data, ("resources", which)))
+
+    def request(self, name: str) -> Any:
+        """The effective request: `requests`, else the limit (Kubernetes copies it)."""
+        req = self.resources("requests")
+        if name in req:
+            return req[name]
+        return self.resources("limits").get(name)
+
+    def limit(self, name: str) -> Any:
+        return self.resources("limits").get(name)
+
+    def accelerators(self) -> dict[str, float]:
+        """Accelerator resources this container asks for (limits, else requests)."""
+        return dict(self._cached("accelerators", self._accelerators))
+
+    def _accelerators(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        lim, req = self.resources("limits"), self.resources("requests")
+        for res in ACCELERATOR_RESOURCES:
+            v = lim.get(res, req.get(res))
+            q = parse_quantity(v)
+            if q is not None and q > 0:
+                out[res] = q
+        return out
+
+    def gpu_count(self) -> float:
+        acc = self.accelerators()
+        return sum(acc.get(r, 0) for r in GPU_RESOURCES)
+
+    @property
+    def tokens(self) -> list[str]:
+        return list(self._cached("tokens", lambda: _preset_tokens(self) or command_tokens(self.data)))
+
+    @property
+    def volume_mounts(self) -> list[dict[str, Any]]:
+        return [m for m in as_list(self.data.get("volumeMounts")) if isinstance(m, dict)]
+
+
+def _preset_tokens(c: Container) -> list[str] | None:
+    """The command a controller preset runs in `c` when the file sets none (KServe
+    LLMInferenceService, see ailint.domain.kserve), else None."""
+    if c.pod.obj.kind not in KSERVE_LLM_KINDS:
+        return None
+    from ailint.domain.kserve import preset_tokens
+
+    return preset_tokens(c)
+
+
+def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Container]:
+    """Init containers (when asked), then app containers; built once per pod template."""
+    found = pod._containers
+    if found is None:
+        spec = pod.spec
+        found = [
+            Container(pod, pod.spec_path + ("initContainers", i), c, True)
+            for i, c in iter_dicts(spec.get("initContainers"))
+        ]
+        found += [
+            Container(pod, pod.spec_path + ("containers", i), c, False) for i, c in iter_dicts(spec.get("containers"))
+        ]
+        pod._containers = found  # lives as long as the pod template (a cycle the GC collects)
+    if include_init:
+        return iter(found)
+    return (c for c in found if not c.init)
+
+
+def all_containers(obj: K8sObject, include_init: bool = True) -> Iterator[Container]:
+    for pod in pod_templates(obj):
+        yield from containers_of(pod, include_init)
+
+
+def volumes(pod: PodTemplate) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Volumes of a pod by name: (index, volume mapping)."""
+    return {str(v.get("name")): (i, v) for i, v in iter_dicts(pod.spec.get("volumes"))}
+
+
+# ---------------------------------------------------------------------------------------
+# Quantities
+# ---------------------------------------------------------------------------------------
+_SUFFIX = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+_QTY_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$")
+
+
+@lru_cache(maxsize=4096)
+def _parse_quantity_str(s: str) -> float | None:
+    m = _QTY_RE.match(s)
+    if not m:
+        return None
+    try:
+        num = Decimal(m.group(1))
+    except InvalidOperation:
+        return None
+    value = float(num * Decimal(_SUFFIX[m.group(2) or ""]))
+    if value != value or value in (float("inf"), float("-inf")):
+        return None  # 1e309 and the like: not a quantity the API server accepts
+    return value
+
+
+def parse_quantity(v: Any) -> float | None:
+    """A Kubernetes quantity (`500m`, `16Gi`, `1e3`, 2) as a float; None when not one."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
+    if isinstance(v, str):
+        return _parse_quantity_str(v)
+    return None
+
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f}{unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+# ---------------------------------------------------------------------------------------
+# Commands and serving args
+# ---------------------------------------------------------------------------------------
+_SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env", "zsh", "/bin/zsh", "dash")
+_VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+@lru_cache(maxsize=4096)
+def _split(s: str) -> tuple[str, ...]:
+    """Shell-like split (cached: every rule re-reads the same scripts)."""
+    return tuple(_split_uncached(s))
+
+
+def _split_uncached(s: str) -> list[str]:
+    try:
+        return shell_split(s)
+    except ValueError:
+        return s.split()
+
+
+# One piece of a POSIX shell word, or what separates words (shlex's whitespace is these four).
+_SH_PIECE = re.compile(r"""([ \t\r\n]+)|(\#[^\n]*)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\\#]+)""", re.S)
+_DQ_ESCAPE = re.compile(r'\\([\\"])')
+
+
+def shell_split(s: str) -> list[str]:
+    """`shlex.split(s, comments=True)`, the same tokens at C speed (shlex reads a character at
+    a time in Python: long `sh -c` scripts made it a visible part of a run). ValueError on
+    an unclosed quote or a trailing backslash, as shlex. tests/test_extract.py compares the
+    two on the corpus and on generated strings."""
+    out: list[str] = []
+    word: list[str] = []
+    in_word = False  # a word is open (it may be empty: `''` is a word)
+    pos, end = 0, len(s)
+    match = _SH_PIECE.match
+    while pos < end:
+        m = match(s, pos)
+        if m is None:
+            raise ValueError("No closing quotation" if s[pos] in "'\"" else "No escaped character")
+        pos = m.end()
+        kind = m.lastindex
+        if kind == 1 or kind == 2:  # whitespace or a comment ends the word
+            if in_word:
+                out.append("".join(word))
+                word, in_word = [], False
+            continue
+        if kind == 4:  # in double quotes a backslash escapes only `"` and `\`
+            piece = m.group(4)
+            word.append(_DQ_ESCAPE.sub(r"\1", piece) if "\\" in piece else piece)
+        else:
+            word.append(m.group(kind))
+        in_word = True
+    if in_word:
+        out.append("".join(word))
+    return out
+
+
+def command_tokens(container: dict[str, Any]) -> list[str]:
+    """`command` + `args` as shell-like tokens, `sh -c` strings split, `$(VAR)` resolved.
+
+    `$(VAR)` references resolve against the container's literal `env` (as the kubelet
+    does). A script given to `sh -c` is split like a shell would (lines and `&&` become
+    separate tokens, which is enough to find flags).
+    """
+    raw = [
+        str(x)
+        for x in as_list(container.get("command")) + as_list(container.get("args"))
+        if isinstance(x, (str, int, float)) and not isinstance(x, bool)
+    ]
+    env = {
+        str(e.get("name")): str(e.get("value"))
+        for e in as_list(container.get("env"))
+        if isinstance(e, dict) and isinstance(e.get("value"), (str, int, float))
+    }
+    if env:
+        raw = [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), t) for t in raw]
+    out: list[str] = []
+    for i, tok in enumerate(raw):
+        if (" " in tok or "\n" in tok) and (
+            (i > 0 and re.fullmatch(r"-[a-z]*c[a-z]*", raw[i - 1]) is not None)
+            or len(raw) == 1
+            or (i > 0 and raw[0] in _SHELLS)
+        ):
+            out.extend(_split(tok.replace("\\\n", " ")))
+        elif (
+            " " in tok
+            and i >= 0
+            and tok.strip().startswith(
+                ("python", "vllm", "torchrun", "deepspeed", "ray ", "serve ", "accelerate", "text-generation")
+            )
+        ):
+            out.extend(_split(tok))
+        else:
+            out.append(tok)
+    return out
+
+
+def flag_value(tokens: Sequence[str], *flags: str) -> str | None:
+    """The value of the last occurrence of any of `flags` (`--x v` or `--x=v`)."""
+    found = None
+    n = len(tokens)
+    for i, tok in enumerate(tokens):
+        for f in flags:
+            if tok == f:
+                if i + 1 < n:
+                    found = tokens[i + 1]
+            elif tok.startswith(f + "="):
+                found = tok[len(f) + 1 :]
+    return found
+
+
+def has_flag(tokens: Sequence[str], *flags: str) -> bool:
+    return any(t in flags or any(t.startswith(f + "=") for f in flags) for t in tokens)
+
+
+def flag_token_index(container: dict[str, Any], *flags: str) -> tuple[str, int] | None:
+    """Where a flag is written: ("command"|"args", index) of the list item holding it."""
+    for key in ("args", "command"):
+        for i, tok in enumerate(as_list(container.get(key))):
+            if not isinstance(tok, str):
+                continue
+            for f in flags:
+                if tok == f or tok.startswith(f + "=") or re.search(rf"(^|\s){re.escape(f)}(=|\s|$)", tok):
+                    return key, i
+    return None
+
+
+SERVING_ENGINES = {
+    "vllm": (
+        re.compile(r"(^|/)vllm[^/:]*(:|$)|vllm-openai|/vllm|vllm-tpu|vllm-neuron|llm-d"),
+        ("vllm", "vllm.entrypoints"),
+    ),
+    "sglang": (re.compile(r"sglang"), ("sglang.launch_server", "sglang")),
+    "tgi": (re.compile(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
+    "triton": (re.compile(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
+    "lmdeploy": (re.compile(r"lmdeploy"), ("lmdeploy",)),
+    "llama.cpp": (re.compile(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
+    "ray-serve": (re.compile(r"$^"), ("serve",)),
+}
+
+
+def serving_engine(c: Container) -> str | None:
+    """Which inference server a container runs: by image or entrypoint (spec decision 3)."""
+    if isinstance(c, Container):
+        return c._cached("serving_engine", lambda: _serving_engine(c))
+    return _serving_engine(c)
+
+
+def _serving_engine(c: Container) -> str | None:
+    image = c.image.lower()
+    toks = c.tokens
+    head = " ".join(toks[:8]).lower()
+    for engine, (img_re, entry) in SERVING_ENGINES.items():
+        if engine == "ray-serve":
+            if re.search(r"(^|\s|/)serve (run|deploy|start)\b", " ".join(toks).lower()):
+                return engine
+            continue
+        if engine == "vllm":
+            if re.search(r"(^|\s|/)vllm serve\b|vllm\.entrypoints", " ".join(toks).lower()):
+                return engine
+            if img_re.search(image) and not any(
+                x in image
+                for x in (
+                    "vllm-router",
+                    "production-stack-router",
+                    "inference-scheduler",
+                    "routing-sidecar",
+                    "llm-d-router",
+                    "latency-predictor",
+                )
+            ):
+                return engine
+            continue
+        if img_re.search(image) or any(e in head for e in entry):
+            return engine
+    return None
+
+
+def model_id(c: Container) -> str | None:
+    """The model a serving container loads: vLLM `--model`/positional, TGI `--model-id`, SGLang `--model-path`."""
+    toks = c.tokens
+    v = flag_value(toks, "--model", "--model-id", "--model-path", "--model_id")
+    if v:
+        return v
+    for i, t in enumerate(toks):
+        if t == "serve" and i > 0 and toks[i - 1].endswith("vllm") and i + 1 < len(toks):
+            nxt = toks[i + 1]
+            if not nxt.startswith("-"):
+                return nxt
+    for name in ("MODEL_ID", "MODEL_NAME", "MODEL"):
+        v = c.env_value(name)
+        if v:
+            return v
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Roles
+# ---------------------------------------------------------------------------------------
+_TRAIN_CMD = re.compile(
+    r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
+    r"torch\.distributed\.launch|mpirun|horovodrun)\b"
+)
+_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+# Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
+_INFRA_AGENT_RE = re.compile(
+    r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
+    r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
+    r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
+    r"azure-pipelines|teleport|tailscale|in-place-restart|restart|efa|neuron|dcgm)[-_]?agent|"
+    r"agent[-_]?(scheduler|injector)"
+)
+
+
+def role_override(pod: PodTemplate) -> str | None:
+    v = pod.all_annotations().get(ROLE_ANNOTATION)
+    return str(v).strip().lower() if v else None
+
+
+def is_accelerator_pod(pod: PodTemplate) -> bool:
+    return any(c.accelerators() for c in pod.containers())
+
+
+def pod_accelerators(pod: PodTemplate) -> dict[str, float]:
+    """Effective per-pod accelerator request: sum of app containers and sidecars, or the
+    largest init container if that is larger."""
+    total: dict[str, float] = {}
+    init_max: dict[str, float] = {}
+    for c in pod.containers():
+        for k, v in c.accelerators().items():
+            if c.init and not c.sidecar:
+                init_max[k] = max(init_max.get(k, 0), v)
+            else:
+                total[k] = total.get(k, 0) + v
+    for k, v in init_max.items():
+        total[k] = max(total.get(k, 0), v)
+    return total
+
+
+def serving_containers(pod: PodTemplate) -> list[tuple[Container, str]]:
+    out = []
+    for c in pod.containers(include_init=False):
+        eng = serving_engine(c)
+        if eng:
+            out.append((c, eng))
+    return out
+
+
+def is_serving_pod(pod: PodTemplate) -> bool:
+    """A pod running an inference server (by image or command), or annotated `serving`."""
+    return pod._cached("serving", lambda: _is_serving_pod(pod))
+
+
+def _is_serving_pod(pod: PodTemplate) -> bool:
+    ov = role_override(pod)
+    if ov:
+        return ov == "serving"
+    if pod.obj.kind == "RayService":
+        return True
+    if pod.obj.kind in KSERVE_LLM_KINDS and pod.role in KSERVE_SERVING_ROLES:
+        return True  # KServe runs vLLM there even when the template names no image
+    return bool(serving_containers(pod))
+
+
+def is_training_pod(pod: PodTemplate) -> bool:
+    """A pod of a training job kind, a GPU batch Job, or one running a launcher (torchrun, ...)."""
+    return pod._cached("training", lambda: _is_training_pod(pod))
+
+
+def _is_training_pod(pod: PodTemplate) -> bool:
+    ov = role_override(pod)
+    if ov:
+        return ov == "training"
+    if pod.obj.kind in (
+        "PyTorchJob",
+        "MPIJob",
+        "TFJob",
+        "XGBoostJob",
+        "PaddleJob",
+        "JAXJob",
+        "TrainJob",
+        "JobSet",
+        "RayJob",
+        "TrainingRuntime",
+        "ClusterTrainingRuntime",
+    ):
+        return pod.role != "submitter" or True
+    if pod.obj.kind in ("Job", "CronJob") and is_accelerator_pod(pod):
+        return True
+    for c in pod.containers(include_init=False):
+        if _TRAIN_CMD.search(" ".join(c.tokens)):
+            return True
+    return False
+
+
+def is_agent_pod(pod: PodTemplate) -> bool:
+    """An AI agent's pod: agent-sandbox kinds, or agent/MCP/sandbox words in its names and
+    labels once infrastructure agents (log shippers, monitoring) are taken out."""
+    return pod._cached("agent", lambda: _is_agent_pod(pod))
+
+
+def _is_agent_pod(pod: PodTemplate) -> bool:
+    ov = role_override(pod)
+    if ov:
+        return ov == "agent"
+    obj = pod.obj
+    if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
+        return True
+    if obj.kind in KSERVE_LLM_KINDS:
+        return False  # model servers and their endpoint picker
+    if obj.kind == "DaemonSet":
+        return False  # node agents (log shippers, device plugins, exporters)
+    names = [
+        obj.name or "",
+        *[
+            f"{k}={v}"
+            for k, v in {**obj.labels, **pod.labels}.items()
+            if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")
+        ],
+    ]
+    for c in pod.containers():
+        names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
+        names.append(c.name)
+    text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
+    return bool(_AGENT_RE.search(text))
+
+
+# ---------------------------------------------------------------------------------------
+# Tolerations and taints (spec decision 18)
+# ---------------------------------------------------------------------------------------
+def toleration_matches(tol: dict[str, Any], taint: dict[str, Any]) -> bool:
+    op = tol.get("operator") or "Equal"
+    key = tol.get("key") or ""
+    effect = tol.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    if op == "Exists":
+        return not key or key == taint.get("key")
+    if key != taint.get("key"):
+        return False
+    tv, xv = str(tol.get("value") or ""), str(taint.get("value") or "")
+    if op == "Equal":
+        return tv == xv
+    if op in ("Lt", "Gt"):
+        try:
+            a, b = int(xv), int(tv)
+        except ValueError:
+            return False
+        return a < b if op == "Lt" else a > b
+    return False
+
+
+def effective_tolerations(pod: PodTemplate, extended_resource_toleration: bool = True) -> list[dict[str, Any]]:
+    """The pod's tolerations plus the ones the ExtendedResourceToleration plugin adds."""
+    tols = [t for t in as_list(pod.spec.get("tolerations")) if isinstance(t, dict)]
+    if extended_resource_toleration:
+        seen = set()
+        for c in pod.containers():
+            for res in list(c.resources("limits")) + list(c.resources("requests")):
+                if "/" in res and not res.startswith(("kubernetes.io/", "hugepages-")) and res not in seen:
+                    q = parse_quantity(c.request(res))
+                    if q is None or q > 0:
+                        seen.add(res)
+                        tols.append({"key": res, "operator": "Exists", "effect": "NoSchedule"})
+    return tols
+
+
+def untolerated(taints: Sequence[dict[str, Any]], tolerations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scheduling taints (NoSchedule/NoExecute) that no toleration matches."""
+    return [
+        t
+        for t in taints
+        if isinstance(t, dict)
+        and t.get("effect") in ("NoSchedule", "NoExecute")
+        and not any(toleration_matches(tol, t) for tol in tolerations)
+    ]
+
+
+def parse_taint(s: str) -> dict[str, Any] | None:
+    """`key[=value]:effect` (the profile's `gpuNodeTaints` form)."""
+    if ":" not in s:
+        return None
+    kv, effect = s.rsplit(":", 1)
+    key, _, value = kv.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+# ---------------------------------------------------------------------------------------
+# Node selection
+# ---------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Requirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def allows(self, value: str | None) -> bool:
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt") and self.values:
+            try:
+                a, b = float(value), float(self.values[0])  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                return False
+            return a > b if op == "Gt" else a < b
+        return True
+
+
+def requirements_from_terms(terms: Any) -> list[Requirement]:
+    out = []
+    for _, r in iter_dicts(terms):
+        key = r.get("key")
+        if not isinstance(key, str):
+            continue
+        vals = tuple(str(v) for v in as_list(r.get("values")))
+        out.append(Requirement(key, str(r.get("operator") or "In"), vals))
+    return out
+
+
+def pod_node_requirements(pod: PodTemplate) -> list[list[Requirement]]:
+    """The pod's node constraints as a disjunction of conjunctions (nodeSelector is ANDed
+    into every required nodeAffinity term)."""
+    spec = pod.spec
+    base = [Requirement(str(k), "In", (str(v),)) for k, v in as_dict(spec.get("nodeSelector")).items()]
+    terms = as_list(
+        get_in(
+            spec, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+        )
+    )
+    out = []
+    for _, term in iter_dicts(terms):
+        out.append(base + requirements_from_terms(term.get("matchExpressions")))
+    return out or [base]
+
+
+@dataclass(slots=True)
+class Profile:
+    """Cluster facts the manifests cannot show (spec section 0 and decision 31)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    DEFAULTS = {
+        "extendedResourceToleration": True,
+        "deschedulerInstalled": False,
+        "autoMode": False,
+        "karpenterVersion": None,
+        "vllmVersion": None,
+        "esoVersion": None,
+        "db.maxConnections": None,
+        "gpuNodeTaints": [],
+        "podSparseNodes": False,
+        "largeScaleNodes": False,
+        "gpuOperatorInstalled": False,
+        "productionNamespaces": [],
+    }
+
+    def get(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        return self.DEFAULTS.get(key)
+
+    def flag(self, key: str) -> bool:
+        v = self.get(key)
+        if isinstance(v, str):
+            return v.strip().lower() in ("1", "true", "yes", "on")
+        return bool(v)

@@ -1,0 +1,185 @@
+"""The AWS accelerator instance table (spec section 11) and the node labels it implies.
+
+Data lives in `data/instances.json`; this module answers "which known types satisfy
+these node requirements" so that rules can compute a pod's target instance set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ailint.core import pkgdata
+from ailint.domain.extract import Requirement
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    type: str
+    family: str
+    size: str
+    accelerator: str
+    manufacturer: str
+    gpu_name: str | None
+    accelerator_name: str | None
+    count: int
+    neuron_cores: int | None
+    memory_mib_per_device: int
+    local_nvme_gb: int
+    efa_max: int
+    vcpu: int
+    memory_gib: int
+    allocatable_cpu_m: int
+    allocatable_memory_mib: int
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu_name is not None
+
+    @property
+    def is_neuron(self) -> bool:
+        return self.accelerator_name is not None
+
+    def labels(self) -> dict[str, str]:
+        """The well-known node labels Karpenter (and Auto Mode) set for this type."""
+        got = _LABELS.get(id(self))
+        if got is None or got[0] is not self:  # built once per type: pool matching asks often
+            got = _LABELS[id(self)] = (self, self._labels())
+        return dict(got[1])
+
+    def _labels(self) -> dict[str, str]:
+        out = {
+            "node.kubernetes.io/instance-type": self.type,
+            "karpenter.k8s.aws/instance-family": self.family,
+            "karpenter.k8s.aws/instance-size": self.size,
+            "karpenter.k8s.aws/instance-cpu": str(self.vcpu),
+            "karpenter.k8s.aws/instance-memory": str(self.memory_gib * 1024),
+            "karpenter.k8s.aws/instance-local-nvme": str(self.local_nvme_gb),
+            "kubernetes.io/arch": "amd64",
+            "karpenter.k8s.aws/instance-category": self.family[0],
+            "karpenter.k8s.aws/instance-generation": "".join(ch for ch in self.family if ch.isdigit())[:1] or "0",
+        }
+        if self.is_gpu:
+            out.update(
+                {
+                    "karpenter.k8s.aws/instance-gpu-name": self.gpu_name or "",
+                    "karpenter.k8s.aws/instance-gpu-count": str(self.count),
+                    "karpenter.k8s.aws/instance-gpu-memory": str(self.memory_mib_per_device),
+                    "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+                }
+            )
+        if self.is_neuron:
+            out.update(
+                {
+                    "karpenter.k8s.aws/instance-accelerator-name": self.accelerator_name or "",
+                    "karpenter.k8s.aws/instance-accelerator-count": str(self.count),
+                    "karpenter.k8s.aws/instance-accelerator-manufacturer": "aws",
+                }
+            )
+        for k, v in list(out.items()):
+            if k.startswith("karpenter.k8s.aws/"):
+                out["eks.amazonaws.com/" + k.split("/", 1)[1]] = v
+        return out
+
+
+_LABELS: dict[int, tuple[InstanceType, dict[str, str]]] = {}  # id -> (the type, its labels)
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, Any]:
+    return pkgdata.load_json("ailint.data", "instances.json")
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, InstanceType]:
+    return {row["type"]: InstanceType(**row) for row in _data()["instances"]}
+
+
+def get(type_name: str) -> InstanceType | None:
+    return table().get(type_name)
+
+
+def blackwell_gpu_names() -> tuple[str, ...]:
+    return tuple(_data()["blackwell_gpu_names"])
+
+
+def blackwell_families() -> tuple[str, ...]:
+    return tuple(_data()["blackwell_families"])
+
+
+# Keys whose values the table can answer; requirements on other keys do not narrow types.
+INSTANCE_KEYS = {
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    *(
+        p + s
+        for p in ("karpenter.k8s.aws/", "eks.amazonaws.com/")
+        for s in (
+            "instance-family",
+            "instance-size",
+            "instance-gpu-name",
+            "instance-gpu-count",
+            "instance-gpu-memory",
+            "instance-gpu-manufacturer",
+            "instance-accelerator-name",
+            "instance-accelerator-count",
+            "instance-accelerator-manufacturer",
+            "instance-local-nvme",
+            "instance-cpu",
+            "instance-memory",
+            "instance-category",
+            "instance-generation",
+        )
+    ),
+}
+ACCELERATOR_LABEL_PREFIXES = tuple(
+    p + s for p in ("karpenter.k8s.aws/", "eks.amazonaws.com/") for s in ("instance-gpu-", "instance-accelerator-")
+)
+
+
+def constrains_types(reqs: Iterable[Requirement]) -> bool:
+    return any(r.key in INSTANCE_KEYS for r in reqs)
+
+
+def matching_types(reqs: Iterable[Requirement]) -> set[str] | None:
+    """Known types satisfying every requirement on instance keys; None when none constrain.
+
+    Types outside the table are unknown to ailint, so the result is "which of the known
+    accelerator types fit"; callers treat an empty set with care (the pool may allow only
+    unknown types).
+    """
+    reqs = [r for r in reqs if r.key in INSTANCE_KEYS]
+    if not reqs:
+        return None
+    key = tuple((r.key, r.operator, r.values) for r in reqs)
+    hit = _MATCHING.get(key)
+    if hit is None:
+        if len(_MATCHING) > 4096:
+            _MATCHING.clear()
+        hit = _MATCHING[key] = _matching_types(reqs)
+    return set(hit)
+
+
+_MATCHING: dict[tuple[Any, ...], frozenset[str]] = {}  # requirements -> types (pools repeat them)
+
+
+def _matching_types(reqs: list[Requirement]) -> frozenset[str]:
+    out = set()
+    for it in table().values():
+        labels = it.labels()
+        if labels.get("node.kubernetes.io/instance-type"):
+            labels["beta.kubernetes.io/instance-type"] = it.type
+        if all(r.allows(labels.get(r.key)) for r in reqs):
+            out.add(it.type)
+    return frozenset(out)
+
+
+def names_unknown_type(reqs: Iterable[Requirement]) -> bool:
+    """True when an `instance-type In [...]` requirement lists a type not in the table."""
+    for r in reqs:
+        if r.key in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type") and r.operator == "In":
+            if any(v not in table() for v in r.values):
+                return True
+    return False

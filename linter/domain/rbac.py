@@ -1,0 +1,339 @@
+"""RBAC resolution: which permissions reach an agent pod's ServiceAccount.
+
+A pod runs as `spec.serviceAccountName` (or the deprecated `serviceAccount`), else
+`default`, in its own namespace. A RoleBinding grants its `roleRef` (a Role of its own
+namespace, or a ClusterRole scoped to that namespace) to its subjects; a ClusterRoleBinding
+grants a ClusterRole cluster-wide. A ServiceAccount subject's namespace defaults to the
+RoleBinding's; the groups `system:serviceaccounts`, `system:serviceaccounts:<ns>` and
+`system:authenticated` include every ServiceAccount (of that namespace).
+
+Rules are classified per spec decisions 12 and 20 (SEC001): wildcards, escalation verbs,
+exec/attach/port-forward and `nodes/proxy`, `serviceaccounts/token` create, writes on
+workloads, nodes, namespaces, network policies, secrets and RBAC, and secret reads are errors;
+cluster-wide `pods/log` reads are warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.domain.extract import POD_KINDS, PodTemplate, is_agent_pod, pod_templates, role_override
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+BUILTIN_BROAD_ROLES = {
+    "cluster-admin": "every verb on every resource",
+    "admin": "write access to workloads, RBAC and secrets of a namespace",
+    "edit": "write access to workloads and read access to secrets",
+}
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+READ_VERBS = ("get", "list", "watch")
+ESCALATION_VERBS = ("escalate", "bind", "impersonate")
+# resource -> API groups it lives in (a write on it is an error)
+SENSITIVE_WRITES = {
+    "deployments": ("apps", "extensions"),
+    "statefulsets": ("apps",),
+    "daemonsets": ("apps", "extensions"),
+    "replicasets": ("apps", "extensions"),
+    "pods": ("",),
+    "jobs": ("batch",),
+    "cronjobs": ("batch",),
+    "nodes": ("",),
+    "namespaces": ("",),
+    "networkpolicies": ("networking.k8s.io", "extensions"),
+    "secrets": ("",),
+    "serviceaccounts": ("",),
+}
+EXEC_SUBRESOURCES = ("pods/exec", "pods/attach", "pods/portforward", "nodes/proxy")
+SANDBOX_KINDS = ("Sandbox", "SandboxTemplate")
+
+
+# ---------------------------------------------------------------------------------------
+# Agent workloads
+# ---------------------------------------------------------------------------------------
+_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+# Infrastructure "agents" (telemetry, security, node and CI agents) are not AI agents.
+_INFRA_AGENT_RE = re.compile(
+    r"(datadog|dd|cloudwatch|cwagent|fluent[a-z-]*|otel|opentelemetry|adot|newrelic|nri|dynatrace|oneagent|splunk|"
+    r"elastic|filebeat|metricbeat|grafana|alloy|jaeger|zipkin|xray|x-ray|node|host|ssm|pod-identity|spire|vault|"
+    r"consul|teleport|kube|falcon|crowdstrike|sysdig|wiz|aqua|twistlock|prisma|lacework|instana|appdynamics|"
+    r"signalfx|sumologic|loki|promtail|vector|velero|calico|cilium|istio|linkerd|gitlab|github|buildkite|jenkins|"
+    r"azure|drone|tekton|ci|runner|build|ecs|nvidia|dcgm|neuron|efa|gpu|honeycomb|lightstep|coralogix|logzio|"
+    r"chaos|litmus|osquery|wazuh|qualys|tenable|snyk|trivy|kubescape|monitoring|metrics|logging|log|telemetry|"
+    r"tracing|trace|apm|security|backup|network|csi|storage|cluster|health|scheduler|system)[-_.]?agents?"
+    r"|agent[-_.]?(injector|exporter|operator-webhook)",
+    re.I,
+)
+
+
+def _agent_token(text: str) -> bool:
+    return bool(_AGENT_RE.search(_INFRA_AGENT_RE.sub(" ", text.lower())))
+
+
+def sandbox_templates(obj: K8sObject) -> Iterator[PodTemplate]:
+    """agent-sandbox `Sandbox`/`SandboxTemplate`: `spec.podTemplate {metadata, spec}`."""
+    if obj.kind in SANDBOX_KINDS and isinstance(obj.get("spec", "podTemplate", "spec"), dict):
+        yield PodTemplate(obj, ("spec", "podTemplate", "spec"), ("spec", "podTemplate", "metadata"), "", 1)
+
+
+def agent_templates(obj: K8sObject) -> Iterator[PodTemplate]:
+    """Pod templates of `obj` that run an AI agent (spec section 0, minus node and telemetry agents)."""
+    if obj.kind in SANDBOX_KINDS:
+        yield from sandbox_templates(obj)
+        return
+    if obj.kind not in POD_KINDS:
+        return
+    for pod in pod_templates(obj):
+        ov = role_override(pod)
+        if ov:
+            if ov == "agent":
+                yield pod
+            continue
+        if obj.kind == "DaemonSet" or not is_agent_pod(pod):
+            continue
+        names = [
+            obj.name or "",
+            *[
+                f"{k}={v}"
+                for k, v in {**obj.labels, **pod.labels}.items()
+                if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")
+            ],
+        ]
+        for c in pod.containers():
+            names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
+            names.append(c.name)
+        if any(_agent_token(n) for n in names):
+            yield pod
+
+
+def service_account(pod: PodTemplate) -> tuple[str, str]:
+    """(namespace, name) of the ServiceAccount the pod runs as."""
+    spec = pod.spec
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    return pod.obj.namespace or "default", str(name)
+
+
+@dataclass(frozen=True)
+class AgentPod:
+    obj: K8sObject
+    pod: PodTemplate
+    sa: tuple[str, str]
+
+    @property
+    def label(self) -> str:
+        o = self.obj
+        return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
+
+
+def agent_pods(ctx: Any) -> list[AgentPod]:
+    cached = getattr(ctx, "_ailint_agent_pods", None)
+    if cached is not None:
+        return cached
+    out = []
+    for o in ctx.objects:
+        for pod in agent_templates(o):
+            out.append(AgentPod(o, pod, service_account(pod)))
+    try:
+        ctx._ailint_agent_pods = out
+    except AttributeError:
+        pass
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Bindings
+# ---------------------------------------------------------------------------------------
+def is_binding(obj: K8sObject) -> bool:
+    return obj.kind in ("RoleBinding", "ClusterRoleBinding") and obj.group == RBAC_GROUP
+
+
+def is_role(obj: K8sObject) -> bool:
+    return obj.kind in ("Role", "ClusterRole") and obj.group == RBAC_GROUP
+
+
+def subject_covers(binding: K8sObject, subject: dict[str, Any], sa: tuple[str, str]) -> bool:
+    ns, name = sa
+    kind = subject.get("kind")
+    if kind == "ServiceAccount":
+        sns = subject.get("namespace") or (binding.namespace or "default" if binding.kind == "RoleBinding" else None)
+        return str(subject.get("name")) == name and sns == ns
+    if kind == "Group":
+        g = str(subject.get("name"))
+        return g in ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated")
+    if kind == "User":
+        return str(subject.get("name")) == f"system:serviceaccount:{ns}:{name}"
+    return False
+
+
+def binding_grants_to(binding: K8sObject, sa: tuple[str, str]) -> bool:
+    if binding.kind == "RoleBinding" and (binding.namespace or "default") != sa[0]:
+        return False
+    return any(subject_covers(binding, s, sa) for _, s in iter_dicts(binding.get("subjects")))
+
+
+def bindings_for(ctx: Any, sa: tuple[str, str]) -> list[K8sObject]:
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _bindings_for(ctx, sa)
+    # once per ServiceAccount per run: SEC001 asks for every agent of every binding
+    by_sa = memo("rbac.bindings_for", dict)
+    got = by_sa.get(sa)
+    if got is None:
+        got = by_sa[sa] = _bindings_for(ctx, sa)
+    return list(got)
+
+
+def _bindings_for(ctx: Any, sa: tuple[str, str]) -> list[K8sObject]:
+    return [b for b in ctx.of_kind("RoleBinding", "ClusterRoleBinding") if is_binding(b) and binding_grants_to(b, sa)]
+
+
+def role_ref(binding: K8sObject) -> tuple[str, str]:
+    ref = as_dict(binding.get("roleRef"))
+    return str(ref.get("kind") or ""), str(ref.get("name") or "")
+
+
+def resolve_role(ctx: Any, binding: K8sObject) -> K8sObject | None:
+    kind, name = role_ref(binding)
+    if kind == "Role":
+        ns = binding.namespace or "default"
+        for r in ctx.of_kind("Role"):
+            if is_role(r) and r.name == name and (r.namespace or "default") == ns:
+                return r
+    elif kind == "ClusterRole":
+        for r in ctx.of_kind("ClusterRole"):
+            if is_role(r) and r.name == name:
+                return r
+    return None
+
+
+def bindings_of_role(ctx: Any, role: K8sObject) -> list[K8sObject]:
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _bindings_of_role(ctx.of_kind("RoleBinding", "ClusterRoleBinding"), role)
+
+    def index() -> dict[tuple[str, str], list[K8sObject]]:
+        by_ref: dict[tuple[str, str], list[K8sObject]] = {}
+        for b in ctx.of_kind("RoleBinding", "ClusterRoleBinding"):
+            if is_binding(b):
+                by_ref.setdefault(role_ref(b), []).append(b)
+        return by_ref
+
+    # bindings indexed by roleRef once per run, instead of a scan per Role
+    return _bindings_of_role(memo("rbac.bindings_by_role_ref", index).get((role.kind, str(role.name or "")), ()), role)
+
+
+def _bindings_of_role(bindings: Any, role: K8sObject) -> list[K8sObject]:
+    out = []
+    for b in bindings:
+        if not is_binding(b):
+            continue
+        kind, name = role_ref(b)
+        if kind != role.kind or name != role.name:
+            continue
+        if kind == "Role" and (b.namespace or "default") != (role.namespace or "default"):
+            continue
+        out.append(b)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Classifying a rule
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grant:
+    """One overbroad permission in a rule: severity, what it allows, the field it comes from."""
+
+    severity: Severity
+    what: str  # "`*` verbs on `*`", "create on pods/exec", ...
+    field: str  # "verbs" or "resources"
+    cluster_scope_only: bool = False  # only overbroad when granted cluster-wide (pods/log)
+
+
+def _strs(v: Any) -> list[str]:
+    return [str(x) for x in as_list(v) if isinstance(x, (str, int, float)) and not isinstance(x, bool)]
+
+
+def _in_group(groups: list[str], wanted: tuple[str, ...]) -> bool:
+    return "*" in groups or any(g in wanted for g in groups)
+
+
+def classify_rule(rule: dict[str, Any]) -> list[Grant]:
+    """Overbroad grants of one PolicyRule, most severe first (pods/log last)."""
+    verbs = [v.lower() for v in _strs(rule.get("verbs"))]
+    resources = _strs(rule.get("resources"))
+    groups = _strs(rule.get("apiGroups")) if "apiGroups" in rule else [""]
+    names = _strs(rule.get("resourceNames"))
+    if not resources or not verbs:
+        return []  # nonResourceURLs rules and empty rules
+    out: list[Grant] = []
+    vtext = ", ".join(verbs)
+    if "*" in verbs:
+        out.append(Grant(Severity.ERROR, f"`*` verbs on {', '.join(resources)}", "verbs"))
+    if "*" in resources:
+        out.append(Grant(Severity.ERROR, f"{vtext} on `*` resources", "resources"))
+    esc = [v for v in verbs if v in ESCALATION_VERBS]
+    if esc:
+        out.append(Grant(Severity.ERROR, f"the escalation verb{'s' if len(esc) > 1 else ''} {', '.join(esc)}", "verbs"))
+    for sub in EXEC_SUBRESOURCES:
+        if sub in resources and _in_group(groups, ("",)):
+            out.append(Grant(Severity.ERROR, f"{vtext} on {sub}", "resources"))
+    if "serviceaccounts/token" in resources and ("create" in verbs or "*" in verbs):
+        out.append(Grant(Severity.ERROR, "create on serviceaccounts/token", "resources"))
+    writes = [v for v in verbs if v in WRITE_VERBS]
+    if writes:
+        hit = []
+        for res in resources:
+            base, _, sub = res.partition("/")
+            if sub in ("log", "status", "token", "exec", "attach", "portforward", "proxy"):
+                continue
+            if (base == "*" and sub == "scale") or (
+                base in SENSITIVE_WRITES and _in_group(groups, SENSITIVE_WRITES[base])
+            ):
+                hit.append(res)
+        if RBAC_GROUP in groups:
+            hit.extend(r for r in resources if r not in hit)
+        if hit:
+            out.append(Grant(Severity.ERROR, f"{', '.join(writes)} on {', '.join(dict.fromkeys(hit))}", "verbs"))
+    reads = [v for v in verbs if v in READ_VERBS]
+    if reads and "secrets" in resources and _in_group(groups, ("",)):
+        if not (names and set(reads) <= {"get"}):
+            out.append(Grant(Severity.ERROR, f"{', '.join(reads)} on secrets", "resources"))
+    if reads and "pods/log" in resources and _in_group(groups, ("",)):
+        out.append(Grant(Severity.WARNING, f"{', '.join(reads)} on pods/log", "resources", cluster_scope_only=True))
+    return out
+
+
+def automount_disabled(pod: PodTemplate, ctx: Any) -> bool:
+    """The pod gets no API token: `automountServiceAccountToken: false` on the pod, or on its
+    ServiceAccount when the pod does not set it."""
+    v = pod.spec.get("automountServiceAccountToken")
+    if v is not None:
+        return v is False
+    ns, name = service_account(pod)
+    for sa in ctx.of_kind("ServiceAccount"):
+        if sa.name == name and (sa.namespace or "default") == ns:
+            return sa.get("automountServiceAccountToken") is False
+    return False
+
+
+__all__ = [
+    "BUILTIN_BROAD_ROLES",
+    "AgentPod",
+    "Grant",
+    "agent_pods",
+    "agent_templates",
+    "automount_disabled",
+    "binding_grants_to",
+    "bindings_for",
+    "bindings_of_role",
+    "classify_rule",
+    "is_binding",
+    "is_role",
+    "resolve_role",
+    "role_ref",
+    "sandbox_templates",
+    "service_account",
+]

@@ -1,0 +1,410 @@
+"""The command line: `ailint check`, `rules`, `rule`, `webhook serve` (spec/cli.md).
+
+Exit codes: 0 clean, 1 findings at or above `--fail-on`, 2 usage, config or internal
+error (one line; the traceback only with `--debug`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+from ailint import __version__
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"ailint: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _csv(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="ailint", message="%(prog)s %(version)s")
+def cli() -> None:
+    """ailint: lint the Kubernetes, Karpenter and Ray YAML that runs AI workloads."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Output format (default: text; github when GITHUB_ACTIONS=true).",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Write the report to FILE.")
+@click.option("--select", multiple=True, help="Codes, prefixes or names to enable (comma-separated).")
+@click.option("--ignore", multiple=True, help="Codes, prefixes or names to disable (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Add to the configured selection.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info", "never"]),
+    default=None,
+    help="Lowest severity that makes the exit code 1 (default: warning).",
+)
+@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (implies --fix unless --diff).")
+@click.option("--diff", is_flag=True, help="Print fixes as a unified diff; change nothing.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file to use.")
+@click.option("--no-config", is_flag=True, help="Ignore config files.")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Report only findings not in this baseline.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Write current findings as a baseline.")
+@click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Cluster-profile setting.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: cores).")
+@click.option("--stdin-filename", help="File name to report for standard input.")
+@click.option("--kube-version", default=None, help="Kubernetes version for schema validation (default 1.33).")
+@click.option("--no-schema", is_flag=True, help="Skip schema validation (SCH).")
+@click.option("--color/--no-color", default=None, help="Force colour on or off in text output.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def check(
+    paths: tuple[str, ...],
+    fmt: str | None,
+    output: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    fail_on: str | None,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    config_file: str | None,
+    no_config: bool,
+    baseline: str | None,
+    write_baseline: str | None,
+    set_pairs: tuple[str, ...],
+    jobs: int | None,
+    stdin_filename: str | None,
+    kube_version: str | None,
+    no_schema: bool,
+    color: bool | None,
+    debug: bool,
+) -> None:
+    """Lint files and folders (recursive *.yaml, *.yml, *.json); `-` reads standard input."""
+    try:
+        code = _check(**locals())
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("ailint: interrupted", err=True)
+        code = 130
+    except Exception as exc:
+        if debug:
+            raise
+        click.echo(
+            f"ailint: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug; please report it with the input (rerun with --debug for the traceback).",
+            err=True,
+        )
+        code = 2
+    sys.exit(code)
+
+
+def _check(
+    paths: tuple[str, ...],
+    fmt: str | None,
+    output: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    fail_on: str | None,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    config_file: str | None,
+    no_config: bool,
+    baseline: str | None,
+    write_baseline: str | None,
+    set_pairs: tuple[str, ...],
+    jobs: int | None,
+    stdin_filename: str | None,
+    kube_version: str | None,
+    no_schema: bool,
+    color: bool | None,
+    debug: bool,
+) -> int:
+    import gc
+
+    from ailint.engine import registry
+    from ailint.engine.config import ConfigError, load_settings, parse_set
+    from ailint.engine.run import exit_code, lint
+
+    # A run allocates millions of small, long-lived, acyclic objects: collecting every 700
+    # allocations is wasted work (about 5% of a corpus run).
+    gc.set_threshold(10_000, 10, 10)
+
+    try:
+        settings = load_settings(config_file, no_config)
+        settings.profile = parse_set(set_pairs, settings.profile)
+    except ConfigError as exc:
+        _fail(str(exc))
+    sel = _csv(select)
+    ign = _csv(ignore)
+    ext = _csv(extend_select)
+    for s in sel + ign + ext:
+        if s.upper() != "ALL" and not registry.is_known_selector(s):
+            _fail(f"unknown rule code, prefix or name: {s!r} (see `ailint rules`)")
+    if sel:
+        settings.select = sel
+    settings.ignore = settings.ignore + ign
+    settings.extend_select = settings.extend_select + ext
+    if fail_on:
+        settings.fail_on = fail_on
+    if kube_version:
+        settings.kube_version = kube_version
+    if no_schema:
+        settings.schema = False
+    if fmt is None:
+        fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    stdin_text = None
+    if "-" in paths:
+        data = sys.stdin.buffer.read()
+        from ailint.engine.load import decode
+
+        text, problem = decode(data, stdin_filename or "-")
+        stdin_text = text if problem is None else ""
+    files = [p for p in paths if p != "-"]
+    if jobs is None:
+        jobs = 1 if len(paths) == 1 and os.path.isfile(paths[0]) else (os.cpu_count() or 1)
+    fixing = fix or unsafe_fixes or diff  # fixes rewrite files: keep every text in memory
+    result = lint(
+        list(paths) or ["."],
+        settings,
+        stdin_text=stdin_text,
+        stdin_filename=stdin_filename,
+        debug=debug,
+        jobs=jobs,
+        bounded=False if fixing else None,
+    )
+    del files
+    if fix or unsafe_fixes or diff:
+        from ailint.fix.apply import run_fixes
+
+        result, fix_messages = run_fixes(
+            result,
+            settings,
+            unsafe=unsafe_fixes,
+            diff_only=diff,
+            lint_again=lambda: lint(
+                list(paths) or ["."],
+                settings,
+                stdin_text=stdin_text,
+                stdin_filename=stdin_filename,
+                debug=debug,
+                jobs=jobs,
+                bounded=False,
+            ),
+        )
+        for msg in fix_messages:
+            click.echo(msg, err=not diff or msg.startswith("ailint:"))
+    if baseline:
+        from ailint.engine import baseline as bl
+
+        try:
+            known = bl.read(baseline)
+        except (OSError, ValueError) as exc:
+            _fail(f"{baseline}: cannot read baseline: {exc}")
+        kept = [f for f in result.findings if bl.fingerprint(f) not in known]
+        result.suppressed.extend(f for f in result.findings if bl.fingerprint(f) in known)
+        result.findings = kept
+    if write_baseline:
+        from ailint.engine import baseline as bl
+
+        n = bl.write(write_baseline, result.findings)
+        click.echo(f"ailint: wrote {n} fingerprints to {write_baseline}", err=True)
+    rendered, is_rich = _render(result, fmt, color if not diff else False, output)
+    # with --diff, standard output carries the patch alone (pipe it to `git apply`);
+    # the report goes to --output, or to standard error
+    _emit(rendered, output, is_rich, to_stderr=diff)
+    return exit_code(result.findings, settings.fail_on)
+
+
+def _render(result: Any, fmt: str, color: bool | None, output: str | None) -> tuple[str, bool]:
+    if fmt == "json":
+        from ailint.report import json as rep
+    elif fmt == "sarif":
+        from ailint.report import sarif as rep  # type: ignore[no-redef]
+    elif fmt == "github":
+        from ailint.report import github as rep  # type: ignore[no-redef]
+    else:
+        from ailint.report import text as rep  # type: ignore[no-redef]
+
+        use_color = (
+            color
+            if color is not None
+            else (output in (None, "-") and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+        )
+        return rep.render(result, color=bool(use_color)), bool(use_color)
+    return rep.render(result), False
+
+
+def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False) -> None:
+    if output and output != "-":
+        import tempfile
+
+        d = os.path.dirname(os.path.abspath(output))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".ailint-", dir=d)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, output)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+        return
+    if to_stderr:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    elif is_rich:
+        from ailint.report.text import print_rich
+
+        print_rich(text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+@cli.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def rules_cmd(fmt: str) -> None:
+    """List every rule."""
+    from ailint.engine.registry import all_rules
+
+    rows = []
+    for reg in all_rules().values():
+        r = reg.rule
+        rows.append(
+            {
+                "code": r.code,
+                "name": r.name,
+                "family": r.family,
+                "severity": r.severity.value,
+                "fix": r.fix.value,
+                "summary": r.summary,
+            }
+        )
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    w = max((len(r["name"]) for r in rows), default=10)
+    for r in rows:
+        fixmark = {"always": "fix", "sometimes": "fix?", "never": ""}[r["fix"]]
+        click.echo(f"{r['code']}  {r['name']:<{w}}  {r['severity']:<7}  {fixmark:<4}  {r['summary']}")
+
+
+@cli.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Show a rule's full documentation (by code or name)."""
+    from ailint.engine.registry import find_rule
+
+    reg = find_rule(code)
+    if reg is None:
+        _fail(f"no rule {code!r} (see `ailint rules`)")
+        return
+    r = reg.rule
+    click.echo(f"{r.code} {r.name} ({r.severity.value}; fix: {r.fix.value}; scope: {r.scope.value})\n")
+    click.echo(r.summary + "\n")
+    if r.kinds and r.kinds != ("*",):
+        click.echo("Kinds: " + ", ".join(r.kinds) + "\n")
+    click.echo(reg.doc)
+
+
+@cli.group()
+def webhook() -> None:
+    """The dry-run admission webhook."""
+
+
+@webhook.command("serve")
+@click.option("--host", default="0.0.0.0", show_default=True)
+@click.option("--port", default=8443, show_default=True, type=int)
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False))
+@click.option("--insecure-http", is_flag=True, help="Serve plain HTTP (local tests only).")
+@click.option("--enforce", is_flag=True, help="Deny requests with error findings (default: warn only).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Worker processes sharing the port (pre-fork); 0 = one per usable CPU.",
+)
+def webhook_serve(
+    host: str,
+    port: int,
+    tls_cert: str | None,
+    tls_key: str | None,
+    insecure_http: bool,
+    enforce: bool,
+    config_file: str | None,
+    workers: int,
+) -> None:
+    """Serve POST /validate for admission.k8s.io/v1 AdmissionReview requests."""
+    from ailint.doors.webhook import serve
+
+    if not insecure_http and not (tls_cert and tls_key):
+        _fail("--tls-cert and --tls-key are required (or --insecure-http for local tests)")
+    sys.exit(
+        serve(
+            host=host,
+            port=port,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            insecure_http=insecure_http,
+            enforce=enforce,
+            config_file=config_file,
+            workers=workers,
+        )
+    )
+
+
+def main() -> None:
+    """The console entry point: run the command, then leave without tearing the heap down.
+
+    A run ends holding every parsed object; the interpreter's orderly shutdown frees them
+    one by one (about 35 ms of a 0.3 s one-file run, more on a large tree) for nothing.
+    Output is flushed and atexit handlers run (worker pools, temp files) before `os._exit`.
+    """
+    try:
+        cli(prog_name="ailint")
+        code: Any = 0
+    except SystemExit as stop:
+        code = stop.code
+    _fast_exit(code)
+
+
+def _fast_exit(code: Any) -> None:
+    import atexit
+
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints the message, exit 1
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `ailint check . | head`: the reader left; say nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = code or 1
+    except Exception:
+        code = code or 1
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

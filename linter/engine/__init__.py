@@ -1,0 +1,1 @@
+"""The engine: sources, loading, the run pipeline, registry and selection, suppression, baseline, config."""

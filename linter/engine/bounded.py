@@ -1,0 +1,239 @@
+"""Bounded memory: what a file keeps after its single-object rules have run.
+
+A run keeps every object until the cross-resource (bundle) rules have seen them all. The
+data of an object is what those rules read, but two other parts are only needed for the
+few objects and files that get a finding:
+
+- the position table (path -> span, about twice the size of the data), and
+- the source text (kept for fixes, suppressions and the reporters).
+
+`spill(fr)` drops both once a file's object rules are done: the position table becomes a
+`LazyPositions` that re-parses the file the first time a span or an edit needs it, and the
+text is re-read from disk on first use (checked against a CRC of the text that was parsed,
+so a file changed during the run is an error, never a wrong span or fix). Re-parsed tables
+and re-read texts live in small LRU caches, so memory stays bounded however many files the
+run has. Standard input is never spilled (it cannot be read twice).
+
+Spilling never changes a result: the re-parse is the same deterministic parse of the same
+text, and the tables it yields are identical (tests/test_bounded.py compares full runs).
+"""
+
+from __future__ import annotations
+
+import marshal
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from ailint.core.model import FileResult, K8sObject, Path, Pos, SourceFile
+
+# How many re-read texts and re-parsed files stay in memory at once. Bundle rules and the
+# reporters work through findings file by file, so a small window has a high hit rate.
+TEXT_CACHE = 32
+TABLE_CACHE = 16
+
+_TEXT_SLOT = SourceFile.text  # the `text` slot of SourceFile (a member descriptor)
+
+
+class FileChangedError(RuntimeError):
+    """A spilled file is no longer the text that was parsed."""
+
+
+class _TextRef:
+    """Stands in the `text` slot of a spilled SourceFile: how to get the text back."""
+
+    __slots__ = ("crc", "length")
+
+    def __init__(self, text: str) -> None:
+        self.crc = _crc(text)
+        self.length = len(text)
+
+
+def _crc(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+# id -> (source, its _TextRef) of spilled sources whose text is loaded right now
+_TEXTS: OrderedDict[int, tuple[SpilledSource, _TextRef]] = OrderedDict()
+
+
+class SpilledSource(SourceFile):
+    """A SourceFile whose text is read back from disk when it is needed (same layout)."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        value = _TEXT_SLOT.__get__(self, SourceFile)
+        if value.__class__ is str:
+            return value
+        return _reload(self, value)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        _TEXT_SLOT.__set__(self, value)
+
+    def __reduce__(self) -> Any:  # to a worker's parent: the reference, never the text
+        value = _TEXT_SLOT.__get__(self, SourceFile)
+        hit = _TEXTS.get(id(self))
+        ref = hit[1] if hit is not None and hit[0] is self else value
+        if ref.__class__ is str:
+            ref = _TextRef(ref)
+        return (_restore, (self.path, self.display, ref, self.template_paths))
+
+
+def _restore(path: str, display: str, ref: _TextRef, template_paths: dict[int, str]) -> SpilledSource:
+    src = SpilledSource.__new__(SpilledSource)
+    src.path, src.display, src.template_paths, src._line_starts = path, display, template_paths, None
+    _TEXT_SLOT.__set__(src, ref)
+    return src
+
+
+def _reload(src: SpilledSource, ref: _TextRef) -> str:
+    from ailint.engine.load import decode
+
+    try:
+        with open(src.path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise FileChangedError(
+            f"{src.display}: cannot read it again ({exc.strerror or exc}); was it removed during the run?"
+        ) from exc
+    text, problem = decode(raw, src.display)
+    if text is None or problem is not None or len(text) != ref.length or _crc(text) != ref.crc:
+        raise FileChangedError(f"{src.display} changed while ailint was running; run it again")
+    _TEXT_SLOT.__set__(src, text)
+    _TEXTS[id(src)] = (src, ref)
+    while len(_TEXTS) > TEXT_CACHE:
+        _, (old, old_ref) = _TEXTS.popitem(last=False)
+        _TEXT_SLOT.__set__(old, old_ref)
+        old._line_starts = None
+    return text
+
+
+class _FileTables:
+    """Re-parses one spilled file on demand and hands out its objects' position tables."""
+
+    __slots__ = ("count", "limits", "source")
+
+    def __reduce__(self) -> Any:
+        return (_FileTables, (self.source, self.limits, self.count))
+
+    def __init__(self, source: SourceFile, limits: Any, count: int) -> None:
+        self.source = source
+        self.limits = limits
+        self.count = count
+
+    def table(self, index: int) -> dict[Path, Pos]:
+        key = id(self)
+        hit = _TABLES.get(key)
+        if hit is None or hit[0] is not self:
+            from ailint.engine.load import load_text
+
+            fr = load_text(SourceFile(self.source.path, self.source.display, self.source.text), self.limits)
+            if len(fr.objects) != self.count:
+                raise FileChangedError(
+                    f"{self.source.display}: re-parsing gave {len(fr.objects)} objects, not {self.count}"
+                )
+            hit = _TABLES[key] = (self, [o.positions for o in fr.objects])
+            while len(_TABLES) > TABLE_CACHE:
+                _TABLES.popitem(last=False)
+        else:
+            _TABLES.move_to_end(key)
+        return hit[1][index]
+
+
+_TABLES: OrderedDict[int, tuple[_FileTables, list[dict[Path, Pos]]]] = OrderedDict()
+
+
+class LazyPositions(dict):  # type: ignore[type-arg]
+    """An object's position table, read back when it is first needed.
+
+    From a re-parse of the file (`spill`): every read goes through the small cache of
+    re-parsed files, so tables come and go and memory stays bounded. From a marshalled copy
+    (`pack`, a `--jobs` worker's result): unpacked into this dict on first read.
+    """
+
+    __slots__ = ("_file", "_index")
+
+    def __init__(self, file: _FileTables | bytes, index: int) -> None:
+        super().__init__()
+        self._file: _FileTables | bytes | None = file
+        self._index = index
+
+    def _t(self) -> dict[Path, Pos]:
+        f = self._file
+        if f is None:
+            return self
+        if f.__class__ is bytes:
+            dict.update(self, marshal.loads(f))
+            self._file = None
+            return self
+        return f.table(self._index)  # type: ignore[union-attr]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self._t(), key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self._t(), key)
+
+    def __contains__(self, key: Any) -> bool:
+        return dict.__contains__(self._t(), key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return dict.__iter__(self._t())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._t())
+
+    def keys(self):  # type: ignore[override]
+        return dict.keys(self._t())
+
+    def values(self):  # type: ignore[override]
+        return dict.values(self._t())
+
+    def items(self):  # type: ignore[override]
+        return dict.items(self._t())
+
+    def copy(self) -> dict[Path, Pos]:
+        return dict(dict.items(self._t()))
+
+    def __reduce__(self) -> Any:  # a worker sends the promise, not the table
+        if self._file is not None:
+            return (LazyPositions, (self._file, self._index))
+        return (dict, (dict(dict.items(self)),))
+
+
+def spill(fr: FileResult, limits: Any) -> None:
+    """Drop the position tables and the text of a file whose object rules have run."""
+    src = fr.source
+    if src is None or src.is_stdin or not fr.objects or src.__class__ is not SourceFile:
+        return
+    tables = _FileTables(src, limits, len(fr.objects))
+    for i, obj in enumerate(fr.objects):
+        obj.positions = LazyPositions(tables, i)
+    text = _TEXT_SLOT.__get__(src, SourceFile)
+    src.__class__ = SpilledSource
+    _TEXT_SLOT.__set__(src, _TextRef(text))
+    src._line_starts = None
+
+
+def pack(fr: FileResult) -> None:
+    """Marshal the position tables of a worker's file: the parent unpacks only those it reads.
+
+    Pickling and unpickling the tables cost more than the rest of a file's result; marshal
+    is several times faster and the parent needs the tables of few objects (their findings).
+    """
+    for obj in fr.objects:
+        if obj.positions.__class__ is dict:
+            obj.positions = LazyPositions(marshal.dumps(obj.positions), 0)
+
+
+def spilled(obj: K8sObject) -> bool:
+    return isinstance(obj.positions, LazyPositions)
+
+
+def clear_caches() -> None:
+    _TEXTS.clear()
+    _TABLES.clear()

@@ -1,0 +1,184 @@
+"""Configuration: discovery, validation against `schemas/config.schema.json`, merging.
+
+`.ailint.yaml` (or `.ailint.yml`) or `[tool.ailint]` in `pyproject.toml`, searched from
+the current folder upwards; `--config FILE` names one, `--no-config` skips them. Command
+line options win over the file. Errors name the file and the bad key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ailint.core import pkgdata
+from ailint.core.model import Severity
+from ailint.domain.extract import Profile
+from ailint.engine.load import Limits
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the CLI prints it and exits 2."""
+
+
+@dataclass
+class Settings:
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    fail_on: str = "warning"
+    profile: Profile = field(default_factory=Profile)
+    rule_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> {severity, options}
+    limits: Limits = field(default_factory=Limits)
+    kube_version: str = "1.33"
+    schema: bool = True
+    respect_gitignore: bool = True
+    config_path: str | None = None
+    root: str = "."
+
+
+CONFIG_NAMES = (".ailint.yaml", ".ailint.yml")
+
+
+def find_config(start: str) -> str | None:
+    cur = os.path.abspath(start)
+    while True:
+        for name in CONFIG_NAMES:
+            p = os.path.join(cur, name)
+            if os.path.isfile(p):
+                return p
+        pp = os.path.join(cur, "pyproject.toml")
+        if os.path.isfile(pp):
+            try:
+                with open(pp, "rb") as fh:
+                    if b"[tool.ailint" in fh.read():
+                        return pp
+            except OSError:
+                pass
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def read_config(path: str) -> dict[str, Any]:
+    try:
+        if path.endswith(".toml"):
+            import tomllib
+
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+            return data.get("tool", {}).get("ailint", {}) or {}
+        import yaml
+
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.load(fh, Loader=yaml.CSafeLoader)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    except Exception as exc:
+        raise ConfigError(f"{path}: invalid config: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping")
+    return data
+
+
+def config_schema() -> dict[str, Any]:
+    return pkgdata.load_json("ailint.schemas", "config.schema.json")
+
+
+def validate(data: dict[str, Any], path: str) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(config_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        msg = e.message
+        if e.validator == "additionalProperties":
+            msg = f"unknown key: {msg}"
+        raise ConfigError(f"{path}: `{where}`: {msg}")
+
+
+def _list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",") if x.strip()]
+    return [str(x) for x in v]
+
+
+def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> Settings:
+    s = Settings(root=os.path.abspath(cwd))
+    if no_config:
+        return s
+    path = config_file or find_config(cwd)
+    if not path:
+        return s
+    data = read_config(path)
+    validate(data, path)
+    s.config_path = path
+    s.root = os.path.dirname(os.path.abspath(path))
+    if "select" in data:
+        s.select = _list(data["select"])
+    s.ignore = _list(data.get("ignore"))
+    s.extend_select = _list(data.get("extend-select"))
+    s.per_file_ignores = {k: _list(v) for k, v in (data.get("per-file-ignores") or {}).items()}
+    s.exclude = _list(data.get("exclude"))
+    s.fail_on = data.get("fail-on", s.fail_on)
+    s.profile = Profile(dict(data.get("profile") or {}))
+    s.kube_version = str(data.get("kube-version", s.kube_version))
+    s.schema = bool(data.get("schema", True))
+    s.respect_gitignore = bool(data.get("respect-gitignore", True))
+    lim = data.get("limits") or {}
+    s.limits = Limits(
+        max_file_bytes=int(lim.get("max-file-size", s.limits.max_file_bytes)),
+        max_documents=int(lim.get("max-documents", s.limits.max_documents)),
+        max_depth=int(lim.get("max-depth", s.limits.max_depth)),
+        max_alias_expansion=int(lim.get("max-alias-expansion", s.limits.max_alias_expansion)),
+        max_scalar_chars=int(lim.get("max-scalar-length", s.limits.max_scalar_chars)),
+    )
+    from ailint.engine.registry import find_rule
+
+    for key, value in (data.get("rules") or {}).items():
+        reg = find_rule(str(key))
+        if reg is None:
+            raise ConfigError(f"{path}: `rules.{key}`: no rule has this code or name")
+        value = dict(value or {})
+        known = set(reg.rule.options)
+        for opt in value:
+            if opt != "severity" and opt not in known:
+                hint = f" (options: {', '.join(sorted(known))})" if known else " (this rule has no options)"
+                raise ConfigError(f"{path}: `rules.{key}.{opt}`: unknown option{hint}")
+        s.rule_settings[reg.rule.code] = value
+    return s
+
+
+def parse_set(pairs: tuple[str, ...], profile: Profile) -> Profile:
+    """`--set KEY=VALUE` pairs into the profile (JSON values, else strings)."""
+    values = dict(profile.values)
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--set {pair}: expected KEY=VALUE")
+        key, raw = pair.split("=", 1)
+        key = key.strip()
+        if key not in Profile.DEFAULTS:
+            raise ConfigError(f"--set {key}: unknown profile key (known: {', '.join(sorted(Profile.DEFAULTS))})")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = [x for x in raw.split(",") if x] if isinstance(Profile.DEFAULTS[key], list) else raw
+        values[key] = value
+    return Profile(values)
+
+
+def severity_override(settings: Settings, code: str) -> Severity | None:
+    v = settings.rule_settings.get(code, {}).get("severity")
+    return Severity.parse(v) if v else None

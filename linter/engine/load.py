@@ -1,0 +1,584 @@
+"""Parse one file into Kubernetes objects with a span for every key and value.
+
+Analysis uses libyaml's composer (`yaml.compose_all(..., Loader=CSafeLoader)`): about a
+hundred times faster than ruamel.yaml's round-trip mode, and its YAML 1.1 resolution is the
+one the API server applies (`0755` is an octal int, `on` a bool). Nodes become plain dicts,
+lists and scalars plus a side table `path -> position`. No tag is ever executed: unknown
+tags keep their plain value.
+
+Every way a file can be bad becomes a `YML` finding on that file with a line and column,
+and whatever could still be read is kept: one broken document does not hide the others.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
+from ailint.engine.engine_rules import ENGINE
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on the work any input can cause; each has a `YML` finding when exceeded."""
+
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_documents: int = 5000
+    max_depth: int = 200
+    max_alias_expansion: int = 100_000
+    max_scalar_chars: int = 1024 * 1024
+
+
+def yml_finding(code: str, source_display: str, span: Span, message: str) -> Finding:
+    rule = ENGINE[code]
+    return Finding(code, rule.name, rule.severity, message, source_display, span)
+
+
+_SOURCE_RE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
+_TEMPLATE_RE = re.compile(r"\{\{|\{%")
+
+_INT, _FLOAT, _BOOL, _NULL = (
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+)
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+
+_constructor = yaml.constructor.SafeConstructor()
+_IMPLICIT = yaml.resolver.Resolver.yaml_implicit_resolvers
+_PLAIN = "?"  # a plain scalar whose type is resolved lazily, only when it is read
+
+
+class _LazyResolver:
+    """Tags every plain scalar `?` instead of matching YAML 1.1 regexes at parse time.
+
+    libyaml's composer calls the Python resolver once per scalar and twice per collection
+    (path resolvers nobody uses here); that was a third of the parse time. Plain scalars are
+    resolved by `_resolve_plain` during conversion, with the same regexes, only for values
+    whose first character can start a non-string.
+    """
+
+    def descend_resolver(self, current_node, current_index):
+        return None
+
+    def ascend_resolver(self):
+        return None
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        if kind is yaml.SequenceNode:
+            return _SEQ
+        return _MAP
+
+
+class FastLoader(yaml.cyaml.CParser, _LazyResolver):  # type: ignore[misc]
+    def __init__(self, stream: str) -> None:
+        yaml.cyaml.CParser.__init__(self, stream)
+
+
+def _resolve_plain(value: str) -> str:
+    resolvers = _IMPLICIT.get(value[0] if value else "")
+    if resolvers:
+        for tag, regexp in resolvers:
+            if regexp.match(value):
+                return tag
+    return _STR
+
+
+class _Abort(Exception):
+    """A bound was exceeded: stop converting this document."""
+
+    def __init__(self, code: str, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.code, self.mark, self.message = code, mark, message
+
+
+_ScalarNode, _MappingNode, _SequenceNode = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+# Keys and short strings repeat across objects (`name`, `image`, `IfNotPresent`): one copy of
+# each keeps a run's objects (held until the bundle rules) about 40% smaller.
+_intern = sys.intern
+
+
+class _Converter:
+    """Turns one composed document into plain data and fills the position table.
+
+    This is the hot loop of every run: scalars (most nodes) are converted inline in their
+    parent's loop, and the alias memo is only kept when the text can hold anchors.
+    """
+
+    __slots__ = ("complex_keys", "display", "expanded", "findings", "limits", "max_scalar", "memo", "positions")
+
+    def __init__(self, limits: Limits, display: str, anchors: bool = True) -> None:
+        self.positions: dict[Path, Pos] = {}
+        self.findings: list[Finding] = []
+        self.limits = limits
+        self.display = display
+        self.expanded = 0
+        self.memo: dict[int, tuple[Any, int]] | None = {} if anchors else None  # id(node) -> (value, size)
+        self.complex_keys = 0
+        self.max_scalar = limits.max_scalar_chars
+
+    def convert(self, node: Any, path: Path, key_pos: tuple[int, int, int, int] | None, depth: int) -> tuple[Any, int]:
+        sm, em = node.start_mark, node.end_mark
+        line, col = sm.line + 1, sm.column + 1
+        if key_pos is None:
+            self.positions[path] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
+        else:
+            self.positions[path] = (*key_pos, line, col, em.line + 1, em.column + 1)
+        memo = self.memo
+        if memo is not None:
+            seen = memo.get(id(node))
+            if seen is not None:
+                # An alias: share the value, but count what a naive consumer would expand.
+                self.expanded += seen[1]
+                if self.expanded > self.limits.max_alias_expansion:
+                    raise _Abort(
+                        "YML004",
+                        sm,
+                        f"aliases expand to more than {self.limits.max_alias_expansion} "
+                        "nodes (a 'billion laughs' document?); document skipped",
+                    )
+                return seen
+        if depth > self.limits.max_depth:
+            raise _Abort("YML005", sm, f"nesting deeper than {self.limits.max_depth} levels; document skipped")
+        cls = node.__class__
+        if cls is _ScalarNode:
+            result: tuple[Any, int] = (self.scalar(node), 1)
+        elif cls is _MappingNode:
+            result = self.mapping(node, path, depth)
+        else:
+            result = self.sequence(node, path, depth)
+        if memo is not None:
+            memo[id(node)] = result
+        return result
+
+    def sequence(self, node: Any, path: Path, depth: int) -> tuple[list[Any], int]:
+        items: list[Any] = []
+        size = 1
+        positions = self.positions
+        memo = self.memo
+        for i, child in enumerate(node.value):
+            if child.__class__ is _ScalarNode and (memo is None or id(child) not in memo):
+                sm, em = child.start_mark, child.end_mark
+                line, col = sm.line + 1, sm.column + 1
+                positions[path + (i,)] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
+                items.append(self.scalar(child))
+                size += 1
+                continue
+            v, s = self.convert(child, path + (i,), None, depth + 1)
+            items.append(v)
+            size += s
+        return items, size
+
+    def scalar(self, node: Any) -> Any:
+        value = node.value
+        tag = node.tag
+        if tag == _STR or node.style:
+            if len(value) > self.max_scalar:
+                self._too_long(node)
+            return _intern(value) if len(value) <= 64 else value
+        if tag == _PLAIN:
+            tag = _resolve_plain(value)
+            if tag == _STR:
+                if len(value) > self.max_scalar:
+                    self._too_long(node)
+                return _intern(value) if len(value) <= 64 else value
+        try:
+            if tag == _INT:
+                return _constructor.construct_yaml_int(node)
+            if tag == _FLOAT:
+                return _constructor.construct_yaml_float(node)
+            if tag == _BOOL:
+                return _constructor.construct_yaml_bool(node)
+            if tag == _NULL:
+                return None
+        except Exception:
+            return value
+        if len(value) > self.max_scalar:
+            self._too_long(node)
+        return value  # timestamps, binary, unknown tags: the plain text, never executed
+
+    def _too_long(self, node: Any) -> None:
+        raise _Abort(
+            "YML011",
+            node.start_mark,
+            f"a scalar of {len(node.value)} characters exceeds the limit of {self.max_scalar}",
+        )
+
+    def mapping(self, node: Any, path: Path, depth: int) -> tuple[dict[str, Any], int]:
+        out: dict[str, Any] = {}
+        size = 1
+        merges: list[Any] = []
+        positions = self.positions
+        memo = self.memo
+        for knode, vnode in node.value:
+            if knode.__class__ is not _ScalarNode:
+                self.complex_keys += 1
+                self.findings.append(
+                    yml_finding(
+                        "YML012",
+                        self.display,
+                        _mark_span(knode.start_mark, knode.end_mark),
+                        "a mapping or list used as a key; Kubernetes objects only have string keys",
+                    )
+                )
+                continue
+            key = _intern(knode.value)
+            if key == "<<" and (knode.tag == _PLAIN or knode.tag == _MERGE):
+                merges.append(vnode)
+                continue
+            ksm, kem = knode.start_mark, knode.end_mark
+            if key in out:
+                self.findings.append(
+                    yml_finding(
+                        "YML003",
+                        self.display,
+                        _mark_span(ksm, kem),
+                        f"duplicate key `{key}`: the API server rejects the object "
+                        f"(first at line {positions[path + (key,)][0]})",
+                    )
+                )
+                continue
+            kl, kc = ksm.line + 1, ksm.column + 1
+            if vnode.__class__ is _ScalarNode and (memo is None or id(vnode) not in memo):
+                sm, em = vnode.start_mark, vnode.end_mark
+                positions[path + (key,)] = (
+                    kl,
+                    kc,
+                    kem.line + 1,
+                    kem.column + 1,
+                    sm.line + 1,
+                    sm.column + 1,
+                    em.line + 1,
+                    em.column + 1,
+                )
+                out[key] = self.scalar(vnode)
+                size += 1
+                continue
+            v, s = self.convert(vnode, path + (key,), (kl, kc, kem.line + 1, kem.column + 1), depth + 1)
+            out[key] = v
+            size += s
+        for mnode in merges:  # `<<: *base` fills keys the mapping does not set itself
+            sources = mnode.value if mnode.__class__ is _SequenceNode else [mnode]
+            for src in sources:
+                if src.__class__ is not _MappingNode:
+                    continue
+                v, s = self.convert(src, path + ("<<",), None, depth + 1)
+                size += s
+                for k, val in v.items():
+                    if k not in out:
+                        out[k] = val
+                        sub = positions.get(path + ("<<", k))
+                        if sub:
+                            positions[path + (k,)] = sub
+        return out, size
+
+
+def _mark_span(sm: Any, em: Any) -> Span:
+    line, col = sm.line + 1, sm.column + 1
+    end_line, end_col = em.line + 1, em.column + 1
+    if (end_line, end_col) <= (line, col):
+        end_line, end_col = line, col + 1
+    return Span(line, col, end_line, end_col)
+
+
+def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
+    """UTF-8 text (BOM dropped), or a YML007 finding naming where decoding failed."""
+    head = raw[:8192]
+    if b"\x00" in head:
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return None, yml_finding(
+                "YML007", display, Span(1, 1, 1, 2), "the file is UTF-16; Kubernetes manifests must be UTF-8"
+            )
+        return None, yml_finding(
+            "YML007", display, Span(1, 1, 1, 2), "binary content (NUL bytes); not a YAML or JSON manifest"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        return None, yml_finding(
+            "YML007",
+            display,
+            Span(line, col, line, col + 1),
+            f"invalid UTF-8 (byte 0x{raw[exc.start]:02x}); manifests must be UTF-8",
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, None
+
+
+_DOC_START_RE = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+_CRD_KIND_RE = re.compile(r"^kind:[ \t]*[\"']?CustomResourceDefinition[\"']?[ \t]*(#.*)?$", re.M)
+_API_RE = re.compile(r"^apiVersion:[ \t]*[\"']?([^\s\"'#]+)", re.M)
+_NAME_RE = re.compile(
+    r"^metadata:[ \t]*\r?\n(?:[ \t]+.*\r?\n|[ \t]*#.*\r?\n)*?([ \t]+)name:[ \t]*[\"']?([^\s\"'#]+)", re.M
+)
+_CONTENT_RE = re.compile(r"^[ \t]*[^\s#]", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class _Skipped:
+    """A CustomResourceDefinition document, recognised but not parsed.
+
+    CRDs are 58% of the bytes of a typical AI platform repository (generated OpenAPI
+    schemas) and no rule reads them, so they are counted as objects with their identity
+    read off their top-level lines, and their bodies are never composed.
+    """
+
+    api_version: str
+    name: str | None
+    start_line: int
+    kind_line: int
+    name_line: int | None
+    name_col: int
+
+
+def _compose_documents(text: str, templated: bool = False):
+    """Composed documents of a stream, with CRD documents replaced by `_Skipped` markers.
+
+    Files without a CRD take libyaml's stream path unchanged. With one, the stream is cut at
+    `---` lines (libyaml ends any block there too); each non-CRD piece is composed behind
+    blank lines, so every mark keeps its line in the file.
+    """
+    if templated or "CustomResourceDefinition" not in text or not _CRD_KIND_RE.search(text):
+        yield from yaml.compose_all(text, Loader=FastLoader)
+        return
+    starts = [m.start() for m in _DOC_START_RE.finditer(text)]
+    bounds = ([0] if not starts or starts[0] != 0 else []) + starts + [len(text)]
+    first = True
+    for a, b in zip(bounds, bounds[1:]):
+        chunk = text[a:b]
+        is_marker = chunk.startswith("---")
+        if first and not is_marker and not _CONTENT_RE.search(chunk):
+            first = False
+            continue  # comments before the first `---` are not a document
+        first = False
+        if chunk.lstrip().startswith("%"):
+            # directives: give up on cutting and let libyaml read the whole stream
+            yield from yaml.compose_all(text[a:], Loader=FastLoader)
+            return
+        line0 = text.count("\n", 0, a)
+        m = _CRD_KIND_RE.search(chunk)
+        if m:
+            api = _API_RE.search(chunk)
+            nm = _NAME_RE.search(chunk)
+            start_line = line0 + 1 + (1 if is_marker else 0)
+            yield _Skipped(
+                api.group(1) if api else "apiextensions.k8s.io/v1",
+                nm.group(2) if nm else None,
+                start_line,
+                line0 + chunk.count("\n", 0, m.start()) + 1,
+                line0 + chunk.count("\n", 0, nm.start(2)) + 1 if nm else None,
+                len(nm.group(1)) + 1 if nm else 1,
+            )
+            continue
+        docs = list(yaml.compose_all("\n" * line0 + chunk, Loader=FastLoader))
+        yield from docs if docs or not is_marker else [None]
+
+
+def _add_skipped(
+    result: FileResult,
+    source: SourceFile,
+    doc_index: int,
+    s: _Skipped,
+    sources: list[tuple[int, str]],
+    source_lines: list[int],
+) -> None:
+    data: dict[str, Any] = {
+        "apiVersion": s.api_version,
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": s.name} if s.name else {},
+    }
+    kl = s.kind_line
+    positions: dict[Path, Pos] = {
+        (): (s.start_line, 1, s.start_line, 1, s.start_line, 1, s.start_line, 2),
+        ("kind",): (kl, 1, kl, 5, kl, 7, kl, 31),
+    }
+    if s.name_line:
+        nl, nc = s.name_line, s.name_col
+        positions[("metadata", "name")] = (nl, nc, nl, nc + 4, nl, nc + 6, nl, nc + 6 + len(s.name or ""))
+    template = None
+    if sources:
+        i = bisect.bisect_right(source_lines, s.start_line) - 1
+        if i >= 0:
+            template = sources[i][1]
+    result.objects.append(K8sObject(source, doc_index, data, positions, (), template))
+
+
+def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
+    """Parse a decoded file into objects and YML findings. Never raises on bad input."""
+    result = FileResult(path=source.display, source=source)
+    text = source.text
+    display = source.display
+    has_template = _TEMPLATE_RE.search(text) is not None
+    anchors = "&" in text  # without an anchor there is no alias to track
+    sources = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE_RE.finditer(text)]
+    source_lines = [s[0] for s in sources]
+
+    parse_text = text
+    if display.endswith(".json") and "\t" in text:
+        parse_text = text.replace("\t", " ")  # JSON allows tab whitespace; YAML does not
+
+    docs = _compose_documents(parse_text, has_template)
+    doc_index = -1
+    while True:
+        try:
+            node = next(docs)
+        except StopIteration:
+            break
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            span = _mark_span(mark, mark) if mark else Span(1, 1, 1, 2)
+            if has_template:
+                m = _TEMPLATE_RE.search(text)
+                assert m is not None
+                line, col = source.position(m.start())
+                result.findings.append(
+                    yml_finding(
+                        "YML002",
+                        display,
+                        Span(line, col, line, col + 2),
+                        "unrendered Helm/Go template: lint the output of `helm template` instead "
+                        f"(YAML parse stopped at line {span.line}: {exc.problem or exc.context})",
+                    )
+                )
+            else:
+                result.findings.append(yml_finding("YML001", display, span, _syntax_message(exc, parse_text)))
+            break
+        except yaml.YAMLError as exc:  # reader errors: control characters and the like
+            result.findings.append(yml_finding("YML001", display, Span(1, 1, 1, 2), f"cannot parse: {exc}"))
+            break
+        except UnicodeError:
+            result.findings.append(
+                yml_finding("YML007", display, Span(1, 1, 1, 2), "text that is not valid Unicode (a lone surrogate)")
+            )
+            break
+        except RecursionError:
+            result.findings.append(yml_finding("YML005", display, Span(1, 1, 1, 2), "nesting too deep to parse"))
+            break
+        doc_index += 1
+        if doc_index >= limits.max_documents:
+            line = node.start_mark.line + 1 if node is not None else 1
+            result.findings.append(
+                yml_finding(
+                    "YML010",
+                    display,
+                    Span(line, 1, line, 2),
+                    f"more than {limits.max_documents} documents; the rest of the file is skipped",
+                )
+            )
+            break
+        if node is None or (node.__class__ is _ScalarNode and node.value == "" and not node.style):
+            continue  # an empty document (`---` twice): kubectl skips it too
+        result.documents += 1
+        if isinstance(node, _Skipped):
+            _add_skipped(result, source, doc_index, node, sources, source_lines)
+            continue
+        conv = _Converter(limits, display, anchors)
+        try:
+            data, _ = conv.convert(node, (), None, 0)
+        except _Abort as exc:
+            result.findings.extend(conv.findings)
+            result.findings.append(yml_finding(exc.code, display, _mark_span(exc.mark, exc.mark), exc.message))
+            continue
+        except RecursionError:
+            result.findings.append(
+                yml_finding(
+                    "YML005",
+                    display,
+                    _mark_span(node.start_mark, node.start_mark),
+                    "nesting too deep; document skipped",
+                )
+            )
+            continue
+        if conv.complex_keys and has_template:
+            # `image: {{ .Values.image }}` parses as a flow mapping used as a key.
+            m = _TEMPLATE_RE.search(text)
+            assert m is not None
+            line, col = source.position(m.start())
+            result.findings.append(
+                yml_finding(
+                    "YML002",
+                    display,
+                    Span(line, col, line, col + 2),
+                    "unrendered Helm/Go template: lint the output of `helm template` instead",
+                )
+            )
+            return result
+        result.findings.extend(conv.findings)
+        start_line = node.start_mark.line + 1
+        template = None
+        if sources:
+            i = bisect.bisect_right(source_lines, start_line) - 1
+            if i >= 0:
+                template = sources[i][1]
+        _add_objects(result, source, doc_index, data, conv.positions, template, node)
+    return result
+
+
+def _add_objects(
+    result: FileResult,
+    source: SourceFile,
+    doc_index: int,
+    data: Any,
+    positions: dict[Path, Pos],
+    template: str | None,
+    node: Any,
+) -> None:
+    display = source.display
+    if not isinstance(data, dict):
+        span = _mark_span(node.start_mark, node.start_mark)
+        result.findings.append(
+            yml_finding(
+                "YML008",
+                display,
+                span,
+                f"document {doc_index + 1} is a {type(data).__name__ if data is not None else 'null'}, "
+                "not a Kubernetes object; skipped",
+            )
+        )
+        return
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
+        missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
+        p = positions.get(())
+        span = Span(p[4], p[5], p[4], p[5] + 1) if p else Span(1, 1, 1, 2)
+        result.findings.append(
+            yml_finding(
+                "YML008",
+                display,
+                span,
+                f"document {doc_index + 1} has no {' or '.join(missing)}; not a Kubernetes object, skipped",
+            )
+        )
+        return
+    items = data.get("items")
+    if kind.endswith("List") and isinstance(items, list):
+        for i, item in enumerate(items):
+            if isinstance(item, dict) and isinstance(item.get("kind"), str):
+                result.objects.append(K8sObject(source, doc_index, item, positions, ("items", i), template))
+        return
+    result.objects.append(K8sObject(source, doc_index, data, positions, (), template))
+
+
+def _syntax_message(exc: Any, text: str) -> str:
+    problem = exc.problem or exc.context or "invalid YAML"
+    mark = exc.problem_mark
+    char = ""
+    if mark is not None and 0 <= mark.index < len(text):
+        char = text[mark.index]
+    if "'\\t'" in str(problem) or char == "\t":
+        return "tab character used for indentation; YAML allows only spaces"
+    ctx = f" ({exc.context})" if exc.context and exc.problem else ""
+    return f"YAML syntax error: {problem}{ctx}"

@@ -1,0 +1,118 @@
+"""`--jobs N`: parse files and run single-object rules in worker processes, then share the
+bundle rules and schema validation between forked processes.
+
+Workers return each file's result (objects included, so bundle rules can join them in the
+parent; with `ailint.engine.bounded` the position tables and texts stay behind and are re-read on
+demand); results come back in input order. The bundle phase forks the parent once all
+objects are joined (copy-on-write: nothing is pickled but the findings), hands out one task
+per bundle rule (and the schema pass) through a pipe of task numbers, and puts the findings
+back in the serial order (object, then rule), so findings are identical with and without
+`--jobs`. A task per rule, not per slice of objects, builds each rule's run-wide indexes in
+one process only.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from ailint.core.model import FileResult
+
+_STATE: dict[str, Any] = {}
+
+
+def _init(settings: Any, engine_args: tuple) -> None:
+    from ailint.engine.run import Engine
+
+    rules, debug, bounded = engine_args
+    _STATE["settings"] = settings
+    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True)
+
+
+def _work(chunk: list) -> list[FileResult]:
+    from ailint.domain.extract import clear_templates
+    from ailint.engine.run import process_file
+
+    try:
+        return [process_file(c, _STATE["settings"], _STATE["engine"]) for c in chunk]
+    finally:
+        clear_templates()  # the objects go to the parent: keep none of them here
+
+
+def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> list[FileResult]:
+    jobs = max(1, min(jobs, len(candidates), os.cpu_count() or 1))
+    if jobs == 1:
+        from ailint.engine.run import process_file
+
+        return [process_file(c, settings, engine) for c in candidates]
+    # interleaved chunks balance big and small files across workers
+    n = max(jobs * 16, 1)
+    chunks = [candidates[i::n] for i in range(n)]
+    chunks = [c for c in chunks if c]
+    order = {id(c): i for i, c in enumerate(candidates)}
+    results: list[tuple[int, FileResult]] = []
+    with ProcessPoolExecutor(
+        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded))
+    ) as ex:
+        for chunk, res in zip(chunks, ex.map(_work, chunks)):
+            for cand, fr in zip(chunk, res):
+                results.append((order[id(cand)], fr))
+    results.sort(key=lambda x: x[0])
+    return [fr for _, fr in results]
+
+
+def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
+    """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
+    take tasks from one pipe until none is left (put the longest first). Returns {task:
+    result}, or None when forking is not possible (the caller runs serially)."""
+    import pickle
+    import struct
+    import sys
+
+    procs = min(jobs, os.cpu_count() or 1)
+    if procs < 2 or not hasattr(os, "fork") or sys.platform == "win32":
+        return None
+    rd, wr = os.pipe()
+    os.write(wr, b"".join(struct.pack("<i", t) for t in tasks))  # 4 bytes a task, < PIPE_BUF
+    os.close(wr)
+
+    def drain() -> dict[int, Any]:
+        done: dict[int, Any] = {}
+        while True:
+            b = os.read(rd, 4)
+            if len(b) < 4:
+                return done
+            t = struct.unpack("<i", b)[0]
+            done[t] = work(t)
+
+    children: list[tuple[int, int]] = []
+    for _ in range(procs - 1):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: take tasks until none are left, send the results, leave
+            code = 1
+            try:
+                os.close(r)
+                payload = pickle.dumps(drain(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as fh:
+                    fh.write(payload)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        children.append((pid, r))
+    results = drain()
+    os.close(rd)
+    for pid, r in children:
+        with os.fdopen(r, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+        try:
+            results.update(pickle.loads(data))
+        except Exception:
+            pass
+    for t in tasks:
+        if t not in results:
+            results[t] = work(t)
+    return results

@@ -1,0 +1,328 @@
+"""The one registry of rules: metadata, discovery, documentation and selection.
+
+A rule is a module under `rules/<family>/` that defines `RULE = Rule(...)` and a
+`check(obj, ctx, opts)` generator; the module docstring is its documentation, in the
+sections What it does / Why is this bad? / Example / Use instead / Options / Fix /
+References. The CLI listing, `ailint rule CODE`, `docs/rules/`, SARIF `rules[]` and the
+config schema are all generated from here; the engine knows no rule by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ailint.core.model import Finding, FixAvailability, Severity
+from ailint.core.rule import DOC_SECTIONS, FAMILIES, Option, Rule, Scope, make_fix
+
+__all__ = ["DOC_SECTIONS", "FAMILIES", "Option", "RegisteredRule", "Rule", "Scope", "make_fix"]
+
+
+@dataclass(frozen=True, eq=False)
+class RegisteredRule:
+    rule: Rule
+    check: Callable[..., Iterator[Finding]] | None
+    _doc: str | None  # None: read from the module on first use (see `doc`)
+    module: str
+
+    def __getattr__(self, item: str) -> Any:  # RegisteredRule.code etc.
+        return getattr(self.rule, item)
+
+    @property
+    def doc(self) -> str:
+        """The module docstring (imports the rule module when the registry came from the index)."""
+        d = self._doc
+        if d is None:
+            d = _dedent(importlib.import_module(self.module).__doc__)
+            object.__setattr__(self, "_doc", d)
+        return d
+
+    @property
+    def sections(self) -> dict[str, str]:
+        return parse_sections(self.doc)
+
+
+def parse_sections(doc: str) -> dict[str, str]:
+    """Split a docstring into its `## Section` blocks."""
+    out: dict[str, str] = {}
+    current = None
+    buf: list[str] = []
+    for line in (doc or "").splitlines():
+        m = re.match(r"^##\s+(.*?)\s*$", line)
+        if m:
+            if current is not None:
+                out[current] = "\n".join(buf).strip()
+            current, buf = m.group(1), []
+        elif current is not None:
+            buf.append(line)
+    if current is not None:
+        out[current] = "\n".join(buf).strip()
+    return out
+
+
+def _dedent(doc: str | None) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc or "")
+
+
+_REGISTRY: dict[str, RegisteredRule] | None = None
+
+
+class _LazyCheck:
+    """A rule's `check`, imported from its module on first call.
+
+    With the rule index (below), a run imports only the rule modules whose kinds it meets.
+    """
+
+    __slots__ = ("_fn", "module")
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self._fn: Callable[..., Iterator[Finding]] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[Finding]:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = importlib.import_module(self.module).check
+        return fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_LazyCheck, (self.module,))
+
+
+# -- the rule index: rule metadata without importing 80 rule modules ------------------------
+# Discovery imports every rule module (and the helper modules and regexes they pull in): a
+# third of a one-file run. Its result is cached as JSON in the user cache directory, keyed by
+# the size and mtime of every source file of the package, so it is never stale: any edit
+# makes a new key and the next run discovers again (AILINT_NO_CACHE=1 turns the cache off).
+_INDEX_VERSION = 2
+
+
+def _cache_dir() -> str | None:
+    import os
+
+    if os.environ.get("AILINT_NO_CACHE"):
+        return None
+    base = os.environ.get("AILINT_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "ailint")
+    return base
+
+
+def _index_file() -> str | None:
+    import os
+    import sys
+    import zlib
+
+    import ailint
+    import ailint.rules
+
+    base = _cache_dir()
+    if base is None:
+        return None
+    parts = [f"{_INDEX_VERSION}:{ailint.__version__}:{sys.version}"]
+    for root in dict.fromkeys([*ailint.__path__, *ailint.rules.__path__]):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for f in sorted(filenames):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, f))
+                    parts.append(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    key = "\n".join(parts).encode("utf-8", "surrogateescape")
+    return os.path.join(base, f"rules-{zlib.crc32(key):08x}-{len(key):x}.json")
+
+
+def _rule_to_json(r: Rule) -> dict[str, Any]:
+    return {
+        "code": r.code,
+        "name": r.name,
+        "severity": r.severity.value,
+        "summary": r.summary,
+        "kinds": list(r.kinds),
+        "scope": r.scope.value,
+        "fix": r.fix.value,
+        "options": {k: [o.default, o.description, o.type] for k, o in r.options.items()},
+        "tags": list(r.tags),
+        "precision": r.precision,
+        "security_severity": r.security_severity,
+        "engine": r.engine,
+    }
+
+
+def _rule_from_json(d: dict[str, Any]) -> Rule:
+    return Rule(
+        code=d["code"],
+        name=d["name"],
+        severity=Severity(d["severity"]),
+        summary=d["summary"],
+        kinds=tuple(d["kinds"]),
+        scope=Scope(d["scope"]),
+        fix=FixAvailability(d["fix"]),
+        options={k: Option(*v) for k, v in d["options"].items()},
+        tags=tuple(d["tags"]),
+        precision=d["precision"],
+        security_severity=d["security_severity"],
+        engine=d["engine"],
+    )
+
+
+def _load_index(path: str | None) -> dict[str, RegisteredRule] | None:
+    if path is None:
+        return None
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            entries = json.load(fh)
+        from ailint.engine import engine_rules
+
+        found = {
+            rule.code: RegisteredRule(rule, None, _dedent(doc), "ailint.engine.engine_rules")
+            for rule, doc in engine_rules.ENGINE_RULES
+        }
+        for e in entries:
+            rule = _rule_from_json(e["rule"])
+            found[rule.code] = RegisteredRule(rule, _LazyCheck(e["module"]) if e["check"] else None, None, e["module"])
+        return dict(sorted(found.items()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
+    if path is None:
+        return
+    import json
+    import os
+
+    entries = []
+    for reg in found.values():
+        if reg.module == "ailint.engine.engine_rules":
+            continue
+        e = _rule_to_json(reg.rule)
+        if _rule_from_json(json.loads(json.dumps(e))) != reg.rule:
+            return  # metadata JSON cannot carry exactly: no index, always discover
+        entries.append({"module": reg.module, "check": reg.check is not None, "rule": e})
+    try:
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        # indexes of older sources: keep a few (several checkouts may share the cache)
+        old = sorted(
+            (os.path.join(d, f) for f in os.listdir(d) if f.startswith("rules-") and f.endswith(".json")),
+            key=lambda f: os.stat(f).st_mtime,
+            reverse=True,
+        )
+        for f in old[7:]:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(entries, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _discover() -> dict[str, RegisteredRule]:
+    import ailint.rules as rules_pkg  # the installed `rules/` folder
+    from ailint.engine import engine_rules
+
+    found: dict[str, RegisteredRule] = {}
+    names: dict[str, str] = {}
+
+    def add(reg: RegisteredRule) -> None:
+        code, name = reg.rule.code, reg.rule.name
+        if code in found:
+            raise RuntimeError(f"duplicate rule code {code} in {reg.module} and {found[code].module}")
+        if name in names:
+            raise RuntimeError(f"duplicate rule name {name} ({code} and {names[name]})")
+        found[code] = reg
+        names[name] = code
+
+    for rule, doc in engine_rules.ENGINE_RULES:
+        add(RegisteredRule(rule, None, _dedent(doc), "ailint.engine.engine_rules"))
+    for info in pkgutil.walk_packages(rules_pkg.__path__, rules_pkg.__name__ + "."):
+        if info.ispkg or info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        mod = importlib.import_module(info.name)
+        rule = getattr(mod, "RULE", None)
+        if not isinstance(rule, Rule):
+            continue
+        check = getattr(mod, "check", None)
+        add(RegisteredRule(rule, check, _dedent(mod.__doc__), info.name))
+    return dict(sorted(found.items()))
+
+
+def all_rules() -> dict[str, RegisteredRule]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        try:
+            path = _index_file()
+        except OSError:
+            path = None
+        found = _load_index(path)
+        if found is None:
+            found = _discover()
+            _write_index(path, found)
+        _REGISTRY = found
+    return _REGISTRY
+
+
+def find_rule(code_or_name: str) -> RegisteredRule | None:
+    rules = all_rules()
+    key = code_or_name.strip()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for reg in rules.values():
+        if reg.rule.name == key:
+            return reg
+    return None
+
+
+# -- selection -------------------------------------------------------------------------
+def _specificity(selector: str, reg: RegisteredRule) -> int:
+    """How specifically `selector` names the rule: 0 = not at all; a name counts as a code."""
+    sel = selector.strip()
+    if not sel:
+        return 0
+    if sel.upper() == "ALL":
+        return 1
+    if sel == reg.rule.name or sel.upper() == reg.rule.code:
+        return 100
+    if reg.rule.code.startswith(sel.upper()):
+        return 1 + len(sel)
+    return 0
+
+
+def is_known_selector(selector: str) -> bool:
+    sel = selector.strip()
+    return any(_specificity(sel, reg) for reg in all_rules().values())
+
+
+def select(
+    select: Iterable[str] | None, ignore: Iterable[str] = (), extend_select: Iterable[str] = ()
+) -> list[RegisteredRule]:
+    """Rules enabled by select/ignore: the most specific selector wins (ruff's model).
+
+    With no `select`, every rule is on. `--select GPU --ignore GPU003` keeps GPU001 and
+    drops GPU003; `--ignore GPU --select GPU003` keeps only GPU003 of the family.
+    """
+    sel = list(select) if select else ["ALL"]
+    sel += list(extend_select)
+    ign = list(ignore)
+    out = []
+    for reg in all_rules().values():
+        s = max((_specificity(x, reg) for x in sel), default=0)
+        i = max((_specificity(x, reg) for x in ign), default=0)
+        if s and s > i:
+            out.append(reg)
+        elif s and s == i:
+            pass  # equal specificity: ignore wins
+    return out

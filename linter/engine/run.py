@@ -1,0 +1,366 @@
+"""The flow, in one place: sources -> load -> objects -> context -> rules -> suppress.
+
+`lint()` takes settings and paths and returns a `RunResult` (findings, per-file counts and
+the sources, which fixes and the text reporter need). It never prints and never exits;
+the CLI and the webhook decide what to do with the result.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
+from ailint.domain.context import Context
+from ailint.engine import registry, suppress
+from ailint.engine.config import Settings, severity_override
+from ailint.engine.engine_rules import ENGINE
+from ailint.engine.load import decode, load_text, yml_finding
+from ailint.engine.registry import RegisteredRule, Scope
+from ailint.engine.sources import Candidate, discover, matches_any
+
+
+@dataclass
+class FileSummary:
+    path: str
+    documents: int
+    objects: int
+
+
+@dataclass
+class RunResult:
+    files: list[FileSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    suppressed: list[Finding] = field(default_factory=list)
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    rules: list[RegisteredRule] = field(default_factory=list)
+
+    @property
+    def object_count(self) -> int:
+        return sum(f.objects for f in self.files)
+
+
+@dataclass
+class Engine:
+    """Rules selected for a run, with their options and severities resolved once."""
+
+    settings: Settings
+    rules: list[RegisteredRule]
+    debug: bool = False
+    only_object_rules: bool = False
+    bounded: bool = False  # spill position tables and texts after object rules (ailint.engine.bounded)
+    jobs: int = 1  # processes for the bundle rules and schema validation (ailint.engine.parallel)
+    pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
+    _options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for reg in self.rules:
+            opts = {k: o.default for k, o in reg.rule.options.items()}
+            for k, v in self.settings.rule_settings.get(reg.rule.code, {}).items():
+                if k != "severity":
+                    opts[k] = v
+            self._options[reg.rule.code] = opts
+        self.object_rules = [r for r in self.rules if r.check and r.rule.scope == Scope.OBJECT]
+        self.bundle_rules = (
+            [] if self.only_object_rules else [r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]
+        )
+
+    def rules_for(self, obj: K8sObject, bundle: bool = False) -> list[RegisteredRule]:
+        """The object (or bundle) rules whose `kinds` match `obj`, resolved once per kind and group."""
+        key = (obj.kind, obj.group, bundle)
+        got = self._dispatch.get(key)
+        if got is None:
+            pool = self.bundle_rules if bundle else self.object_rules
+            got = self._dispatch[key] = [r for r in pool if r.rule.applies_to(obj)]
+        return got
+
+    def check(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
+        if not reg.rule.applies_to(obj):
+            return []
+        try:
+            found = list(reg.check(obj, ctx, self._options[reg.rule.code]))  # type: ignore[misc]
+        except Exception as exc:
+            if self.debug:
+                raise
+            r = ENGINE["AIL003"]
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            return [
+                Finding(
+                    r.code,
+                    r.name,
+                    r.severity,
+                    f"{reg.rule.code} crashed on this object ({type(exc).__name__}: {exc} at "
+                    f"{os.path.basename(where.filename)}:{where.lineno}); please report it",
+                    obj.file,
+                    obj.span(()),
+                    obj.ref,
+                )
+            ]
+        sev = severity_override(self.settings, reg.rule.code)
+        if sev is not None:
+            found = [
+                Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix) for f in found
+            ]
+        return found
+
+
+def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
+    """Read, decode and parse one input; every failure is a YML finding on it."""
+    if c.problem:
+        return FileResult(path=c.display, findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), c.problem)])
+    if c.path == "-":
+        text = stdin_text or ""
+        if len(text.encode("utf-8", "surrogateescape")) > settings.limits.max_file_bytes:
+            return FileResult(
+                path=c.display,
+                findings=[
+                    yml_finding(
+                        "YML006",
+                        c.display,
+                        Span(1, 1, 1, 2),
+                        f"standard input is larger than the limit of {settings.limits.max_file_bytes} bytes",
+                    )
+                ],
+            )
+        source = SourceFile("-", c.display, text)
+        return load_text(source, settings.limits)
+    try:
+        size = os.path.getsize(c.path)
+        if size > settings.limits.max_file_bytes:
+            return FileResult(
+                path=c.display,
+                findings=[
+                    yml_finding(
+                        "YML006",
+                        c.display,
+                        Span(1, 1, 1, 2),
+                        f"{size} bytes is over the limit of {settings.limits.max_file_bytes} (limits.max-file-size); not parsed",
+                    )
+                ],
+            )
+        with open(c.path, "rb") as fh:
+            raw = fh.read(settings.limits.max_file_bytes + 1)
+    except OSError as exc:
+        return FileResult(
+            path=c.display,
+            findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), f"cannot read: {exc.strerror or exc}")],
+        )
+    text, problem = decode(raw, c.display)
+    if problem is not None:
+        return FileResult(path=c.display, findings=[problem])
+    return load_text(SourceFile(c.path, c.display, text or ""), settings.limits)
+
+
+def lint(
+    paths: Sequence[str],
+    settings: Settings,
+    *,
+    stdin_text: str | None = None,
+    stdin_filename: str | None = None,
+    debug: bool = False,
+    jobs: int = 1,
+    rules: list[RegisteredRule] | None = None,
+    bounded: bool | None = None,
+) -> RunResult:
+    if rules is None:
+        rules = registry.select(settings.select, settings.ignore, settings.extend_select)
+    engine = Engine(settings, rules, debug)
+    candidates = list(
+        discover(
+            paths or ["."],
+            settings.root if settings.config_path else os.getcwd(),
+            settings.exclude,
+            settings.respect_gitignore,
+        )
+    )
+    if stdin_filename:
+        candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
+    engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
+    engine.jobs = jobs
+    result = RunResult(rules=rules)
+    file_results: list[FileResult]
+    if jobs > 1 and len(candidates) > 1:
+        from ailint.engine.parallel import run_parallel
+
+        file_results = run_parallel(candidates, settings, engine, jobs)
+    else:
+        file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
+    try:
+        return finish(file_results, settings, engine, result)
+    finally:
+        from ailint.domain.extract import clear_templates
+
+        clear_templates()
+
+
+def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
+    """Parse one file and run the single-object rules on its objects."""
+    fr = read_candidate(c, settings, stdin_text)
+    ctx = Context(profile=settings.profile, bundle=False)
+    for obj in fr.objects:
+        for reg in engine.rules_for(obj):
+            fr.findings.extend(engine.check(reg, obj, ctx))
+    if engine.bounded and fr.source is not None and not fr.source.is_stdin:
+        from ailint.engine.bounded import spill
+
+        fr.suppressions = suppress.comment_suppressions(fr.source)
+        spill(fr, settings.limits)
+    elif engine.pack:
+        from ailint.engine.bounded import pack
+
+        pack(fr)
+    return fr
+
+
+BOUNDED_BYTES = 32 * 1024 * 1024  # above this much input, spill (see ailint.engine.bounded)
+
+
+def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
+    """Spill when the input is large (`AILINT_BOUNDED=1`/`0` forces it on or off)."""
+    forced = os.environ.get("AILINT_BOUNDED")
+    if forced in ("0", "1"):
+        return forced == "1"
+    total = 0
+    for c in candidates:
+        if c.path != "-" and not c.problem:
+            try:
+                total += os.path.getsize(c.path)
+            except OSError:
+                pass
+            if total > BOUNDED_BYTES:
+                return True
+    return False
+
+
+def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
+    """Join the files: bundle rules over the whole run, then suppressions."""
+    objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
+    findings: list[Finding] = [f for fr in file_results for f in fr.findings]
+    ctx = Context(objects=objects, profile=settings.profile, bundle=True)
+    sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
+    schema = bool(settings.schema and sch and objects)
+    chunks = None
+    if engine.jobs > 1 and len(objects) > 1:
+        chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
+    if chunks is None:
+        chunks = [bundle_chunk(range(len(objects)), objects, ctx, settings, engine, sch)]
+        if schema:
+            chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
+    for part in chunks:
+        findings.extend(part)
+    for fr in file_results:
+        result.files.append(FileSummary(fr.path, fr.documents, len(fr.objects)))
+        if fr.source is not None:
+            result.sources[fr.path] = fr.source
+    # per-file ignores from config
+    if settings.per_file_ignores:
+        kept = []
+        for f in findings:
+            drop = False
+            for pattern, codes in settings.per_file_ignores.items():
+                if matches_any(f.file, [pattern]) and any(_selector_matches(c, f) for c in codes):
+                    drop = True
+                    break
+            (result.suppressed if drop else kept).append(f)
+        findings = kept
+    sups: list[suppress.Suppression] = []
+    for fr in file_results:
+        if fr.suppressions is not None:
+            sups.extend(fr.suppressions)
+        elif fr.source is not None:
+            sups.extend(suppress.comment_suppressions(fr.source))
+        for obj in fr.objects:
+            sups.extend(suppress.annotation_suppressions(obj))
+    ran_codes = {r.rule.code for r in engine.rules if r.check or r.rule.engine}
+    if not settings.schema:  # --no-schema: SCH did not run, so SCH suppressions are not "unused"
+        ran_codes = {c for c in ran_codes if not c.startswith("SCH")}
+
+    def ran(selector: str) -> bool:
+        named = [r for r in registry.all_rules().values() if registry._specificity(selector, r)]
+        return bool(named) and all(r.rule.code in ran_codes for r in named)
+
+    res = suppress.apply(findings, sups, _selector_matches, registry.is_known_selector, ran)
+    ail_enabled = {r.rule.code for r in engine.rules}
+    result.findings = sorted(res.kept + [f for f in res.meta if f.code in ail_enabled], key=Finding.sort_key)
+    result.suppressed.extend(res.suppressed)
+    return result
+
+
+def _bundle_forked(
+    objects: list[K8sObject], ctx: Context, settings: Settings, engine: Engine, sch: list[RegisteredRule], schema: bool
+) -> list[list[Finding]] | None:
+    """The bundle rules (a task each) and the schema pass shared by forked processes; the
+    findings in the serial order (by object, then by rule). None when forking is not possible."""
+    from ailint.engine.parallel import run_forked
+
+    rules = engine.bundle_rules
+    ctx.build_indexes()
+    position = {id(reg): t for t, reg in enumerate(rules)}
+    targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
+    for i, obj in enumerate(objects):
+        for reg in engine.rules_for(obj, bundle=True):
+            targets[position[id(reg)]].append(i)
+
+    def work(t: int) -> list[Any]:
+        if t < 0:  # the schema pass, the longest task: first in the queue
+            return bundle_chunk(None, objects, ctx, settings, engine, sch)
+        reg = rules[t]
+        out: list[tuple[int, list[Finding]]] = []
+        for i in targets[t]:
+            found = engine.check(reg, objects[i], ctx)
+            if found:
+                out.append((i, found))
+        return out
+
+    results = run_forked(work, ([-1] if schema else []) + list(range(len(rules))), engine.jobs)
+    if results is None:
+        return None
+    merged = sorted(((i, t, found) for t in range(len(rules)) for i, found in results[t]), key=lambda x: x[:2])
+    parts = [[f for _, _, found in merged for f in found]]
+    if schema:
+        parts.append(results[-1])
+    return parts
+
+
+def bundle_chunk(
+    indexes: Iterable[int] | None,
+    objects: list[K8sObject],
+    ctx: Context,
+    settings: Settings,
+    engine: Engine,
+    sch: list[RegisteredRule],
+) -> list[Finding]:
+    """Bundle-rule findings of `objects[i]` for i in `indexes`, in order; `None`: the schema pass."""
+    out: list[Finding] = []
+    if indexes is None:
+        # schema validation is an engine pass of its own (SCH), when installed and enabled
+        try:
+            from ailint.schema.validate import validate_objects
+        except ImportError:
+            return out
+        return list(validate_objects(objects, settings, {r.rule.code for r in sch}))
+    for i in indexes:
+        obj = objects[i]
+        for reg in engine.rules_for(obj, bundle=True):
+            out.extend(engine.check(reg, obj, ctx))
+    return out
+
+
+def _selector_matches(selector: str, finding: Finding) -> bool:
+    reg = registry.all_rules().get(finding.code)
+    if reg is None:
+        return selector.upper() == finding.code
+    return registry._specificity(selector, reg) > 0
+
+
+def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
+    if fail_on == "never":
+        return 0
+    from ailint.core.model import Severity
+
+    threshold = Severity.parse(fail_on).rank
+    return 1 if any(f.severity.rank >= threshold for f in findings) else 0

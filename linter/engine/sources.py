@@ -1,0 +1,215 @@
+"""Turn the paths on the command line into the list of files to lint.
+
+Folders are walked recursively for `*.yaml`, `*.yml` and `*.json`, skipping `.git` and
+other VCS folders, paths matched by `.gitignore` files and the config's `exclude`
+patterns, and never following a symlinked folder twice (no loops). Files named explicitly
+are always linted, whatever their extension. Anything that is not a regular file (a FIFO,
+a device, a folder named like a YAML file) is reported, never opened.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+EXTENSIONS = (".yaml", ".yml", ".json")
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    path: str  # filesystem path ("-" for stdin)
+    display: str  # what reports call it
+    problem: str | None = None  # why it cannot be read (then it becomes a YML009 finding)
+
+
+def display_path(path: str, root: str) -> str:
+    """Repository-relative, forward-slash path when the file is under `root`."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        rel = path
+    if rel.startswith(".."):
+        rel = os.path.abspath(path) if os.path.isabs(path) else path
+    return rel.replace(os.sep, "/")
+
+
+class _GitIgnore:
+    """A small `.gitignore` matcher: enough for the usual patterns (not a full git clone)."""
+
+    def __init__(self) -> None:
+        self.rules: list[tuple[str, re.Pattern[str], bool, bool]] = []  # base, regex, negate, dir_only
+
+    def add_file(self, base: str, path: str) -> None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            if negate:
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            line = line.lstrip("/")
+            pat = _glob_to_regex(line)
+            if not anchored:
+                pat = r"(?:.*/)?" + pat
+            self.rules.append((base, re.compile(pat + r"$"), negate, dir_only))
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        result = False
+        for base, regex, negate, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if rel.startswith(".."):
+                continue
+            if regex.match(rel):
+                result = not negate
+        return result
+
+
+def _glob_to_regex(glob: str) -> str:
+    out = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append(r"(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(r".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append(r"[^/]*")
+        elif c == "?":
+            out.append(r"[^/]")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def matches_any(display: str, patterns: Iterable[str]) -> bool:
+    """Config-style glob match against a repo-relative path (`**` spans folders)."""
+    for pat in patterns:
+        if fnmatch.fnmatch(display, pat) or re.match(_glob_to_regex(pat) + "$", display):
+            return True
+    return False
+
+
+def discover(
+    paths: Iterable[str], root: str, exclude: Iterable[str] = (), respect_gitignore: bool = True
+) -> Iterator[Candidate]:
+    exclude = list(exclude)
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[str] = set()
+    for given in paths:
+        if given == "-":
+            yield Candidate("-", "-")
+            continue
+        try:
+            st = os.stat(given)
+        except OSError as exc:
+            yield Candidate(given, display_path(given, root), f"cannot read: {exc.strerror or exc}")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            yield from _walk(given, root, exclude, respect_gitignore, seen_dirs, seen_files)
+        elif stat.S_ISREG(st.st_mode):
+            real = os.path.realpath(given)
+            if real not in seen_files:
+                seen_files.add(real)
+                yield Candidate(given, display_path(given, root))
+        else:
+            yield Candidate(given, display_path(given, root), "not a regular file (FIFO, socket or device); skipped")
+
+
+def _walk(
+    top: str,
+    root: str,
+    exclude: list[str],
+    respect_gitignore: bool,
+    seen_dirs: set[tuple[int, int]],
+    seen_files: set[str],
+) -> Iterator[Candidate]:
+    ignore = _GitIgnore()
+    if respect_gitignore:
+        # .gitignore files from the repository root down to `top` apply too.
+        parts: list[str] = []
+        cur = os.path.abspath(top)
+        while True:
+            parts.append(cur)
+            if os.path.isdir(os.path.join(cur, ".git")):
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                parts = [os.path.abspath(top)]
+                break
+            cur = parent
+        for d in reversed(parts[1:]):
+            ignore.add_file(d, os.path.join(d, ".gitignore"))
+    stack = [os.path.abspath(top)]
+    while stack:
+        d = stack.pop()
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            continue  # a symlink loop or a folder reached twice
+        seen_dirs.add(key)
+        if respect_gitignore:
+            ignore.add_file(d, os.path.join(d, ".gitignore"))
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            yield Candidate(d, display_path(d, root), f"cannot list folder: {exc.strerror or exc}")
+            continue
+        subdirs = []
+        for entry in entries:
+            full = entry.path
+            shown = display_path(full, root)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name in SKIP_DIRS or (respect_gitignore and ignore.ignored(full, True)):
+                    continue
+                if (exclude and matches_any(shown + "/", exclude)) or matches_any(shown, exclude):
+                    continue
+                subdirs.append(full)
+                continue
+            if not entry.name.lower().endswith(EXTENSIONS):
+                continue
+            if respect_gitignore and ignore.ignored(full, False):
+                continue
+            if exclude and matches_any(shown, exclude):
+                continue
+            try:
+                st2 = os.stat(full)
+            except OSError as exc:
+                yield Candidate(full, shown, f"cannot read: {exc.strerror or exc}")
+                continue
+            if not stat.S_ISREG(st2.st_mode):
+                yield Candidate(full, shown, "not a regular file (FIFO, socket or device); skipped")
+                continue
+            real = os.path.realpath(full)
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            yield Candidate(full, shown)
+        stack.extend(reversed(subdirs))

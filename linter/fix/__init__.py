@@ -1,0 +1,1 @@
+"""Fixing: indentation-aware text edits (`edits`, public to rules) and applying them (`apply`)."""

@@ -1,0 +1,1 @@
+"""Schema validation (SCH): the schema store, compiled validators and their messages."""

@@ -1,0 +1,1393 @@
+"""Schema validation (`SCH`): core kinds and the AI custom resources, offline.
+
+Core kinds are validated against the strict OpenAPI JSON schemas that `kubernetes-validate`
+ships (`kubernetes-json-schema/v<version>-local-strict/_definitions.json`), for the
+Kubernetes version of `settings.kube_version` (the newest shipped version not newer than
+it). Custom resources are validated against the compact schemas that `schemas/generate.py`
+derives from their CRDs (`schemas/crds/`, package data of `ailint.schemas`). A few CRD
+CEL rules (`x-kubernetes-validations`) that decide whether a Karpenter or Kueue object is
+accepted are re-implemented in Python (`_cel_findings`).
+
+Speed: every schema is loaded and compiled once per process. Each object first goes
+through a compiled boolean checker (plain closures, about ten times faster than
+jsonschema); only objects it rejects are validated by jsonschema (with a `referencing`
+registry holding the definitions), which reports every error with its path. jsonschema and
+referencing are imported only here, inside functions, so runs without schema validation
+never pay for them.
+
+Objects of kinds with no schema and CustomResourceDefinitions themselves get no finding.
+Null values never do: the API server prunes nulls of custom resources and accepts them in
+core objects.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ailint.core import pkgdata
+from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, as_list, iter_dicts
+
+# The resource.Quantity pattern of the API machinery (and of every controller-gen CRD).
+QUANTITY_RE = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+CODES = {
+    "unknown-field": "SCH001",
+    "wrong-type": "SCH002",
+    "enum": "SCH003",
+    "required": "SCH004",
+    "quantity": "SCH005",
+    "api-version": "SCH006",
+    "cel": "SCH007",
+    "constraint": "SCH008",
+}
+
+# Groups whose every version is gone from Kubernetes (still "known": their kinds moved).
+_REMOVED_CORE_GROUPS = {"extensions"}
+
+# Custom-resource versions removed upstream, with the kind that replaced the old one.
+# Karpenter: v1alpha5 Provisioner/Machine and v1alpha1 AWSNodeTemplate became v1beta1
+# NodePool/NodeClaim/EC2NodeClass in v0.32 and were dropped in v0.33; v1beta1 was dropped in
+# v1.1 in favour of v1 (https://karpenter.sh/docs/upgrading/v1-migration/).
+_RENAMED_KINDS = {
+    ("karpenter.sh", "Provisioner"): "NodePool",
+    ("karpenter.sh", "Machine"): "NodeClaim",
+    ("karpenter.k8s.aws", "AWSNodeTemplate"): "EC2NodeClass",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Schema stores
+# ---------------------------------------------------------------------------------------
+def _parse_version(v: str) -> tuple[int, int] | None:
+    m = re.match(r"^v?(\d+)\.(\d+)", str(v).strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _kv_schema_root() -> str | None:
+    """The `kubernetes-json-schema` folder of the installed kubernetes-validate (not imported)."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        root = os.path.join(loc, "kubernetes-json-schema")
+        if os.path.isdir(root):
+            return root
+    return None
+
+
+def _shipped_versions(root: str) -> list[tuple[int, int]]:
+    out = set()
+    for name in os.listdir(root):
+        m = re.match(r"^v(\d+)\.(\d+)\.\d+-local-strict$", name)
+        if m:
+            out.add((int(m.group(1)), int(m.group(2))))
+    return sorted(out)
+
+
+@dataclass
+class _CoreStore:
+    """The core definitions of one Kubernetes version, indexed by group/version/kind."""
+
+    version: tuple[int, int]
+    requested: tuple[int, int]
+    defs: dict[str, Any]
+    gvk: dict[tuple[str, str], str]  # (apiVersion, kind) -> definition name
+    kinds: dict[str, list[str]]  # kind -> apiVersions serving it
+    groups: set[str]
+    root: str
+    shipped: list[tuple[int, int]]
+    checkers: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
+    validators: dict[str, Any] = field(default_factory=dict)
+    _latest_gvk: set[tuple[str, str]] | None = None
+    _compiler: Any = None
+    _other: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    _names: dict[int, str] | None = None
+
+    def defs_of(self, version: tuple[int, int]) -> dict[str, Any]:
+        """The definitions of another shipped version (loaded once, only when needed)."""
+        if version == self.version:
+            return self.defs
+        d = self._other.get(version)
+        if d is None:
+            d = self._other[version] = _load_json(
+                os.path.join(self.root, f"v{version[0]}.{version[1]}.0-local-strict", "_definitions.json")
+            )
+        return d
+
+    def future_gvks(self) -> set[tuple[str, str]]:
+        """(apiVersion, kind) pairs of the newest shipped version (to tell new from removed)."""
+        if self._latest_gvk is None:
+            self._latest_gvk = set(_gvk_index(self.defs_of(self.shipped[-1])))
+        return self._latest_gvk
+
+    def added_later(self, schema_node: Any, key: str) -> str | None:
+        """The first newer shipped Kubernetes version whose same definition has field `key`."""
+        if self._names is None:
+            self._names = {id(v): k for k, v in self.defs["$defs"].items()}
+        name = self._names.get(id(schema_node))
+        if name is None:
+            return None
+        for v in self.shipped:
+            if v > self.version:
+                props = (self.defs_of(v)["$defs"].get(name) or {}).get("properties") or {}
+                if key in props:
+                    return f"{v[0]}.{v[1]}"
+        return None
+
+    def checker(self, name: str) -> Callable[[Any], bool]:
+        c = self.checkers.get(name)
+        if c is None:
+            if self._compiler is None:
+                self._compiler = _Compiler(self.defs)
+            c = self.checkers[name] = self._compiler.compile(self.defs["$defs"][name])
+        return c
+
+    def validator(self, name: str) -> Any:
+        v = self.validators.get(name)
+        if v is None:
+            import jsonschema
+            from referencing import Registry, Resource
+
+            registry = Registry().with_resource(self.defs["$id"], Resource.from_contents(self.defs))
+            v = self.validators[name] = jsonschema.Draft202012Validator(
+                {"$ref": f"{self.defs['$id']}#/$defs/{name}"}, registry=registry, format_checker=_format_checker()
+            )
+        return v
+
+
+def _load_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _gvk_index(defs: dict[str, Any]) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for name, d in defs.get("$defs", {}).items():
+        for g in d.get("x-kubernetes-group-version-kind") or ():
+            group, version, kind = g.get("group", ""), g.get("version", ""), g.get("kind", "")
+            if kind.endswith("List") and name.endswith("List"):
+                continue
+            out[(f"{group}/{version}" if group else version, kind)] = name
+    return out
+
+
+_CORE: dict[tuple[int, int], _CoreStore | None] = {}
+
+
+def core_store(kube_version: str) -> _CoreStore | None:
+    """The core schema store for `kube_version` (cached per process); None if unavailable."""
+    requested = _parse_version(kube_version) or (1, 33)
+    if requested in _CORE:
+        return _CORE[requested]
+    store = None
+    root = _kv_schema_root()
+    if root is not None:
+        shipped = _shipped_versions(root)
+        if shipped:
+            usable = [v for v in shipped if v <= requested] or [shipped[0]]
+            version = usable[-1]
+            defs = _load_json(os.path.join(root, f"v{version[0]}.{version[1]}.0-local-strict", "_definitions.json"))
+            q = defs["$defs"].get("io.k8s.apimachinery.pkg.api.resource.Quantity")
+            if isinstance(q, dict):
+                q["format"] = "quantity"  # checked by our format checker and fast checker
+            gvk = _gvk_index(defs)
+            kinds: dict[str, list[str]] = {}
+            for av, kind in gvk:
+                kinds.setdefault(kind, []).append(av)
+            groups = {av.rsplit("/", 1)[0] if "/" in av else "" for av, _ in gvk}
+            store = _CoreStore(version, requested, defs, gvk, kinds, groups, root, shipped)
+    _CORE[requested] = store
+    return store
+
+
+@dataclass
+class _CrdSchema:
+    schema: dict[str, Any]
+    compiler: _Compiler
+    checker: Callable[[Any], bool]
+    validator: Any = None
+
+
+class _CrdStore:
+    """The generated custom-resource schemas (`ailint.schemas/crds`), loaded on demand."""
+
+    def __init__(self) -> None:
+        self.base = pkgdata.path("ailint.schemas", "crds")
+        try:
+            self.index: dict[str, dict[str, Any]] = json.loads(
+                pkgdata.read_text("ailint.schemas", "crds", "index.json")
+            )
+        except (OSError, ValueError):
+            self.index = {}
+        self.loaded: dict[str, _CrdSchema] = {}
+
+    def get(self, group: str, version: str, kind: str) -> _CrdSchema | None:
+        entry = self.index.get(group, {}).get(kind)
+        if not entry:
+            return None
+        fname = entry.get("files", {}).get(version)
+        if not fname:
+            return None
+        s = self.loaded.get(fname)
+        if s is None:
+            schema = json.loads(pkgdata.read_text("ailint.schemas", "crds", fname))
+            compiler = _Compiler(schema)
+            s = self.loaded[fname] = _CrdSchema(schema, compiler, compiler.compile(schema))
+        return s
+
+    def validator(self, s: _CrdSchema) -> Any:
+        if s.validator is None:
+            import jsonschema
+
+            s.validator = jsonschema.Draft202012Validator(s.schema, format_checker=_format_checker())
+        return s.validator
+
+
+_CRDS: _CrdStore | None = None
+
+
+def crd_store() -> _CrdStore:
+    global _CRDS
+    if _CRDS is None:
+        _CRDS = _CrdStore()
+    return _CRDS
+
+
+_FORMAT_CHECKER: Any = None
+
+
+def _format_checker() -> Any:
+    global _FORMAT_CHECKER
+    if _FORMAT_CHECKER is None:
+        import jsonschema
+
+        fc = jsonschema.FormatChecker(formats=())
+        fc.checks("quantity")(_is_quantity)
+        _FORMAT_CHECKER = fc
+    return _FORMAT_CHECKER
+
+
+def _is_quantity(value: Any) -> bool:
+    return not isinstance(value, str) or bool(QUANTITY_RE.match(value))
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled boolean checker: True when jsonschema would report nothing we report
+# ---------------------------------------------------------------------------------------
+_IGNORED = {
+    "description",
+    "default",
+    "$schema",
+    "$id",
+    "$defs",
+    "title",
+    "example",
+    "examples",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "$comment",
+    "nullable",
+}
+
+
+def _is_type(x: Any, t: str) -> bool:
+    if t == "string":
+        return isinstance(x, str)
+    if t == "object":
+        return isinstance(x, dict)
+    if t == "array":
+        return isinstance(x, list)
+    if t == "boolean":
+        return isinstance(x, bool)
+    if t == "integer":
+        return (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, float) and x.is_integer())
+    if t == "number":
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if t == "null":
+        return x is None
+    return False
+
+
+_CLASSES = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _type_check(types: tuple[str, ...]) -> Callable[[Any], bool]:
+    """A fast isinstance-based check for a JSON Schema `type` (null is handled by the caller)."""
+    types = tuple(t for t in types if t != "null")
+    if not types:
+        return _never_unless_null
+    if all(t in _CLASSES for t in types):
+        classes = tuple(_CLASSES[t] for t in types)  # bool is no subclass of str, dict or list
+        return lambda x: isinstance(x, classes)
+    return lambda x: any(_is_type(x, t) for t in types)
+
+
+def _items_check(f: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def items_check(x: Any) -> bool:
+        if x.__class__ is list:
+            for i in x:
+                if not f(i):
+                    return False
+        return True
+
+    return items_check
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+class _Compiler:
+    """Compiles a JSON Schema (the subset CRDs and the Kubernetes OpenAPI use) to closures.
+
+    Unknown keywords compile to "invalid", so the object goes to jsonschema: the checker
+    may send too many objects to the slow path, never too few.
+    """
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.memo: dict[int, Callable[[Any], bool]] = {}
+
+    def resolve(self, ref: str) -> Any:
+        frag = ref.split("#", 1)[1] if "#" in ref else ""
+        node: Any = self.doc
+        for part in frag.split("/"):
+            if part:
+                node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def defaulted(self, node: dict[str, Any], name: str) -> bool:
+        """Whether property `name` of `node` has a default (following `$ref`s)."""
+        sub = (node.get("properties") or {}).get(name)
+        for _ in range(20):
+            if not isinstance(sub, dict):
+                return False
+            if "default" in sub:
+                return True
+            ref = sub.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                return False
+            sub = self.resolve(ref)
+        return False
+
+    def compile(self, node: Any) -> Callable[[Any], bool]:
+        if node is True or node == {}:
+            return _always
+        if node is False:
+            return _never_unless_null
+        key = id(node)
+        fn = self.memo.get(key)
+        if fn is not None:
+            return fn
+        cell: list[Callable[[Any], bool]] = []
+        self.memo[key] = lambda x: cell[0](x)  # recursion placeholder
+        fn = self._build(node)
+        cell.append(fn)
+        self.memo[key] = fn
+        return fn
+
+    def _build(self, node: dict[str, Any]) -> Callable[[Any], bool]:
+        checks: list[Callable[[Any], bool]] = []
+        for k, v in node.items():
+            if k in _IGNORED or k.startswith("x-") or k in ("properties", "additionalProperties", "format"):
+                continue
+            if k == "$ref":
+                checks.append(self.lazy(self.resolve(v)))
+            elif k == "type":
+                checks.append(_type_check(tuple(v) if isinstance(v, list) else (v,)))
+            elif k == "required":
+                # the API server applies defaults before it checks required fields
+                req = tuple(r for r in v if not self.defaulted(node, r))
+                checks.append(lambda x, req=req: not isinstance(x, dict) or all(r in x for r in req))
+            elif k == "enum":
+                allowed = list(v)
+                checks.append(lambda x, a=allowed: any(_equal(x, e) for e in a))
+            elif k == "items":
+                checks.append(_items_check(self.lazy(v)))
+            elif k == "pattern":
+                rx = re.compile(v)
+                checks.append(lambda x, rx=rx: not isinstance(x, str) or rx.search(x) is not None)
+            elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                op = {
+                    "minimum": lambda a, b: a >= b,
+                    "maximum": lambda a, b: a <= b,
+                    "exclusiveMinimum": lambda a, b: a > b,
+                    "exclusiveMaximum": lambda a, b: a < b,
+                }[k]
+                checks.append(lambda x, op=op, b=v: not _is_type(x, "number") or op(x, b))
+            elif k in ("minLength", "maxLength"):
+                checks.append(
+                    lambda x, k=k, n=v: not isinstance(x, str) or (len(x) >= n if k == "minLength" else len(x) <= n)
+                )
+            elif k in ("minItems", "maxItems"):
+                checks.append(
+                    lambda x, k=k, n=v: not isinstance(x, list) or (len(x) >= n if k == "minItems" else len(x) <= n)
+                )
+            elif k in ("minProperties", "maxProperties"):
+                checks.append(
+                    lambda x, k=k, n=v: (
+                        not isinstance(x, dict) or (len(x) >= n if k == "minProperties" else len(x) <= n)
+                    )
+                )
+            elif k == "uniqueItems":
+                if v:
+                    checks.append(
+                        lambda x: (
+                            not isinstance(x, list)
+                            or len({json.dumps(i, sort_keys=True, default=str) for i in x}) == len(x)
+                        )
+                    )
+            elif k in ("oneOf", "anyOf", "allOf"):
+                subs = [self.compile(s) for s in v]
+                if k == "anyOf":
+                    checks.append(lambda x, subs=subs: any(f(x) for f in subs))
+                elif k == "allOf":
+                    checks.append(lambda x, subs=subs: all(f(x) for f in subs))
+                else:
+                    checks.append(lambda x, subs=subs: sum(1 for f in subs if f(x)) == 1)
+            elif k == "not":
+                sub = self.compile(v)
+                checks.append(lambda x, f=sub: not f(x))
+            else:
+                return _never_unless_null  # a keyword we do not know: let jsonschema decide
+        if node.get("format") == "quantity":
+            checks.append(_is_quantity)
+        props = node.get("properties")
+        addl = node.get("additionalProperties", True)
+        if props is not None or addl is not True:
+            checks.append(self._object_check(props or {}, addl))
+        if not checks:
+            return _always
+        if len(checks) == 1:
+            only = checks[0]
+            return lambda x: x is None or only(x)
+        if len(checks) == 2:
+            a, b = checks
+            return lambda x: x is None or (a(x) and b(x))
+        tup = tuple(checks)
+
+        def node_check(x: Any) -> bool:
+            if x is None:
+                return True
+            for c in tup:
+                if not c(x):
+                    return False
+            return True
+
+        return node_check
+
+    def _object_check(self, props: dict[str, Any], addl: Any) -> Callable[[Any], bool]:
+        """properties + additionalProperties; each property compiled on first use."""
+        compiled: dict[str, Callable[[Any], bool]] = {}
+        compile_ = self.compile
+        rest = None if addl is True else (_never_unless_null if addl is False else None)
+
+        def obj_check(x: Any) -> bool:
+            nonlocal rest
+            if not isinstance(x, dict):
+                return True
+            for k, v in x.items():
+                f = compiled.get(k)
+                if f is None:
+                    sub = props.get(k)
+                    if sub is not None:
+                        f = compiled[k] = compile_(sub)
+                    elif addl is True:
+                        continue
+                    else:
+                        if rest is None:
+                            rest = compile_(addl)
+                        f = rest
+                if not f(v):
+                    return False
+            return True
+
+        return obj_check
+
+    def lazy(self, node: Any) -> Callable[[Any], bool]:
+        """A checker for `node` compiled on its first call (most of a schema is never used)."""
+        if node is True or node == {}:
+            return _always
+        fn = self.memo.get(id(node))
+        if fn is not None:
+            return fn
+        cell: list[Callable[[Any], bool]] = []
+
+        def run(x: Any) -> bool:
+            if not cell:
+                cell.append(self.compile(node))
+            return cell[0](x)
+
+        return run
+
+
+def _always(x: Any) -> bool:
+    return True
+
+
+def _never_unless_null(x: Any) -> bool:
+    return x is None
+
+
+# ---------------------------------------------------------------------------------------
+# Findings
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Out:
+    """Collects findings for one run: the enabled codes, severities and de-duplication."""
+
+    settings: Any
+    enabled: set[str]
+    patch_names: set[str] = field(default_factory=set)  # files named as patches by a Kustomization
+    core: _CoreStore | None = None  # the core store, while a core object is reported
+    findings: list[Finding] = field(default_factory=list)
+    seen: set[tuple] = field(default_factory=set)
+    rules: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, code: str, obj: K8sObject, path: Path, message: str, span: Span) -> None:
+        if code not in self.enabled:
+            return
+        key = (id(obj), code, path, message)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        reg = self.rules.get(code)
+        if reg is None:
+            from ailint.engine.registry import all_rules
+
+            reg = self.rules[code] = all_rules()[code].rule
+        from ailint.engine.config import severity_override
+
+        sev = severity_override(self.settings, code) or reg.severity
+        self.findings.append(Finding(code, reg.name, sev, message, obj.file, span, obj.ref, tuple(path)))
+
+
+def validate_objects(objects: Iterable[K8sObject], settings: Any, enabled_codes: Iterable[str]) -> list[Finding]:
+    """Every SCH finding on `objects` (only for the codes in `enabled_codes`)."""
+    objects = list(objects)
+    out = _Out(settings, set(enabled_codes), _kustomize_patches(objects))
+    if not out.enabled:
+        return []
+    for obj in objects:
+        try:
+            validate_object(obj, settings.kube_version, out)
+        except Exception as exc:
+            if os.environ.get("AILINT_DEBUG_SCHEMA"):
+                raise
+            from ailint.engine.engine_rules import ENGINE
+
+            r = ENGINE["AIL003"]
+            out.findings.append(
+                Finding(
+                    r.code,
+                    r.name,
+                    r.severity,
+                    f"schema validation crashed on this object ({type(exc).__name__}: {exc}); please report it",
+                    obj.file,
+                    obj.span(()),
+                    obj.ref,
+                )
+            )
+    return out.findings
+
+
+def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
+    kind, av = obj.kind, obj.api_version
+    if not kind or not av or kind == "CustomResourceDefinition":
+        return
+    group = obj.group
+    version = av.rsplit("/", 1)[-1]
+    crds = crd_store()
+    if group in crds.index:
+        entry = crds.index[group].get(kind)
+        s = crds.get(group, version, kind)
+        if s is not None:
+            if not s.checker(obj.data):
+                _report(obj, crds.validator(s), out, s.compiler)
+            _cel_findings(obj, out)
+            return
+        _crd_version_finding(obj, group, version, kind, entry, crds, out)
+        return
+    store = core_store(kube_version)
+    if store is None:
+        return
+    name = store.gvk.get((av, kind))
+    if name is not None:
+        if not store.checker(name)(obj.data):
+            out.core = store
+            try:
+                _report(obj, store.validator(name), out, store._compiler)
+            finally:
+                out.core = None
+        return
+    _core_version_finding(obj, group, kind, store, out)
+
+
+# -- apiVersion ---------------------------------------------------------------------------
+def _crd_version_finding(
+    obj: K8sObject, group: str, version: str, kind: str, entry: Any, crds: _CrdStore, out: _Out
+) -> None:
+    new_kind = kind
+    if not entry:
+        new_kind = _RENAMED_KINDS.get((group, kind), "")
+        entry = crds.index[group].get(new_kind) if new_kind else None
+        if not entry:
+            return  # a kind we have no schema for: not a finding
+    served = entry.get("versions") or []
+    if not served:
+        return
+    target = f"{group}/{served[0]}"
+    if new_kind != kind:
+        msg = (
+            f"`{obj.api_version}` {kind} was removed; use `{target}` {new_kind} "
+            "(its fields changed too: see the upstream migration guide)"
+        )
+    else:
+        what = "was removed" if _version_key(version) < _version_key(served[0]) else "is not served"
+        msg = (
+            f"`{obj.api_version}` {kind} {what}; the {kind} CRD serves "
+            f"{', '.join(f'`{group}/{v}`' for v in served)}: use `{target}`"
+        )
+    out.add(CODES["api-version"], obj, ("apiVersion",), msg, obj.value_span(("apiVersion",)))
+
+
+def _version_key(v: str) -> tuple[int, int, int]:
+    m = re.match(r"^v(\d+)(?:(alpha|beta)(\d+))?$", v)
+    if not m:
+        return (0, 0, 0)
+    stage = {"alpha": 0, "beta": 1, None: 2}[m.group(2)]
+    return (int(m.group(1)), stage, int(m.group(3) or 0))
+
+
+def _core_version_finding(obj: K8sObject, group: str, kind: str, store: _CoreStore, out: _Out) -> None:
+    if group not in store.groups and group not in _REMOVED_CORE_GROUPS:
+        return
+    if (obj.api_version, kind) in store.future_gvks():
+        return  # served by a newer Kubernetes than kube-version: the manifest targets a newer cluster
+    if store.requested < store.shipped[0]:
+        return  # older than any schema we ship: we cannot tell
+    serving = store.kinds.get(kind)
+    if not serving:
+        return  # the kind itself is gone (or never existed): nothing to suggest
+    same_group = [av for av in serving if (av.rsplit("/", 1)[0] if "/" in av else "") == group]
+    choices = same_group or serving
+    choices = sorted(choices, key=lambda av: _version_key(av.rsplit("/", 1)[-1]), reverse=True)
+    ver = f"{store.version[0]}.{store.version[1]}"
+    msg = f"`{obj.api_version}` {kind} is not served by Kubernetes {ver} (removed); use `{choices[0]}`"
+    out.add(CODES["api-version"], obj, ("apiVersion",), msg, obj.value_span(("apiVersion",)))
+
+
+# -- jsonschema errors -> findings ------------------------------------------------------------
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _type_of(x: Any) -> str:
+    if isinstance(x, bool):
+        return "a boolean"
+    if isinstance(x, int):
+        return "an integer"
+    if isinstance(x, float):
+        return "a number"
+    if isinstance(x, str):
+        return "a string"
+    if isinstance(x, dict):
+        return "a mapping"
+    if isinstance(x, list):
+        return "a list"
+    return "null" if x is None else type(x).__name__
+
+
+def dotted(path: Iterable[Any]) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            p = str(p)
+            out += ("." if out else "") + (p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else f'"{p}"')
+    return out
+
+
+def _raw(obj: K8sObject, path: Path, value: Any) -> str:
+    """The value as written in the file when it fits on one line, else a short rendering."""
+    span = obj.value_span(path)
+    if span.line == span.end_line and obj.has(path):
+        text = obj.source.line_text(span.line)[span.col - 1 : span.end_col - 1].strip()
+        if text and len(text) <= 60:
+            return text
+    s = json.dumps(value, default=str)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _shown(obj: K8sObject, path: Path, value: Any) -> str:
+    """A string value without its quotes; anything else as written."""
+    return value if isinstance(value, str) and len(value) <= 60 else _raw(obj, path, value)
+
+
+def _where(path: Path) -> str:
+    return f"`{dotted(path)}`" if path else "the object"
+
+
+def _suggest(name: str, candidates: Iterable[str]) -> str | None:
+    cands = [c for c in candidates if isinstance(c, str)]
+    low = {c.lower(): c for c in cands}
+    if name.lower() in low:
+        return low[name.lower()]
+    m = difflib.get_close_matches(name, cands, n=1, cutoff=0.6)
+    return m[0] if m else None
+
+
+def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | None = None) -> None:
+    errors = list(validator.iter_errors(obj.data))
+    suggested: dict[Path, set[str]] = {}
+    pending_required: list[tuple[Path, str, dict[str, Any]]] = []
+    for e in errors:
+        _one_error(obj, e, out, suggested, pending_required, compiler)
+    partial = None
+    for path, name, schema in pending_required:
+        if compiler is not None and compiler.defaulted(schema, name):
+            continue  # defaulted by the API server before validation
+        if (_generic(path), name) in _DEFAULTED_REQUIRED.get((obj.group, obj.kind), ()):
+            continue  # a defaulter or the operator's mutating webhook fills it before validation
+        if partial is None:
+            partial = _is_partial(obj, out)
+        if partial:
+            continue  # a kustomize patch or a template: incomplete by design
+        if (
+            name == "selector"
+            and path == ("spec",)
+            and obj.kind in _SELECTOR_KINDS
+            and not as_dict(obj.get("spec", "template", "metadata")).get("labels")
+        ):
+            continue  # neither selector nor pod labels: a kustomize base that commonLabels completes
+        if name in suggested.get(path, ()):
+            continue  # `sise:` was reported with "did you mean `size`?"; the missing `size` is the same mistake
+        out.add(
+            CODES["required"], obj, path, f"{_where(path)} is missing the required field `{name}`", obj.key_span(path)
+        )
+
+
+def _misplaced(key: str, props: dict[str, Any], compiler: _Compiler | None) -> str | None:
+    """The child object (one level down) whose schema has `key`, if exactly one has it."""
+    if compiler is None:
+        return None
+    found = []
+    for name, sub in props.items():
+        for _ in range(10):
+            if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and sub["$ref"].startswith(("#", "http")):
+                try:
+                    sub = compiler.resolve(sub["$ref"])
+                except (KeyError, TypeError):
+                    sub = None
+            else:
+                break
+        if isinstance(sub, dict) and key in (sub.get("properties") or {}):
+            found.append(name)
+    return found[0] if len(found) == 1 else None
+
+
+def _one_error(
+    obj: K8sObject,
+    e: Any,
+    out: _Out,
+    suggested: dict[Path, set[str]],
+    pending_required: list[tuple[Path, str, dict[str, Any]]],
+    compiler: _Compiler | None = None,
+) -> None:
+    inst = e.instance
+    if inst is None:
+        return
+    path: Path = tuple(e.absolute_path)
+    kw = e.validator
+    if kw not in ("additionalProperties", "required") and _placeholder(inst):
+        return  # `${PORT}`, `$NUM_NODES`, `<your-bucket>`: a template to be filled in, not a value
+    schema = e.schema if isinstance(e.schema, dict) else {}
+    if kw == "additionalProperties":
+        props = schema.get("properties") or {}
+        patterns = [re.compile(p) for p in (schema.get("patternProperties") or {})]
+        for key in inst:
+            if key in props or any(p.search(key) for p in patterns) or key.startswith("$"):
+                continue  # `$patch: delete` and friends are kustomize/strategic-merge directives
+            hint = _suggest(key, props)
+            moved = _MOVED.get((obj.group, obj.kind, _generic(path), key))
+            below = None if hint or moved else _misplaced(key, props, compiler)
+            later = out.core.added_later(e.schema, key) if out.core is not None else None
+            if later:
+                ver = f"{out.core.version[0]}.{out.core.version[1]}"  # type: ignore[union-attr]
+                msg = (
+                    f"unknown field `{key}` in {_where(path)} for Kubernetes {ver}; Kubernetes {later} "
+                    "added it (set `kube-version` to the version you deploy to)"
+                )
+            elif moved:
+                msg = f"unknown field `{key}` in {_where(path)}: {moved}"
+            elif hint:
+                suggested.setdefault(path, set()).add(hint)
+                msg = f"unknown field `{key}` in {_where(path)}; did you mean `{hint}`?"
+            elif below:
+                msg = f"unknown field `{key}` in {_where(path)}; move it one level down, under `{below}`"
+            elif props:
+                msg = f"unknown field `{key}` in {_where(path)}"
+            else:
+                msg = f"unknown field `{key}`: {_where(path)} takes no fields"
+            out.add(CODES["unknown-field"], obj, path + (key,), msg, obj.key_span(path + (key,)))
+    elif kw == "required":
+        for name in e.validator_value:
+            if isinstance(inst, dict) and name not in inst:
+                pending_required.append((path, name, schema))
+    elif kw == "type":
+        _type_finding(obj, path, inst, e.validator_value, out)
+    elif kw in ("oneOf", "anyOf"):
+        types: list[str] = []
+        for sub in e.context or ():
+            if sub.validator == "type" and not sub.relative_path:
+                v = sub.validator_value
+                types.extend(v if isinstance(v, list) else [v])
+        if types and all(sub.validator == "type" for sub in e.context or ()):
+            _type_finding(obj, path, inst, types, out)
+        else:
+            from jsonschema.exceptions import best_match
+
+            best = best_match(e.context or ())
+            if best is not None and best.validator not in ("oneOf", "anyOf"):
+                _one_error(obj, best, out, suggested, pending_required, compiler)
+    elif kw == "enum":
+        allowed = [a for a in e.validator_value if a is not None]
+        shown = ", ".join(f"`{a}`" for a in allowed[:12]) + (", ..." if len(allowed) > 12 else "")
+        hint = _suggest(str(inst), [str(a) for a in allowed]) if isinstance(inst, str) else None
+        close = f"; did you mean `{hint}`?" if hint and hint.lower() == str(inst).lower() else ""
+        renamed = _RENAMED_VALUES.get((obj.group, obj.kind, _generic(path), inst)) if isinstance(inst, str) else None
+        if renamed:
+            close = f"; {renamed}"
+        out.add(
+            CODES["enum"],
+            obj,
+            path,
+            f"{_where(path)} is `{_shown(obj, path, inst)}`, not one of the allowed values: {shown}{close}",
+            obj.value_span(path),
+        )
+    elif kw == "format" and e.validator_value == "quantity":
+        fixed = _fix_quantity(inst)
+        hint = f"; did you mean `{fixed}`?" if fixed else " (e.g. `500m`, `2`, `16Gi`)"
+        out.add(
+            CODES["quantity"],
+            obj,
+            path,
+            f"{_where(path)} is not a valid quantity: `{_shown(obj, path, inst)}`{hint}",
+            obj.value_span(path),
+        )
+    elif kw == "format":
+        return
+    else:
+        out.add(
+            CODES["constraint"],
+            obj,
+            path,
+            _constraint_message(obj, path, inst, kw, e.validator_value),
+            obj.value_span(path),
+        )
+
+
+def _type_finding(obj: K8sObject, path: Path, inst: Any, expected: Any, out: _Out) -> None:
+    types = [t for t in (expected if isinstance(expected, list) else [expected]) if t != "null"]
+    if not types:
+        return
+    want = " or ".join(dict.fromkeys(_TYPE_NAMES.get(t, t) for t in types))
+    raw = _raw(obj, path, inst)
+    quote = ""
+    if "string" in types and isinstance(inst, (bool, int, float)):
+        quote = f'; quote it: `"{raw}"`'
+    out.add(
+        CODES["wrong-type"],
+        obj,
+        path,
+        f"{_where(path)} must be {want}, not {_type_of(inst)} (`{raw}`){quote}",
+        obj.value_span(path),
+    )
+
+
+def _fix_quantity(v: Any) -> str | None:
+    if not isinstance(v, str):
+        return None
+    s = v.strip().replace(" ", "")
+    for bad, good in (
+        ("KiB", "Ki"),
+        ("MiB", "Mi"),
+        ("GiB", "Gi"),
+        ("TiB", "Ti"),
+        ("KB", "k"),
+        ("kB", "k"),
+        ("MB", "M"),
+        ("GB", "G"),
+        ("TB", "T"),
+        ("gi", "Gi"),
+        ("mi", "Mi"),
+        ("ki", "Ki"),
+        ("gb", "G"),
+        ("mb", "M"),
+        ("Gb", "G"),
+        ("Mb", "M"),
+    ):
+        if s.endswith(bad):
+            s = s[: -len(bad)] + good
+            break
+    return s if s != v and QUANTITY_RE.match(s) else None
+
+
+def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: Any) -> str:
+    where, raw = _where(path), _shown(obj, path, inst)
+    if kw == "pattern":
+        pat = value if len(value) <= 70 else value[:67] + "..."
+        return f"{where} is `{raw}`, which does not match the pattern `{pat}`"
+    if kw in ("minimum", "exclusiveMinimum"):
+        return f"{where} is {raw}; it must be {'at least' if kw == 'minimum' else 'more than'} {value}"
+    if kw in ("maximum", "exclusiveMaximum"):
+        return f"{where} is {raw}; it must be {'at most' if kw == 'maximum' else 'less than'} {value}"
+    if kw == "minLength":
+        return f"{where} is too short (at least {value} characters)"
+    if kw == "maxLength":
+        return f"{where} is {len(inst)} characters long; at most {value} are allowed"
+    if kw == "minItems":
+        return f"{where} has {len(inst)} items; at least {value} are required"
+    if kw == "maxItems":
+        return f"{where} has {len(inst)} items; at most {value} are allowed"
+    if kw == "minProperties":
+        return f"{where} has {len(inst)} fields; at least {value} are required"
+    if kw == "maxProperties":
+        return f"{where} has {len(inst)} fields; at most {value} are allowed"
+    if kw == "uniqueItems":
+        return f"{where} has duplicate items"
+    return f"{where} is invalid ({kw})"
+
+
+# -- objects that are incomplete on purpose ------------------------------------------------
+# Required fields that Kubernetes defaulters or the operator's mutating webhook fill before
+# the schema is checked: (group, kind) -> {(generic parent path, field)}.
+_DEFAULTED_REQUIRED: dict[tuple[str, str], set[tuple[str, str]]] = {
+    # pkg/apis/rbac/v1/defaults.go: SetDefaults_(Cluster)RoleBinding sets roleRef.apiGroup
+    ("rbac.authorization.k8s.io", "RoleBinding"): {("roleRef", "apiGroup")},
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {("roleRef", "apiGroup")},
+    # jobset pkg/webhooks/jobset_webhook.go Default(): names rules "failurePolicyRule<i>"
+    ("jobset.x-k8s.io", "JobSet"): {("spec.failurePolicy.rules[]", "name")},
+}
+# Fields that moved or went away with an API version, for the unknown-field message:
+# (group, kind, generic parent path, field) -> what to do instead.
+_MOVED: dict[tuple[str, str, str, str], str] = {
+    (
+        "karpenter.sh",
+        "NodePool",
+        "spec.template.spec",
+        "kubelet",
+    ): "karpenter.sh/v1 moved `kubelet` to the EC2NodeClass (`spec.kubelet`)",
+    (
+        "karpenter.sh",
+        "NodePool",
+        "spec.disruption",
+        "expireAfter",
+    ): "karpenter.sh/v1 moved `expireAfter` to `spec.template.spec.expireAfter`",
+    (
+        "karpenter.sh",
+        "NodePool",
+        "spec.template.spec.nodeClassRef",
+        "apiVersion",
+    ): "karpenter.sh/v1 replaced `apiVersion` with `group` (e.g. `karpenter.k8s.aws`)",
+    (
+        "ray.io",
+        "RayService",
+        "spec",
+        "serveConfig",
+    ): "ray.io/v1 removed the structured `serveConfig`; put the Serve config in `serveConfigV2` (a YAML string)",
+}
+# Enum values an API version renamed: (group, kind, generic path, old value) -> hint.
+_RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
+    (
+        "karpenter.sh",
+        "NodePool",
+        "spec.disruption.consolidationPolicy",
+        "WhenUnderutilized",
+    ): "karpenter.sh/v1 renamed it `WhenEmptyOrUnderutilized`",
+}
+_SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
+_PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
+_PATCH_NAME_RE = re.compile(r"(?<![a-z])patch(es)?(?![a-z])")  # `x_patch.yaml`, `patches/`, not `dispatcher`
+_PLACEHOLDER_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
+
+
+def _generic(path: Path) -> str:
+    """`spec.failurePolicy.rules[]` for `spec.failurePolicy.rules[0]`."""
+    return re.sub(r"\[\d+\]", "[]", dotted(path))
+
+
+def _placeholder(v: Any) -> bool:
+    return isinstance(v, str) and _PLACEHOLDER_RE.search(v) is not None
+
+
+def _kustomize_patches(objects: list[K8sObject]) -> set[str]:
+    """Base names of the files that Kustomizations in the run apply as patches."""
+    names: set[str] = set()
+    for o in objects:
+        if o.kind not in ("Kustomization", "Component") or not o.group.startswith("kustomize.config.k8s.io"):
+            continue
+        for p in as_list(o.data.get("patchesStrategicMerge")):
+            if isinstance(p, str) and "\n" not in p:
+                names.add(os.path.basename(p.strip()))
+        for key in ("patches", "patchesJson6902"):
+            for _, p in iter_dicts(o.data.get(key)):
+                if isinstance(p.get("path"), str):
+                    names.add(os.path.basename(p["path"].strip()))
+    names.discard("")
+    return names
+
+
+def _is_partial(obj: K8sObject, out: _Out) -> bool:
+    """A kustomize patch or a pod template file: missing required fields are expected."""
+    display = obj.file.replace("\\", "/")
+    base = display.rsplit("/", 1)[-1]
+    low = display.lower()
+    if _PATCH_NAME_RE.search(low) or any(t in base.lower() for t in ("pod-template", "pod_template", "podtemplate")):
+        return True
+    if any(base == n or base.endswith("__" + n) or base.endswith("_" + n) for n in out.patch_names):
+        return True
+    return _has_directive(obj.data, 0)
+
+
+def _has_directive(node: Any, depth: int) -> bool:
+    if depth > 12:
+        return False
+    if isinstance(node, dict):
+        return any(isinstance(k, str) and k.startswith(_PATCH_DIRECTIVES) for k in node) or any(
+            _has_directive(v, depth + 1) for v in node.values()
+        )
+    if isinstance(node, list):
+        return any(_has_directive(v, depth + 1) for v in node)
+    return False
+
+
+# ---------------------------------------------------------------------------------------
+# CEL rules (x-kubernetes-validations) that decide acceptance, re-implemented
+# ---------------------------------------------------------------------------------------
+_KARPENTER_AWS_ALLOWED = frozenset(
+    (
+        "karpenter.k8s.aws/instance-tenancy",
+        "karpenter.k8s.aws/capacity-reservation-type",
+        "karpenter.k8s.aws/capacity-reservation-id",
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        "karpenter.k8s.aws/ec2nodeclass",
+        "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+        "karpenter.k8s.aws/nitro-sandbox",
+        "karpenter.k8s.aws/instance-category",
+        "karpenter.k8s.aws/instance-hypervisor",
+        "karpenter.k8s.aws/instance-family",
+        "karpenter.k8s.aws/instance-generation",
+        "karpenter.k8s.aws/instance-local-nvme",
+        "karpenter.k8s.aws/instance-size",
+        "karpenter.k8s.aws/instance-cpu",
+        "karpenter.k8s.aws/instance-cpu-manufacturer",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+        "karpenter.k8s.aws/instance-memory",
+        "karpenter.k8s.aws/instance-ebs-bandwidth",
+        "karpenter.k8s.aws/instance-network-bandwidth",
+        "karpenter.k8s.aws/instance-gpu-name",
+        "karpenter.k8s.aws/instance-gpu-manufacturer",
+        "karpenter.k8s.aws/instance-gpu-count",
+        "karpenter.k8s.aws/instance-gpu-memory",
+        "karpenter.k8s.aws/instance-accelerator-name",
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        "karpenter.k8s.aws/instance-accelerator-count",
+        "karpenter.k8s.aws/instance-capability-flex",
+        "karpenter.k8s.aws/placement-group-id",
+        "karpenter.k8s.aws/placement-group-partition",
+    )
+)
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _label_key_problem(key: str, nodepool: bool) -> str | None:
+    """The CEL message a NodePool/NodeClaim rejects a requirement or label key with."""
+    m = re.match(r"^([^/]+)", key)
+    domain = m.group(1) if m else ""
+    if key not in ("karpenter.sh/capacity-type", "karpenter.sh/nodepool") and domain.endswith("karpenter.sh"):
+        return 'label domain "karpenter.sh" is restricted'
+    if nodepool and key == "karpenter.sh/nodepool":
+        return 'label "karpenter.sh/nodepool" is restricted (Karpenter sets it)'
+    if key == "kubernetes.io/hostname":
+        return 'label "kubernetes.io/hostname" is restricted'
+    if key not in _KARPENTER_AWS_ALLOWED and domain.endswith("karpenter.k8s.aws"):
+        return 'label domain "karpenter.k8s.aws" is restricted'
+    return None
+
+
+def _cel_findings(obj: K8sObject, out: _Out) -> None:
+    if CODES["cel"] not in out.enabled:
+        return
+    fn = _CEL.get((obj.group, obj.kind))
+    if fn is None:
+        return
+    for path, message, anchor in fn(obj):
+        span = obj.value_span(path) if anchor == "value" else obj.span(path)
+        out.add(CODES["cel"], obj, path, message, span)
+
+
+CelResult = Iterator[tuple[Path, str, str]]
+
+
+def _requirements(obj: K8sObject, base: Path, nodepool: bool) -> CelResult:
+    for i, req in iter_dicts(obj.get(*base)):
+        p = base + (i,)
+        key, op = req.get("key"), req.get("operator")
+        if isinstance(key, str):
+            problem = _label_key_problem(key, nodepool)
+            if problem:
+                yield p + ("key",), f"requirement key `{key}`: {problem}", "value"
+        values = req.get("values")
+        n = len(values) if isinstance(values, list) else None
+        if op == "In" and not n:
+            yield p + ("values",), f"requirement `{key}` with operator In has no values", "field"
+        if op in ("Gt", "Lt", "Gte", "Lte"):
+            ok = n == 1 and isinstance(values[0], str) and _INT_RE.match(values[0]) and int(values[0]) >= 0
+            if not ok:
+                yield (
+                    p + ("values",),
+                    f"requirement `{key}` with operator {op} must have a single "
+                    "non-negative integer value (as a string)",
+                    "field",
+                )
+        mv = req.get("minValues")
+        if op == "In" and isinstance(mv, int) and not isinstance(mv, bool) and n is not None and n < mv:
+            yield (
+                p + ("minValues",),
+                f"requirement `{key}` has minValues {mv} but lists only {n} value{'' if n == 1 else 's'}",
+                "field",
+            )
+
+
+def _cel_nodepool(obj: K8sObject) -> CelResult:
+    spec = as_dict(obj.get("spec"))
+    tspec_path = ("spec", "template", "spec")
+    yield from _requirements(obj, tspec_path + ("requirements",), nodepool=True)
+    for key in as_dict(obj.get("spec", "template", "metadata", "labels")):
+        problem = _label_key_problem(str(key), nodepool=True)
+        if problem:
+            yield ("spec", "template", "metadata", "labels", key), f"label `{key}`: {problem}", "field"
+    for i, b in iter_dicts(obj.get("spec", "disruption", "budgets")):
+        if ("schedule" in b) != ("duration" in b):
+            have, miss = ("schedule", "duration") if "schedule" in b else ("duration", "schedule")
+            yield (
+                ("spec", "disruption", "budgets", i, have),
+                f"budget {i} sets `{have}` without `{miss}`; they must be set together",
+                "field",
+            )
+    ref = as_dict(obj.get(*tspec_path, "nodeClassRef"))
+    for f in ("group", "kind", "name"):
+        if ref.get(f) == "":
+            yield tspec_path + ("nodeClassRef", f), f"nodeClassRef.{f} may not be empty", "field"
+    if "replicas" in spec and spec.get("replicas") is not None:
+        limits = spec.get("limits")
+        if isinstance(limits, dict) and any(k != "nodes" for k in limits):
+            extra = ", ".join(f"`{k}`" for k in limits if k != "nodes")
+            yield (
+                ("spec", "limits"),
+                f"a static NodePool (replicas set) supports only limits.nodes, not {extra}",
+                "field",
+            )
+        if "weight" in spec:
+            yield ("spec", "weight"), "weight is not supported on a static NodePool (replicas set)", "field"
+
+
+def _cel_nodeclaim(obj: K8sObject) -> CelResult:
+    yield from _requirements(obj, ("spec", "requirements"), nodepool=False)
+
+
+_ALIAS_FAMILIES = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+
+
+def _cel_ec2nodeclass(obj: K8sObject) -> CelResult:
+    spec = as_dict(obj.get("spec"))
+    if not spec:
+        return
+    has_role, has_profile = "role" in spec, "instanceProfile" in spec
+    if has_role and has_profile:
+        yield ("spec", "instanceProfile"), "set exactly one of `role` and `instanceProfile`, not both", "field"
+    elif not has_role and not has_profile:
+        yield ("spec",), "must specify exactly one of `role` and `instanceProfile`", "field"
+    for f in ("role", "instanceProfile"):
+        if spec.get(f) == "":
+            yield ("spec", f), f"`{f}` cannot be empty", "field"
+    terms = spec.get("amiSelectorTerms")
+    if isinstance(terms, list):
+        aliases = [(i, t.get("alias")) for i, t in iter_dicts(terms) if "alias" in t]
+        fam = spec.get("amiFamily")
+        for i, alias in aliases:
+            p = ("spec", "amiSelectorTerms", i, "alias")
+            if not isinstance(alias, str):
+                continue
+            if not re.match(r"^[a-zA-Z0-9]+@.+$", alias):
+                yield p, f"alias `{alias}` must have the form family@version (e.g. al2023@latest)", "value"
+                continue
+            family, _, ver = alias.partition("@")
+            if family not in _ALIAS_FAMILIES:
+                yield (
+                    p,
+                    f"alias family `{family}` is not supported; use one of "
+                    + ", ".join(f"`{f}`" for f in _ALIAS_FAMILIES),
+                    "value",
+                )
+                continue
+            if family.startswith("windows") and ver != "latest":
+                yield p, f"windows alias `{alias}` may only use the version `latest`", "value"
+            if "amiFamily" in spec and fam not in ("Custom", _ALIAS_FAMILIES[family]):
+                yield (
+                    ("spec", "amiFamily"),
+                    f"amiFamily `{fam}` does not match the alias `{alias}`; use "
+                    f"`{_ALIAS_FAMILIES[family]}` or `Custom`, or drop amiFamily",
+                    "field",
+                )
+        if not aliases and "amiFamily" not in spec:
+            yield (
+                ("spec", "amiSelectorTerms"),
+                "amiFamily is required when no amiSelectorTerms entry has an alias",
+                "field",
+            )
+        for i, t in iter_dicts(terms):
+            p = ("spec", "amiSelectorTerms", i)
+            if not any(k in t for k in ("tags", "id", "name", "alias", "ssmParameter")):
+                yield p, "an amiSelectorTerms entry needs one of tags, id, name, alias or ssmParameter", "field"
+            if "id" in t and any(k in t for k in ("alias", "tags", "name", "owner")):
+                yield p + ("id",), "`id` cannot be combined with other fields in an amiSelectorTerms entry", "field"
+            if "alias" in t and any(k in t for k in ("id", "tags", "name", "owner")):
+                yield (
+                    p + ("alias",),
+                    "`alias` cannot be combined with other fields in an amiSelectorTerms entry",
+                    "field",
+                )
+            yield from _empty_tags(as_dict(t.get("tags")), p + ("tags",))
+        if aliases and len(terms) != 1:
+            yield (("spec", "amiSelectorTerms"), "an `alias` term must be the only amiSelectorTerms entry", "field")
+    for field_name, allowed in (
+        ("subnetSelectorTerms", ("tags", "id")),
+        ("securityGroupSelectorTerms", ("tags", "id", "name")),
+    ):
+        terms = spec.get(field_name)
+        if not isinstance(terms, list):
+            continue
+        if not terms:
+            yield ("spec", field_name), f"{field_name} cannot be empty", "field"
+        for i, t in iter_dicts(terms):
+            if not any(k in t for k in allowed):
+                yield (("spec", field_name, i), f"a {field_name} entry needs one of " + ", ".join(allowed), "field")
+            yield from _empty_tags(as_dict(t.get("tags")), ("spec", field_name, i, "tags"))
+        dicts = [t for _, t in iter_dicts(terms)]
+        if dicts and len(dicts) == len(terms):
+            others = [k for k in allowed if k != "id"]
+            if all("id" in t and any(k in t for k in others) for t in dicts):
+                yield (
+                    ("spec", field_name),
+                    f"`id` cannot be combined with {' or '.join(others)} in {field_name}",
+                    "field",
+                )
+            if field_name == "securityGroupSelectorTerms" and all(
+                "name" in t and ("tags" in t or "id" in t) for t in dicts
+            ):
+                yield (
+                    ("spec", field_name),
+                    "`name` cannot be combined with tags or id in securityGroupSelectorTerms",
+                    "field",
+                )
+    roots = [i for i, m in iter_dicts(spec.get("blockDeviceMappings")) if m.get("rootVolume") is True]
+    if len(roots) > 1:
+        yield (
+            ("spec", "blockDeviceMappings", roots[1], "rootVolume"),
+            "only one blockDeviceMappings entry may set rootVolume",
+            "field",
+        )
+    for i, m in iter_dicts(spec.get("blockDeviceMappings")):
+        ebs = m.get("ebs")
+        if isinstance(ebs, dict) and "snapshotID" not in ebs and "volumeSize" not in ebs:
+            yield ("spec", "blockDeviceMappings", i, "ebs"), "ebs needs snapshotID or volumeSize", "field"
+    for key in as_dict(spec.get("tags")):
+        k = str(key)
+        bad = (
+            k == ""
+            or k
+            in (
+                "eks:eks-cluster-name",
+                "karpenter.sh/nodepool",
+                "karpenter.sh/nodeclaim",
+                "karpenter.k8s.aws/ec2nodeclass",
+            )
+            or k.startswith("kubernetes.io/cluster")
+        )
+        if bad:
+            yield ("spec", "tags", key), f"tag `{k}` is restricted (Karpenter sets it)", "field"
+
+
+def _empty_tags(tags: dict[str, Any], path: Path) -> CelResult:
+    for k, v in tags.items():
+        if k == "" or v == "":
+            yield path + (k,), "empty tag keys or values are not supported", "field"
+
+
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _cel_resourceflavor(obj: K8sObject) -> CelResult:
+    spec = as_dict(obj.get("spec"))
+    for i, t in iter_dicts(spec.get("nodeTaints")):
+        if "effect" in t and t.get("effect") not in _TAINT_EFFECTS:
+            yield (
+                ("spec", "nodeTaints", i, "effect"),
+                f"taint effect `{t.get('effect')}` is not one of " + ", ".join(_TAINT_EFFECTS),
+                "value",
+            )
+    for i, t in iter_dicts(spec.get("tolerations")):
+        p = ("spec", "tolerations", i)
+        op = t.get("operator")
+        if "key" not in t and op != "Exists":
+            yield p, "a toleration without a key must use operator Exists", "field"
+        if "tolerationSeconds" in t and t.get("effect") != "NoExecute":
+            yield p + ("tolerationSeconds",), "tolerationSeconds requires effect NoExecute", "field"
+        if "operator" in t and op not in ("Equal", "Exists"):
+            yield p + ("operator",), f"toleration operator `{op}` is not Equal or Exists", "value"
+        if op == "Exists" and "value" in t:
+            yield p + ("value",), "a toleration with operator Exists must not set a value", "field"
+        if "effect" in t and t.get("effect") not in _TAINT_EFFECTS:
+            yield (
+                p + ("effect",),
+                f"toleration effect `{t.get('effect')}` is not one of " + ", ".join(_TAINT_EFFECTS),
+                "value",
+            )
+
+
+_CEL: dict[tuple[str, str], Callable[[K8sObject], CelResult]] = {
+    ("karpenter.sh", "NodePool"): _cel_nodepool,
+    ("karpenter.sh", "NodeClaim"): _cel_nodeclaim,
+    ("karpenter.k8s.aws", "EC2NodeClass"): _cel_ec2nodeclass,
+    ("kueue.x-k8s.io", "ResourceFlavor"): _cel_resourceflavor,
+}
