@@ -136,7 +136,7 @@ def _check(
     import gc
 
     from ailint.engine import registry
-    from ailint.engine.config import ConfigError, load_settings, parse_set
+    from ailint.engine.config import ConfigError, load_settings, parse_set, unknown_selector_message
     from ailint.engine.run import exit_code, lint
 
     # A run allocates millions of small, long-lived, acyclic objects: collecting every 700
@@ -153,7 +153,7 @@ def _check(
     ext = _csv(extend_select)
     for s in sel + ign + ext:
         if s.upper() != "ALL" and not registry.is_known_selector(s):
-            _fail(f"unknown rule code, prefix or name: {s!r} (see `ailint rules`)")
+            _fail(unknown_selector_message(s))
     if sel:
         settings.select = sel
     settings.ignore = settings.ignore + ign

@@ -123,6 +123,7 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
     if not path:
         return s
     data = read_config(path)
+    check_selectors(data, path)
     validate(data, path)
     s.config_path = path
     s.root = os.path.dirname(os.path.abspath(path))
@@ -145,7 +146,7 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
         max_alias_expansion=int(lim.get("max-alias-expansion", s.limits.max_alias_expansion)),
         max_scalar_chars=int(lim.get("max-scalar-length", s.limits.max_scalar_chars)),
     )
-    from ailint.engine.registry import find_rule
+    from ailint.engine.registry import OptionError, find_rule, options_for
 
     for key, value in (data.get("rules") or {}).items():
         reg = find_rule(str(key))
@@ -157,8 +158,102 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
             if opt != "severity" and opt not in known:
                 hint = f" (options: {', '.join(sorted(known))})" if known else " (this rule has no options)"
                 raise ConfigError(f"{path}: `rules.{key}.{opt}`: unknown option{hint}")
+        try:
+            options_for(reg.rule, value)
+        except OptionError as exc:
+            raise ConfigError(f"{path}: `rules.{key}`: {exc}") from None
         s.rule_settings[reg.rule.code] = value
     return s
+
+
+_SELECTOR_KEYS = ("select", "extend-select", "ignore")
+
+
+def _config_line(path: str, keys: tuple[Any, ...], needle: str, key_line: bool = False) -> int | None:
+    """The 1-based line of the value at `keys` (YAML node positions; TOML: a text search)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if not path.endswith(".toml"):
+        import yaml
+
+        try:
+            node: Any = yaml.compose(text, Loader=yaml.CSafeLoader)
+        except Exception:
+            node = None
+        for n, key in enumerate(keys):
+            if node is None:
+                break
+            if isinstance(node, yaml.MappingNode):
+                pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+                node = None if pair is None else pair[0 if key_line and n == len(keys) - 1 else 1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+                node = node.value[key]
+            elif isinstance(node, yaml.ScalarNode) and isinstance(key, int):
+                break  # "GPU001,SRV" in one string: the string's line
+            else:
+                node = None
+        if node is not None:
+            return int(node.start_mark.line) + 1
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line and not line.lstrip().startswith("#"):
+            return i
+    return None
+
+
+def _suggest(selector: str) -> str:
+    import difflib
+
+    from ailint.engine.registry import all_rules
+
+    rules = all_rules().values()
+    words = [r.rule.code for r in rules] + [r.rule.name for r in rules] + sorted({r.rule.family for r in rules})
+    import re
+
+    key = selector if "-" in selector else selector.upper()
+    if re.fullmatch(r"[A-Z]{3}\d+", key):  # a code: the nearest code, not a family
+        words = [w for w in words if re.fullmatch(r"[A-Z]{3}\d{3}", w)]
+    close = difflib.get_close_matches(key, words, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]}?" if close else " (see `ailint rules`)"
+
+
+def unknown_selector_message(selector: str) -> str:
+    """`unknown rule code, prefix or name: 'GPU999'; did you mean GPU009?`"""
+    return f"unknown rule code, prefix or name: {selector!r}{_suggest(selector)}"
+
+
+def check_selectors(data: dict[str, Any], path: str) -> None:
+    """Every code, prefix or name the config names must name a rule (a typo must not
+    silently turn linting off): the error names the file, the line and the nearest code."""
+    from ailint.engine.registry import find_rule, is_known_selector
+
+    def bad(where: str, keys: tuple[Any, ...], selector: str, msg: str, key_line: bool = False) -> ConfigError:
+        line = _config_line(path, keys, selector, key_line)
+        at = f"{path}:{line}" if line else path
+        return ConfigError(f"{at}: `{where}`: {msg}")
+
+    def each(value: Any) -> list[tuple[int, str]]:
+        if isinstance(value, str):
+            return list(enumerate(x.strip() for x in value.split(",") if x.strip()))
+        if not isinstance(value, list):
+            return []  # a wrong type: the schema check says so
+        return [(i, str(x).strip()) for i, x in enumerate(value) if isinstance(x, str)]
+
+    lists: list[tuple[str, tuple[Any, ...], Any]] = [(k, (k,), data.get(k)) for k in _SELECTOR_KEYS if k in data]
+    pfi = data.get("per-file-ignores")
+    for pattern, codes in (pfi if isinstance(pfi, dict) else {}).items():
+        lists.append((f"per-file-ignores.{pattern}", ("per-file-ignores", pattern), codes))
+    for where, keys, value in lists:
+        for i, sel in each(value):
+            if sel.upper() != "ALL" and not is_known_selector(sel):
+                raise bad(f"{where}[{i}]", (*keys, i), sel, unknown_selector_message(sel))
+    rules = data.get("rules")
+    for key in rules if isinstance(rules, dict) else {}:
+        if find_rule(str(key)) is None:
+            msg = f"no rule has this code or name{_suggest(str(key))}"
+            raise bad(f"rules.{key}", ("rules", key), str(key), msg, key_line=True)
 
 
 def parse_set(pairs: tuple[str, ...], profile: Profile) -> Profile:
@@ -176,7 +271,20 @@ def parse_set(pairs: tuple[str, ...], profile: Profile) -> Profile:
         except ValueError:
             value = [x for x in raw.split(",") if x] if isinstance(Profile.DEFAULTS[key], list) else raw
         values[key] = value
+        _validate_profile_value(pair, key, value)
     return Profile(values)
+
+
+def _validate_profile_value(pair: str, key: str, value: Any) -> None:
+    """`--set` values checked against the config schema's `profile` section."""
+    import jsonschema
+
+    schema = config_schema()["properties"]["profile"]["properties"].get(key)
+    if schema is None:
+        return
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if errors:
+        raise ConfigError(f"--set {pair}: {errors[0].message} (for {key})")
 
 
 def severity_override(settings: Settings, code: str) -> Severity | None:
