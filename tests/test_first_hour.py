@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -81,3 +82,30 @@ def test_valid_set_values_still_work(pod: Path) -> None:
         ["check", "--no-config", "--select", "GPU002", "--set", "gpuNodeTaints=nvidia.com/gpu:NoSchedule", str(pod)]
     )
     assert r.exit_code == 1
+
+
+# -- 4. a standalone suppression covers the node that follows and everything under it ----
+def test_standalone_comment_covers_the_list_item(tmp_path: Path) -> None:
+    text = (DEMO / "vllm.yaml").read_text()
+    assert "            - name: HF_TOKEN\n" in text
+    p = tmp_path / "vllm.yaml"
+    p.write_text(
+        text.replace(
+            "            - name: HF_TOKEN\n",
+            "            # ailint: ignore[SEC007] test token\n            - name: HF_TOKEN\n",
+        )
+    )
+    r = run(["check", "--no-config", "--select", "SEC007,AIL", "--format", "json", str(p)])
+    codes = [f["code"] for f in json.loads(r.output)["findings"]]
+    assert codes == [], codes
+
+
+def test_standalone_comment_covers_a_block_but_not_its_siblings(tmp_path: Path) -> None:
+    p = tmp_path / "pod.yaml"
+    # two containers, the first under a standalone comment
+    second = POD.split("  containers:\n")[1].replace("name: c", "name: d")
+    p.write_text(POD.replace("    - name: c\n", "    # ailint: ignore[GPU002]\n    - name: c\n") + second)
+    r = run(["check", "--no-config", "--select", "GPU002,AIL", "--format", "json", str(p)])
+    found = [(f["code"], f["line"]) for f in json.loads(r.output)["findings"]]
+    # the first container (under the comment) is covered, the second list item is not
+    assert found == [("GPU002", 17)], found

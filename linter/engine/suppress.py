@@ -1,7 +1,8 @@
 """Suppressions: comments, object annotations and config per-file ignores; unused ones.
 
 - `# ailint: ignore[GPU001,SRV004] reason` after code on a line covers that line; alone on
-  its line it covers the next line of code. No list means every rule.
+  its line it covers the node that follows (the next line of code and every line under
+  it: a list item with its fields, a key with its block). No list means every rule.
 - `# ailint: ignore-file[CODES]` anywhere covers the whole file.
 - `metadata.annotations["ailint.io/ignore"]: "GPU001,SRV004: reason"` covers that object.
 - Suppressions that matched nothing (for rules that ran) become `AIL001`; codes that name
@@ -69,14 +70,48 @@ def comment_suppressions(source: SourceFile) -> list[Suppression]:
                 out.append(Suppression(source.display, span, codes, None))
                 continue
             if before.strip():
-                covered = (lineno,)
+                covered: tuple[int, ...] = (lineno,)
             else:
                 j = i + 1
                 while j < len(lines) and (not lines[j].strip() or lines[j].lstrip().startswith("#")):
                     j += 1
-                covered = (lineno, j + 1)
+                covered = (lineno, *_node_lines(lines, j))
             out.append(Suppression(source.display, span, codes, covered))
     return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _node_lines(lines: list[str], j: int) -> range:
+    """1-based lines of the YAML node that starts on line index `j`: that line and every
+    line under it (deeper indented; for a `key:` with a block value, also the `- ` items
+    written at the key's own indent). A list item `- name: x` covers its whole item."""
+    if j >= len(lines):
+        return range(j + 1, j + 2)
+    first = lines[j]
+    ind = _indent(first)
+    body = first.strip()
+    is_item = body.startswith("-") and (body == "-" or body[1:2] == " ")
+    opens_block = not is_item and body.rstrip().endswith(":")
+    end = j + 1
+    k = j + 1
+    while k < len(lines):
+        line = lines[k]
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            k += 1
+            continue
+        if stripped in ("---", "...") and _indent(line) == 0:
+            break
+        d = _indent(line)
+        if d > ind or (opens_block and d == ind and stripped.startswith("- ")):
+            end = k + 1
+            k += 1
+            continue
+        break
+    return range(j + 1, end + 1)
 
 
 def annotation_suppressions(obj: K8sObject) -> list[Suppression]:
