@@ -1,12 +1,14 @@
 """The rule API: what a rule declares (`Rule`, `Option`, `Scope`) and how it builds findings and fixes.
 
-A rule module defines `RULE = Rule(...)` and `check(obj, ctx, opts)`; the engine's registry
-discovers it. Nothing here knows the engine, a parser or a reporter.
+A rule module defines `RULE = Rule(...)` and
+`check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]`; the engine's
+registry discovers it and hands it its `Options`, every value already coerced to the type
+its `Option` declares. Nothing here knows the engine, a parser or a reporter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -38,11 +40,75 @@ class Scope(str, Enum):
     BUNDLE = "bundle"
 
 
+OPTION_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+
+
 @dataclass(frozen=True)
 class Option:
+    """A rule option: its default, a description for the docs, and its JSON Schema type.
+
+    The registry coerces every configured value to `type` (a `None` default makes the option
+    nullable) and rejects what cannot be coerced, so `check` reads typed values.
+    """
+
     default: Any
     description: str
-    type: str = "string"  # JSON Schema type of the value
+    type: str = "string"  # JSON Schema type of the value: one of OPTION_TYPES
+
+
+class Options(Mapping[str, Any]):
+    """The option values of one rule in a run, coerced to their declared types by the registry.
+
+    Every declared option is present (its default when not configured). The typed readers
+    return the value as its type for the type checker; they never convert.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = dict(values or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Options({self._values!r})"
+
+    def get_str(self, key: str) -> str:
+        value = self._values[key]
+        assert isinstance(value, str), f"option {key} is not a string"
+        return value
+
+    def get_int(self, key: str) -> int:
+        value = self._values[key]
+        assert isinstance(value, int), f"option {key} is not an integer"
+        return value
+
+    def get_optional_int(self, key: str) -> int | None:
+        value = self._values[key]
+        assert value is None or isinstance(value, int), f"option {key} is not an integer"
+        return value
+
+    def get_float(self, key: str) -> float:
+        value = self._values[key]
+        assert isinstance(value, float), f"option {key} is not a number"
+        return value
+
+    def get_list(self, key: str) -> list[Any]:
+        value = self._values[key]
+        assert isinstance(value, list), f"option {key} is not an array"
+        return value
+
+    def get_dict(self, key: str) -> dict[str, Any]:
+        value = self._values[key]
+        assert isinstance(value, dict), f"option {key} is not an object"
+        return value
 
 
 @dataclass(frozen=True)

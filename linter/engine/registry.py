@@ -10,16 +10,29 @@ config schema are all generated from here; the engine knows no rule by name.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import DOC_SECTIONS, FAMILIES, Option, Rule, Scope, make_fix
+from ailint.core.rule import DOC_SECTIONS, FAMILIES, Option, Options, Rule, Scope, make_fix
 
-__all__ = ["DOC_SECTIONS", "FAMILIES", "Option", "RegisteredRule", "Rule", "Scope", "make_fix"]
+__all__ = [
+    "DOC_SECTIONS",
+    "FAMILIES",
+    "Option",
+    "OptionError",
+    "Options",
+    "RegisteredRule",
+    "Rule",
+    "Scope",
+    "coerce_option",
+    "make_fix",
+    "options_for",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,6 +271,86 @@ def _discover() -> dict[str, RegisteredRule]:
         check = getattr(mod, "check", None)
         add(RegisteredRule(rule, check, _dedent(mod.__doc__), info.name))
     return dict(sorted(found.items()))
+
+
+# -- options: configured values coerced to their declared types ------------------------
+class OptionError(ValueError):
+    """A configured option value that its declared type cannot hold."""
+
+
+def coerce_option(name: str, option: Option, value: Any) -> Any:
+    """`value` as the type `option` declares; OptionError when it cannot be one.
+
+    Integers accept integral floats and numeric strings, numbers accept integers and
+    numeric strings (and become floats), strings accept numbers (`1` for `"1"`), booleans
+    accept `true`/`false` strings; arrays and objects must be lists and mappings. `None`
+    is accepted only when the default is `None` (an option that may stay unset).
+    """
+    if value is None:
+        if option.default is None:
+            return None
+        raise OptionError(f"option `{name}`: expected {option.type}, got null")
+    t = option.type
+    got: Any = _NOT_COERCED
+    if t == "integer" and not isinstance(value, bool):
+        if isinstance(value, int):
+            got = value
+        elif (isinstance(value, float) and value.is_integer()) or (
+            isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value)
+        ):
+            got = int(value)
+    elif t == "number" and not isinstance(value, bool):
+        if isinstance(value, int | float):
+            got = float(value)
+        elif isinstance(value, str):
+            try:
+                got = float(value)
+            except ValueError:
+                pass
+        if isinstance(got, float) and not math.isfinite(got):
+            got = _NOT_COERCED
+    elif t == "string":
+        if isinstance(value, str):
+            got = value
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            got = str(value)
+    elif t == "boolean":
+        if isinstance(value, bool):
+            got = value
+        elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            got = value.strip().lower() == "true"
+    elif t == "array":
+        if isinstance(value, list | tuple):
+            got = list(value)
+    elif t == "object":
+        if isinstance(value, dict):
+            got = {str(k): v for k, v in value.items()}
+    else:
+        raise OptionError(f"option `{name}`: unknown declared type {t!r}")
+    if got is _NOT_COERCED:
+        raise OptionError(f"option `{name}`: expected {t}, got {type(value).__name__} {value!r}")
+    return got
+
+
+_NOT_COERCED = object()
+
+
+def options_for(rule: Rule, configured: Mapping[str, Any] | None = None) -> Options:
+    """The rule's Options: every declared option, its configured value (coerced) or its default.
+
+    `configured` may carry `severity` (not an option); an undeclared key is an OptionError.
+    """
+    values: dict[str, Any] = {}
+    for name, option in rule.options.items():
+        values[name] = coerce_option(name, option, option.default) if option.default is not None else None
+    for name, value in (configured or {}).items():
+        if name == "severity":
+            continue
+        option = rule.options.get(name)
+        if option is None:
+            raise OptionError(f"{rule.code} has no option `{name}`")
+        values[name] = coerce_option(name, option, value)
+    return Options(values)
 
 
 def all_rules() -> dict[str, RegisteredRule]:

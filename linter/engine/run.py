@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
+from ailint.core.rule import Options
 from ailint.domain.context import Context
 from ailint.engine import registry, suppress
 from ailint.engine.config import Settings, severity_override
@@ -54,16 +55,12 @@ class Engine:
     bounded: bool = False  # spill position tables and texts after object rules (ailint.engine.bounded)
     jobs: int = 1  # processes for the bundle rules and schema validation (ailint.engine.parallel)
     pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
-    _options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for reg in self.rules:
-            opts = {k: o.default for k, o in reg.rule.options.items()}
-            for k, v in self.settings.rule_settings.get(reg.rule.code, {}).items():
-                if k != "severity":
-                    opts[k] = v
-            self._options[reg.rule.code] = opts
+            self._options[reg.rule.code] = registry.options_for(reg.rule, self.settings.rule_settings.get(reg.rule.code))
         self.object_rules = [r for r in self.rules if r.check and r.rule.scope == Scope.OBJECT]
         self.bundle_rules = (
             [] if self.only_object_rules else [r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]

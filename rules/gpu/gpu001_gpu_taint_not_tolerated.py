@@ -134,9 +134,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_list
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
     effective_tolerations,
@@ -172,7 +173,7 @@ def _taints_text(taints: list[dict[str, Any]]) -> str:
     return ", ".join(gpu_facts.taint_text(t) for t in taints)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration")
     if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(gpu_facts.scheduling_taints(p) for p in ctx.nodepools):
         return  # no taint anywhere the rule could know of

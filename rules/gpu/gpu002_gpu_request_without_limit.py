@@ -59,8 +59,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers, parse_quantity
 from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
@@ -84,7 +85,7 @@ def _is_extended(name: str) -> bool:
     return name.startswith(_PREFIXES)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for c in all_containers(obj):
         requests, limits = c.resources("requests"), c.resources("limits")
         for res, value in list(requests.items()) + [(k, v) for k, v in limits.items() if k not in requests]:

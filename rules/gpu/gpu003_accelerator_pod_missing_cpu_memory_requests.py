@@ -80,9 +80,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts, instances
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.kserve import preset_supplies
 
@@ -148,7 +149,7 @@ def _share(c: Any, types: set[str]) -> dict[str, str] | None:
     return {"cpu": cpu, "memory": f"{mem_gi}Gi", "_type": it.type}
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     defaults = _limitrange_defaults(ctx, obj.namespace or "default")
     for pod in pod_templates(obj):
         types: set[str] | bool | None = False  # computed lazily

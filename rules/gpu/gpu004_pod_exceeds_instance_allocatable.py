@@ -110,9 +110,10 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, get_in, iter_dicts
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import gpu_facts, instances
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, format_bytes, parse_quantity, pod_templates
 
 RULE = Rule(
@@ -203,7 +204,7 @@ def _exceeds(req: dict[str, float], it: Any) -> list[str]:
     return [r for r in RESOURCES if r in req and req[r] > allocatable(it, r) + 1e-9]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         req, top = effective_request(pod)
         if not req or not _may_exceed(req):

@@ -92,9 +92,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import gpu_facts
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     GPU_RESOURCES,
     NEURON_RESOURCES,
@@ -158,7 +159,7 @@ def _reason(c: Any) -> tuple[str, bool] | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         spec = pod.spec
         if spec.get("hostIPC") is True:
@@ -188,7 +189,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 c.path_of("volumeMounts") if "volumeMounts" in c.data else c.path,
                 msg,
                 severity=Severity.ERROR if is_error else None,
-                fix=_fix(obj, pod, c, str(opts.get("size_limit") or "16Gi")),
+                fix=_fix(obj, pod, c, opts.get_str("size_limit")),
             )
 
 

@@ -66,9 +66,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import gpu_facts, instances
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, parse_quantity, pod_templates
 
 RULE = Rule(
@@ -117,7 +118,7 @@ def _where(c: Any, res: str) -> tuple:
     return c.path_of("resources", where, res)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         types: Any = False
         seen: dict[str, Any] = {}

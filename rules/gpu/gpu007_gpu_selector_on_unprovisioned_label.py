@@ -114,9 +114,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, get_in, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.fix import edits
 
@@ -240,7 +241,7 @@ def _selectors(pod: Any) -> Iterator[tuple[str, str, list[str], tuple, bool]]:
             yield e["key"], op, vals, pod.path(*aff, ti, "matchExpressions", ei, "key"), False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not gpu_facts.accelerator_pools(ctx):
         return  # GPU capacity does not come from NodePools the run shows
     provisioned: set[str] | None = None

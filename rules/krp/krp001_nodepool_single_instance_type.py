@@ -77,9 +77,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import instances, karpenter
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -179,7 +180,7 @@ def _fix(obj: Any, index: int, single: str, alts: list[str]):
     )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if karpenter.uses_reserved_capacity(obj):
         return
     ct = karpenter.capacity_types(obj)
@@ -191,10 +192,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         if len(set(values)) != 1:
             return
         single = values[0]
-        try:
-            limit = int(opts.get("max_alternatives", 4))
-        except (TypeError, ValueError):
-            limit = 4
+        limit = opts.get_int("max_alternatives")
         alts = alternatives(single, limit)
         yield RULE.finding(
             obj,

@@ -72,11 +72,11 @@ Safe when `gpu_limit` is configured, unsafe otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -91,16 +91,13 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     info = karpenter.accelerator_info(obj)
     if info is None or karpenter.is_static(obj) or karpenter.accelerator_limit(obj):
         return
-    configured = opts.get("gpu_limit")
-    try:
-        n = int(configured) if configured is not None else 100
-        unsafe = configured is None
-    except (TypeError, ValueError):
-        n, unsafe = 100, True
+    configured = opts.get_optional_int("gpu_limit")
+    n = 100 if configured is None else configured
+    unsafe = configured is None
     res = info.resource
     limits = obj.get("spec", "limits")
     title = f"add {res}: {n} to spec.limits"

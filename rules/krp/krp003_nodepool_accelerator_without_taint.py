@@ -75,11 +75,11 @@ DaemonSets) need a toleration: see `gpu-taint-not-tolerated` (GPU001).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -93,7 +93,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     info = karpenter.accelerator_info(obj)
     if info is None or karpenter.scheduling_taints(obj):
         return

@@ -75,9 +75,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -101,17 +102,17 @@ def _underutilized_restricted(obj: Any) -> bool:
     return any(b.always_active and "Underutilized" in b.reasons for b in karpenter.budgets(obj))
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     info = karpenter.accelerator_info(obj)
     if info is None or not karpenter.consolidates_running_pods(obj) or _underutilized_restricted(obj):
         return
-    threshold = karpenter.parse_duration(opts.get("min_consolidate_after", "5m"))
+    threshold = karpenter.parse_duration(opts.get_str("min_consolidate_after"))
     if threshold is None:
         threshold = 300.0
     secs, raw = karpenter.consolidate_after(obj)
     if secs is None or secs >= threshold:
         return
-    target = str(opts.get("consolidate_after") or "1h")
+    target = opts.get_str("consolidate_after")
     if karpenter.parse_duration(target) is None:
         target = "1h"
     policy = karpenter.consolidation_policy(obj)

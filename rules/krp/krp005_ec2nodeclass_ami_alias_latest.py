@@ -96,11 +96,11 @@ option there is no fix.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -118,7 +118,7 @@ RULE = Rule(
 _PINNABLE = ("al2", "al2023", "bottlerocket")
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     latest = [(i, fam) for i, fam, ver in karpenter.ami_aliases(obj) if ver.lower() == "latest" and fam in _PINNABLE]
     if not latest:
         return
@@ -129,7 +129,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     gated = all(karpenter.reason_rate_limited(p, "Drifted") for p in drifting)
     sev = Severity.INFO if gated else Severity.WARNING
     names = ", ".join(repr(p.name) for p in drifting[:3]) + (", ..." if len(drifting) > 3 else "")
-    pins = as_dict(opts.get("pinned_amis"))
+    pins = opts.get_dict("pinned_amis")
     for i, fam in latest:
         path = ("spec", "amiSelectorTerms", i, "alias")
         fix = None

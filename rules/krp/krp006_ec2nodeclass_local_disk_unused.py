@@ -107,9 +107,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import instances, karpenter
+from ailint.domain.context import Context
 from ailint.domain.extract import format_bytes, parse_quantity
 from ailint.fix import edits
 
@@ -194,7 +195,7 @@ def _bdm_value(family: str, size: str) -> list[dict[str, Any]]:
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size)}]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pools = karpenter.nodepools_for_node_class(obj, ctx)
     if not pools:
         return
@@ -242,7 +243,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         need, who = n, f"{o.kind} {o.name}"
     if need <= room:
         return
-    size = str(opts.get("volume_size") or "200Gi")
+    size = opts.get_str("volume_size")
     fams = ", ".join(sorted({karpenter.family_of(t) for _, ts in bare_pools for t in ts}))
     vol = "data volume /dev/xvdb" if family == "bottlerocket" else "root volume"
     yield RULE.finding(

@@ -84,8 +84,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 
 RULE = Rule(
@@ -317,7 +318,7 @@ def _daemonset(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
                 return
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "NodePool":
         if obj.group == karpenter.NODEPOOL_GROUP:
             yield from _nodepool(obj)

@@ -138,9 +138,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import karpenter
+from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, is_pod_kind, pod_templates
 
 RULE = Rule(
@@ -195,7 +196,7 @@ def _index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
     return out
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if karpenter.limits(obj) or not karpenter.is_accelerator_pool(obj):
         return
     serving, batch = _index(ctx).get(obj.name or "", ([], []))

@@ -121,9 +121,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts, instances
-from ailint.domain.context import NodePoolView
+from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import all_containers, parse_quantity
 from ailint.fix import edits
 
@@ -147,7 +147,7 @@ _ENV_KEYS = ("ENABLE_PREFIX_DELEGATION", "WARM_IP_TARGET", "MINIMUM_IP_TARGET", 
 _CONF_RE = {k: re.compile(r"[\"']?\b" + k + r"\b[\"']?\s*[:=]\s*[\"']?([^\"',}\s#]*)") for k in _ENV_KEYS}
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "DaemonSet" and obj.group == "apps":
         yield from _check_aws_node(obj, ctx, opts)
     elif obj.kind == "ClusterConfig" and obj.group.startswith("eksctl.io"):
@@ -204,7 +204,7 @@ def _assess(env: dict[str, Any], ctx: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_aws_node(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def _check_aws_node(obj: K8sObject, ctx: Any, opts: Options) -> Iterator[Finding]:
     if obj.name != "aws-node" or (obj.namespace or "kube-system") != "kube-system":
         return
     for c in all_containers(obj, include_init=False):
@@ -222,8 +222,8 @@ def _check_aws_node(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[
         if case == "a":
             idx = c.env_index("ENABLE_PREFIX_DELEGATION")
             items = [
-                {"name": "WARM_IP_TARGET", "value": str(opts.get("warm_ip_target") or "1")},
-                {"name": "MINIMUM_IP_TARGET", "value": str(opts.get("minimum_ip_target") or "16")},
+                {"name": "WARM_IP_TARGET", "value": opts.get_str("warm_ip_target")},
+                {"name": "MINIMUM_IP_TARGET", "value": opts.get_str("minimum_ip_target")},
             ]
             edit = gpu_facts.add_list_items(obj, c.path, "env", items)
             fix = make_fix(

@@ -90,9 +90,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances
+from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, parse_quantity, pod_accelerators, pod_templates
 from ailint.fix import edits
 
@@ -128,7 +129,7 @@ def _names(types: list[str], limit: int = 3) -> str:
     return shown + (f" and {len(types) - limit} more" if len(types) > limit else "")
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         acc = pod_accelerators(pod)
         efa = acc.get(EFA, 0)

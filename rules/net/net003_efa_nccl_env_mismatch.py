@@ -89,8 +89,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Path, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
 from ailint.domain.storage import mount_for_path, namespace_of, volume_for_mount
 from ailint.fix import edits
@@ -246,7 +247,7 @@ def _ofi_version(c: Container) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pods = list(pod_templates(obj))
     if not pods:
         return

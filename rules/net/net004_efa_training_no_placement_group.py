@@ -78,8 +78,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_accelerators, pod_node_requirements, pod_templates
 from ailint.domain.storage import pool_can_run
 from ailint.fix import edits
@@ -114,7 +115,7 @@ def _restricted(key: str) -> str | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     spec = as_dict(obj.data.get("spec"))
     has_pgs = isinstance(spec.get("placementGroupSelector"), dict)
     tags = as_dict(spec.get("tags"))

@@ -85,8 +85,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, pod_node_requirements, pod_templates
 from ailint.fix import edits
 
@@ -145,7 +146,7 @@ def _pinned_zone(terms: Any) -> bool:
     )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     size = get_in(obj.data, ("spec", "leaderWorkerTemplate", "size"))
     if isinstance(size, bool) or not isinstance(size, int) or size < 2:
         return

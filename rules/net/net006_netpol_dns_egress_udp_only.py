@@ -83,8 +83,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.netpol import (
     DNS_PORT,
     is_dns_rule,
@@ -116,7 +117,7 @@ def _covers_peers(wider: list[dict[str, Any]] | None, narrower: list[dict[str, A
     return all(p in wider for p in narrower)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not is_network_policy(obj) or "Egress" not in policy_types(obj):
         return
     rules = list(rules_of(obj, "Egress"))

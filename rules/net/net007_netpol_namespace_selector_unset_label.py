@@ -77,8 +77,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.netpol import is_network_policy, rules_of
 from ailint.fix import edits
 
@@ -104,10 +105,10 @@ META_NAME = "kubernetes.io/metadata.name"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not is_network_policy(obj):
         return
-    keys = {str(k) for k in (opts.get("nameKeys") or [])}
+    keys = {str(k) for k in opts.get_list("nameKeys")}
     namespaces = [n for n in ctx.of_kind("Namespace")] if ctx.bundle else []
     labelled = {str(k) for n in namespaces for k in n.labels}
     for direction, peer_key in (("Ingress", "from"), ("Egress", "to")):

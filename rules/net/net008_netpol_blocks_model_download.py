@@ -114,8 +114,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, has_flag, pod_templates
 from ailint.domain.netpol import (
     cilium_policies_in,
@@ -155,7 +156,7 @@ def _https_allowed(policies: list[Any]) -> bool:
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         downloads = startup_downloads(pod)
         if not downloads:

@@ -99,8 +99,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Option, Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import is_agent_pod, is_serving_pod
 from ailint.domain.netpol import ipblock_prefix, is_network_policy, policy_types, rule_ports, rules_of, selected_pods
 
@@ -127,11 +128,10 @@ def _ports(rule: dict[str, Any]) -> str:
     return "on " + ", ".join(shown)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not is_network_policy(obj):
         return
-    max_prefix = opts.get("maxPrefix")
-    max_prefix = max_prefix if isinstance(max_prefix, int) else 8
+    max_prefix = opts.get_int("maxPrefix")
     pods = selected_pods(ctx, obj)
     agents = [o for o, p in pods if is_agent_pod(p)]
     serving = [o for o, p in pods if is_serving_pod(p)]

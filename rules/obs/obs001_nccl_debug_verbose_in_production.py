@@ -72,9 +72,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import delete_seq_item, pods_of, text_occurrences
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.fix import edits
 
@@ -131,7 +132,7 @@ def _severity(obj: Any) -> Severity:
     return Severity.WARNING if obj.kind in LONG_RUNNING else Severity.INFO
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "ConfigMap":
         yield from _config_map(obj, ctx)
         return

@@ -66,10 +66,10 @@ Safe: adds `terminationMessagePolicy: FallbackToLogsOnError` to the container.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, is_training_pod, pod_templates
 from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
@@ -86,7 +86,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         training = is_training_pod(pod)
         for i, c in enumerate(pod.containers(include_init=False)):

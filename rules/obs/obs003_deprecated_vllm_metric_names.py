@@ -73,9 +73,10 @@ from functools import lru_cache
 from typing import Any
 
 from ailint.core import pkgdata
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, Span, as_dict, iter_dicts
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, Span, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.agents import version_at_least
+from ailint.domain.context import Context
 
 RULE = Rule(
     code="OBS003",
@@ -139,7 +140,7 @@ def _raw(obj: Any, path: tuple) -> tuple[int, str] | None:
     return start, src.text[start:end]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     version = ctx.profile.get("vllmVersion")
     for path, text, fixable in _strings(obj):
         if "vllm:" not in text:

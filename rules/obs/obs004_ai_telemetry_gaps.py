@@ -71,9 +71,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
-from ailint.domain.context import selector_matches
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context, selector_matches
 from ailint.domain.extract import (
     KSERVE_LLM_KINDS,
     POD_KINDS,
@@ -108,7 +108,7 @@ def _ns(o: Any) -> str:
     return o.namespace or "default"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "PrometheusRule":
         yield from _rules_without_absent(obj, ctx)
         return

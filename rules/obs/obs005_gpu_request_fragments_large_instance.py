@@ -99,9 +99,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import instances
+from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
 
 RULE = Rule(
@@ -167,7 +168,7 @@ def _shared(obj: Any, pod: Any, kind: str, pools: set[str], types: set[str], ctx
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "DaemonSet":
         return
     for pod in pod_templates(obj):

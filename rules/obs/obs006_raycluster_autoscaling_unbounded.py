@@ -92,8 +92,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
 from ailint.fix import edits
 
@@ -153,7 +154,7 @@ def _pool_limit(pools: list) -> tuple[float | None, list]:
     return (None if unlimited or not pools else total), unlimited
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     base = _base(obj)
     if base is None or obj.get(*base, "enableInTreeAutoscaling") is not True:
         return
@@ -174,7 +175,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
         max_r = _int(group.get("maxReplicas")) if "maxReplicas" in group else None
         if max_r is None or max_r >= MAX_INT32:
             floor = max(_int(group.get("replicas")) or 0, _int(group.get("minReplicas")) or 0, 1)
-            suggested = int(limit // per_replica) if limit else int(opts.get("defaultMaxReplicas") or 4)
+            suggested = int(limit // per_replica) if limit else opts.get_int("defaultMaxReplicas")
             suggested = max(suggested, floor)
             shown = "unset (default 2147483647)" if max_r is None else str(max_r)
             if limit is not None:

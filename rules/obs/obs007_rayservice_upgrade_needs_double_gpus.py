@@ -99,8 +99,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Option, Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
 
 RULE = Rule(
@@ -132,7 +133,7 @@ def _zero_downtime_disabled(ctx: Any) -> bool:
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     strategy = as_dict(obj.get("spec", "upgradeStrategy")).get("type")
     if strategy not in (None, "NewCluster"):
         return
@@ -162,7 +163,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
             severity=Severity.WARNING,
         )
         return
-    if total < (opts.get("minGpus") or 0):
+    if total < opts.get_int("minGpus"):
         return
     yield RULE.finding(
         obj,

@@ -113,8 +113,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.descheduler import TSC_PLUGIN, Policy, policies, protected_by
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
@@ -190,7 +191,7 @@ def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
     )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pols = policies(ctx)
     if not pols and ctx.profile.flag("deschedulerInstalled"):
         return

@@ -138,8 +138,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.descheduler import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, policies_in, protected_by
 from ailint.domain.extract import is_accelerator_pod, is_serving_pod, pod_templates
 from ailint.fix import edits
@@ -188,7 +189,7 @@ def _label(o: Any) -> str:
     return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pol in policies_in(obj):
         for prof in pol.profiles():
             by_protection: dict[str, list[tuple[Any, str]]] = {}

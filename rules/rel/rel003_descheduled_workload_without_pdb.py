@@ -134,9 +134,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, Fix, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, Scope, make_fix
-from ailint.domain.context import copyable_selector, selector_matches
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context, copyable_selector, selector_matches
 from ailint.domain.descheduler import policies, protected_by
 from ailint.domain.disruption import disrupting_reasons
 from ailint.domain.extract import pod_accelerators, pod_templates
@@ -237,7 +237,7 @@ def _blocks(pdb: Any, replicas: int) -> tuple[tuple, str] | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "PodDisruptionBudget":
         yield from _check_pdb(obj, ctx)
         return

@@ -104,8 +104,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.disruption import (
     DO_NOT_DISRUPT,
     REMOVED_ANNOTATIONS,
@@ -158,7 +159,7 @@ def _gpu_pods(obj: Any, pods: list[Any]) -> float:
     return total
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pods = _training_templates(obj)
     if not pods:
         return

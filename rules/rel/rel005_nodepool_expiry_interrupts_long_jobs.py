@@ -107,8 +107,9 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.disruption import (
     DO_NOT_DISRUPT,
     NEVER,
@@ -206,7 +207,7 @@ def _fix(obj: Any):
     return make_fix("set expireAfter: Never", [edit], unsafe=True)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pool = ctx.nodepool(obj.name or "") if obj.name else None
     if pool is None or pool.obj is not obj:
         pool = next((p for p in ctx.nodepools if p.obj is obj), None)

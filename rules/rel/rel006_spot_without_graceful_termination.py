@@ -113,8 +113,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
     is_accelerator_pod,
@@ -249,7 +250,7 @@ def _tgp_edit(obj: Any, pod: Any) -> Any:
     return edits.insert_value(obj, pod.spec_path, "terminationGracePeriodSeconds", GRACE)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     yield from _karpenter_controller(obj, ctx)
     for pod in pod_templates(obj):
         serving, training = is_serving_pod(pod), is_training_pod(pod)

@@ -75,8 +75,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
 
@@ -106,7 +107,7 @@ def _size(v: Any) -> int | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     lwt = as_dict(obj.get("spec", "leaderWorkerTemplate"))
     size = _size(lwt.get("size", 1))
     if size is None or size < 2:

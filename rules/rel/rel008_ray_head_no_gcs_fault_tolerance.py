@@ -80,8 +80,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
-from ailint.core.rule import Rule
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.rule import Options, Rule
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates, role_override, serving_engine
 
 RULE = Rule(
@@ -116,7 +117,7 @@ def _ft_configured(obj: Any, base: tuple) -> bool:
     return ft.get("backend") == "rocksdb"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     base = ("spec", "rayClusterConfig") if obj.kind == "RayService" else ("spec",)
     if not isinstance(obj.get(*base), dict) or not _serves(obj):
         return

@@ -89,8 +89,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, pod_templates
 from ailint.fix import edits
 
@@ -120,7 +121,7 @@ def _target(obj: Any, ctx: Any) -> Any:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     policies = [p for _, p in iter_dicts(obj.get("spec", "resourcePolicy", "containerPolicies"))]
     if (
         policies

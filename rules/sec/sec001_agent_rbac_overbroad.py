@@ -141,8 +141,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS
 from ailint.domain.rbac import (
     BUILTIN_BROAD_ROLES,
@@ -203,7 +204,7 @@ def _binding_index(ctx: Any) -> dict[int, list[AgentPod]]:
     return index
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not ctx.bundle:
         return
     if is_role(obj):

@@ -92,8 +92,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
 from ailint.fix import edits
 
@@ -175,7 +176,7 @@ def _bool_fix(obj: Any, path: tuple, field: str):
     )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "DaemonSet" and _NODE_AGENT_NS.match(obj.namespace or "default"):
         return
     for pod in pod_templates(obj):

@@ -82,8 +82,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import (
     executes_code,
     is_runc_handler,
@@ -91,6 +91,7 @@ from ailint.domain.agents import (
     runtime_class_of,
     sandbox_runtime_classes,
 )
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.fix import edits
 
@@ -119,7 +120,7 @@ def _escalated(pod: Any) -> str | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if not executes_code(pod):
             continue

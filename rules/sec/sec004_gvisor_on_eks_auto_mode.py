@@ -76,9 +76,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.agents import is_gvisor_handler, runtime_class_of
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
     Requirement,
@@ -114,7 +115,7 @@ def _requires_auto(terms: list[list[Requirement]]) -> bool:
     return True
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         rc = runtime_class_of(pod, ctx)
         if rc is None:

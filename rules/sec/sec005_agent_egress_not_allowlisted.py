@@ -122,10 +122,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, Fix, FixAvailability, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import executes_code
-from ailint.domain.context import copyable_selector, selector_matches
+from ailint.domain.context import Context, copyable_selector, selector_matches
 from ailint.domain.extract import POD_KINDS, is_agent_pod, pod_templates
 from ailint.domain.netpol import (
     CILIUM_KINDS,
@@ -237,7 +237,7 @@ def _has_policy_context(ctx: Any) -> bool:
     )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if not is_agent_pod(pod):
             continue

@@ -83,11 +83,11 @@ for short-lived credentials.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.agents import long_lived_credentials, short_lived_identity
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, is_agent_pod, pod_templates
 
 RULE = Rule(
@@ -104,7 +104,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if not is_agent_pod(pod):
             continue

@@ -76,9 +76,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, Span, as_dict, iter_dicts
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, Span, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.agents import env_value_to_secret_ref, scan_config_text, secret_kind
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers
 
 RULE = Rule(
@@ -98,7 +99,7 @@ def _short(value: str) -> str:
     return value if len(value) <= 24 else value[:21] + "..."
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "ConfigMap":
         yield from _config_map(obj)
         return

@@ -75,10 +75,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import version_at_least
-from ailint.domain.context import selector_matches
+from ailint.domain.context import Context, selector_matches
 from ailint.fix import edits
 
 RULE = Rule(
@@ -143,7 +143,7 @@ def _ns(o: Any) -> str:
     return o.namespace or "default"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind in _RAY_KINDS:
         yield from _ray_object(obj)
     elif obj.kind == "Service" and obj.group == "":

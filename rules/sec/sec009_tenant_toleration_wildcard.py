@@ -75,8 +75,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates, toleration_matches
 
 RULE = Rule(
@@ -138,7 +139,7 @@ def _owns(ns: str, tenant: str) -> bool:
     return tenant in ns or ns in tenant
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "DaemonSet":
         return
     ns = obj.namespace or "default"

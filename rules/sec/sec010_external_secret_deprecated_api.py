@@ -66,11 +66,11 @@ it is older than 0.16 or for `v1alpha1` (whose schema differs).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.agents import version_at_least
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -88,7 +88,7 @@ RULE = Rule(
 _GROUP = "external-secrets.io"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     version = obj.api_version.strip()
     if version not in (f"{_GROUP}/v1beta1", f"{_GROUP}/v1alpha1"):
         return

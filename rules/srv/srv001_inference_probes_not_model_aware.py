@@ -102,9 +102,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import models, serving
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates, role_override, serving_engine
 from ailint.fix import edits
 
@@ -126,7 +127,7 @@ _SERVE_CMD = re.compile(r"(^|\s|/)serve (run|deploy|start)\b")
 _REMOTE_MODEL = re.compile(r"^(s3|gs|hf|https?)://|^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "RayCluster":
         yield from _ray_cluster(obj)
         return
@@ -156,7 +157,7 @@ def _num(probe: dict[str, Any], key: str, default: int) -> int:
     return default if v is None else v
 
 
-def _check_container(obj: Any, c: Any, engine: str, opts: dict[str, Any]) -> Iterator[Finding]:
+def _check_container(obj: Any, c: Any, engine: str, opts: Options) -> Iterator[Finding]:
     name = c.name or "<unnamed>"
     path = serving.data()["health_paths"].get(engine)
     port = serving.serving_port(c, engine)
@@ -196,9 +197,9 @@ def _check_container(obj: Any, c: Any, engine: str, opts: dict[str, Any]) -> Ite
             )
 
 
-def _expected_load(c: Any, engine: str, opts: dict[str, Any]) -> tuple[int, str]:
-    base = serving.to_int(opts.get("expected-load-seconds")) or 600
-    large = serving.to_int(opts.get("large-model-load-seconds")) or 1200
+def _expected_load(c: Any, engine: str, opts: Options) -> tuple[int, str]:
+    base = opts.get_int("expected-load-seconds")
+    large = opts.get_int("large-model-load-seconds")
     args = serving.engine_args(c, engine)
     model = serving.served_model(c, args)
     size = _model_bytes(c, model)

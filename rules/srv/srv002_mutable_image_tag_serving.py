@@ -81,9 +81,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import serving
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
     is_accelerator_pod,
@@ -107,7 +108,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     seen: set[tuple] = set()
     for pod in pod_templates(obj):
         serving_pod = is_serving_pod(pod)
@@ -194,8 +195,8 @@ def _training(obj: Any, pod: Any) -> bool:
     return any(_LAUNCHER.search(" ".join(c.tokens)) for c in pod.containers())
 
 
-def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: dict[str, Any]):
-    pins = as_dict(opts.get("pins"))
+def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: Options):
+    pins = opts.get_dict("pins")
     pin = pins.get(ref.full_repository, pins.get(ref.repository))
     if pin is None and ref.repository == "vllm/vllm-openai" and ref.registry in ("", "docker.io"):
         version = ctx.profile.get("vllmVersion") if ctx is not None else None

@@ -61,9 +61,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Rule
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Options, Rule
 from ailint.domain import serving
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers
 
 RULE = Rule(
@@ -86,7 +87,7 @@ def _containers(obj: Any) -> Iterator[tuple[tuple, dict[str, Any]]]:
         yield c.path, c.data
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ubuntu = re.compile(serving.data()["dlc_ubuntu_tag"], re.I)
     for path, data in _containers(obj):
         image = data.get("image")

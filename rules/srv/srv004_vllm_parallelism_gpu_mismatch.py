@@ -90,9 +90,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 
 RULE = Rule(
@@ -107,7 +108,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "RayService":
         yield from _rayservice(obj)
         return

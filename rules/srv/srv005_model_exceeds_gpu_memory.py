@@ -81,9 +81,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, Scope
 from ailint.domain import instances, models, serving
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, format_bytes, pod_templates
 
 RULE = Rule(
@@ -176,11 +177,10 @@ def _judge(
         )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
-    headroom = serving.to_float(opts.get("kv-cache-headroom"))
-    headroom = 0.1 if headroom is None else headroom
+    headroom = opts.get_float("kv-cache-headroom")
     if obj.kind == "RayService":
         yield from _rayservice(obj, ctx, headroom)
         return

@@ -75,9 +75,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_node_requirements, pod_templates
 from ailint.fix import edits
 
@@ -113,7 +114,7 @@ def _gpu_types(types: set[str]) -> list[Any]:
     return [it for t in sorted(types) if (it := instances.get(t)) is not None and it.is_gpu]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
     if obj.kind == "RayService":

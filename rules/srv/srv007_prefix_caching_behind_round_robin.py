@@ -100,10 +100,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, get_in
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import namespace_of, selector_matches
+from ailint.domain.context import Context, namespace_of, selector_matches
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
 
@@ -169,7 +169,7 @@ def _prefix_aware_router(ctx: Any, ns: str) -> bool:
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
     pods = list(pod_templates(obj))

@@ -76,10 +76,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import namespace_of, selector_matches
+from ailint.domain.context import Context, namespace_of, selector_matches
 from ailint.domain.extract import pod_templates
 from ailint.domain.kserve import controller_labels
 from ailint.fix import edits
@@ -123,7 +123,7 @@ def _pod_labels(o: Any, pod: Any) -> dict[str, str]:
     return labels
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return

@@ -110,10 +110,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import namespace_of
+from ailint.domain.context import Context, namespace_of
 from ailint.domain.extract import is_accelerator_pod, pod_templates, role_override
 from ailint.fix import edits
 
@@ -163,7 +163,7 @@ def _resource_name(m: dict[str, Any]) -> str | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
     spec = as_dict(obj.get("spec"))

@@ -120,10 +120,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import serving
-from ailint.domain.context import namespace_of
+from ailint.domain.context import Context, namespace_of
 from ailint.domain.extract import pod_templates
 
 RULE = Rule(
@@ -243,7 +243,7 @@ def _autoscaler(obj: Any, ctx: Any) -> str | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
     me = side_of(obj)

@@ -100,10 +100,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import namespace_of
+from ailint.domain.context import Context, namespace_of
 from ailint.domain.extract import pod_templates
 
 RULE = Rule(
@@ -207,7 +207,7 @@ def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | bo
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if ctx is None or not getattr(ctx, "bundle", False):
         return
     max_conn = _max_connections(ctx)
@@ -237,8 +237,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
                 workers, w_how = serving.data()["litellm_workers_default"], "default workers"
             pods, p_how = _max_pods(obj, ctx)
             total = pods * workers * limit
-            head = serving.to_float(opts.get("headroom-percent"))
-            head = 10.0 if head is None else head
+            head = opts.get_float("headroom-percent")
             budget = math.floor(max_conn * (1 - head / 100))
             if total <= budget:
                 continue

@@ -130,9 +130,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
     Container,
@@ -380,7 +381,7 @@ def _sev(est: Estimate) -> Severity:
     return Severity.ERROR if est.exact else Severity.WARNING
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if not is_serving_pod(pod):
             continue

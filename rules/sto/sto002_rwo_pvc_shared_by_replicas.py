@@ -109,8 +109,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, as_list, get_in, iter_dicts
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
 from ailint.domain.storage import EBS, namespace_of, provisioner_of, pvc_named, scaling_of
 
@@ -212,7 +213,7 @@ def _mounters(ctx: Any, namespace: str, claim: str, skip: Any) -> list[Any]:
     return out
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ns = namespace_of(obj)
     pods = list(pod_templates(obj))
     total: dict[str, int | None] = {}

@@ -88,8 +88,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import parse_quantity
 from ailint.domain.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
 from ailint.fix import edits
@@ -111,7 +112,7 @@ def _gib(n: float) -> str:
     return f"{v:.0f}Gi" if abs(v - round(v)) < 0.05 else f"{v:.1f}Gi"
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for claim in claim_templates(obj):
         if claim.spec.get("volumeName"):
             continue  # static provisioning: the file system already exists

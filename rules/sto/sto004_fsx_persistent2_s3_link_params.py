@@ -67,8 +67,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.storage import FSX, fsx_params, provisioner_name
 from ailint.fix import edits
 
@@ -91,7 +92,7 @@ def _bucket(v: Any) -> str | None:
     return m.group(1) if m else None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if provisioner_name(obj) != FSX:
         return
     params = as_dict(obj.data.get("parameters"))

@@ -65,8 +65,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.storage import FSX, fsx_params, fsx_valid_throughputs, provisioner_name
 from ailint.fix import edits
 
@@ -87,15 +88,15 @@ RULE = Rule(
 )
 
 
-def _default(p: Any, valid: list[int], opts: dict[str, Any]) -> int:
+def _default(p: Any, valid: list[int], opts: Options) -> int:
     key = {"PERSISTENT_2": "persistent2Throughput"}.get(p.deployment_type) or (
         "persistent1HddThroughput" if p.storage_type == "HDD" else "persistent1Throughput"
     )
-    v = opts.get(key)
-    return v if isinstance(v, int) and v in valid else valid[0]
+    v = opts.get_int(key)
+    return v if v in valid else valid[0]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if provisioner_name(obj) != FSX:
         return
     p = fsx_params(obj)

@@ -81,8 +81,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict, iter_dicts
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, is_training_pod, pod_templates
 from ailint.domain.storage import claim_templates, fsx_class_of, namespace_of
 
@@ -141,7 +142,7 @@ def _facet(sc: Any, p: Any) -> tuple[Any, ...]:
     return (p.malformed, p.deployment_type, p.deployment_type_set, _s3_export(sc))
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for claim in claim_templates(obj):
         found = None if claim.spec.get("volumeName") else fsx_class_of(ctx, claim.spec, _facet)
         if found is None:

@@ -76,8 +76,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, iter_dicts
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.rule import Option, Options, Rule, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, parse_quantity, pod_templates
 from ailint.fix import edits
 
@@ -117,8 +118,8 @@ def _memory_limits(pod: PodTemplate) -> tuple[float, bool]:
     return total, every and seen
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
-    cap = parse_quantity(opts.get("maxDefaultSizeLimit")) or 16 * GiB
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
+    cap = parse_quantity(opts.get_str("maxDefaultSizeLimit")) or 16 * GiB
     for pod in pod_templates(obj):
         total, limited = _memory_limits(pod)
         default = min(cap, total / 2) if limited and total > 0 else cap

@@ -111,8 +111,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Option, Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import (
     NEURON_RESOURCES,
     POD_KINDS,
@@ -212,8 +213,8 @@ def _scales(ctx: Any, obj: Any) -> str | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
-    min_size = parse_quantity(opts.get("minModelSize")) or 5e9
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
+    min_size = parse_quantity(opts.get_str("minModelSize")) or 5e9
     for pod in pod_templates(obj):
         if not is_serving_pod(pod):
             continue

@@ -117,8 +117,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list, iter_dicts
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, flag_token_index, flag_value, model_id, pod_templates, serving_engine
 from ailint.domain.storage import is_hub_id, mount_for_path, network_fs_of_volume, volume_for_mount
 from ailint.fix import edits
@@ -159,7 +160,7 @@ def _gds_intent(pod: Any, c: Any) -> bool:
     return False
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         for c in pod.containers(include_init=False):
             if serving_engine(c) != "vllm":

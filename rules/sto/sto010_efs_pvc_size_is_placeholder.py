@@ -78,10 +78,10 @@ the finding on the claim (as above) once the file system has its own bound.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.storage import EFS, claim_templates, provisioner_of
 
 RULE = Rule(
@@ -97,7 +97,7 @@ RULE = Rule(
 )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for claim in claim_templates(obj):
         raw = claim.storage_request
         if raw is None or isinstance(raw, (dict, list)):

@@ -104,9 +104,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts
+from ailint.domain.context import Context
 from ailint.domain.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
 from ailint.fix import edits
 
@@ -246,14 +247,14 @@ def _finish(msg: str, why: str | None) -> tuple[str, Severity | None]:
 # ---------------------------------------------------------------------------------------
 # check
 # ---------------------------------------------------------------------------------------
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "RayJob" and obj.group == "ray.io":
         yield from _check_rayjob(obj, ctx, opts)
     elif obj.kind == "ConfigMap" and not obj.group:
         yield from _check_configmap(obj, ctx)
 
 
-def _check_rayjob(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def _check_rayjob(obj: K8sObject, ctx: Any, opts: Options) -> Iterator[Finding]:
     spec = as_dict(obj.data.get("spec"))
     if not spec:
         return
@@ -284,12 +285,8 @@ def _check_rayjob(obj: K8sObject, ctx: Any, opts: dict[str, Any]) -> Iterator[Fi
         yield RULE.finding(obj, ("spec", key), msg, severity=sev, span=span)
 
 
-def _fix(obj: K8sObject, spec: dict[str, Any], opts: dict[str, Any]):
-    value = opts.get("backoff_limit", 2)
-    try:
-        value = int(value)
-    except (TypeError, ValueError):
-        return None
+def _fix(obj: K8sObject, spec: dict[str, Any], opts: Options) -> Fix | None:
+    value = opts.get_int("backoff_limit")
     if value <= 0:
         return None
     if "backoffLimit" in spec:

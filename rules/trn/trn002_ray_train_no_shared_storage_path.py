@@ -104,8 +104,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
-from ailint.core.rule import Rule, Scope
+from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import ray
+from ailint.domain.context import Context
 from ailint.domain.extract import volumes
 
 RULE = Rule(
@@ -173,7 +174,7 @@ def _env_text(obj: K8sObject) -> str:
     return "\n".join(parts)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     groups = ray.groups(obj)
     gpu_groups = [g for g in groups if not g.is_head and g.has_accelerators and g.may_scale_out()]
     if not gpu_groups:

@@ -101,9 +101,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, Severity, as_dict
-from ailint.core.rule import Option, Rule, make_fix
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import ray
+from ailint.domain.context import Context
 from ailint.fix import edits
 
 RULE = Rule(
@@ -153,7 +154,7 @@ def _set_shutdown(obj: Any, spec: dict[str, Any], add_ttl: bool) -> list[Edit | 
     return [first]
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     spec = as_dict(obj.get("spec"))
     if not spec or ray.uses_cluster_selector(obj) or not isinstance(spec.get("rayClusterSpec"), dict):
         return
@@ -190,11 +191,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
 
     # (c) no deadline
     if has_acc and not interactive and "activeDeadlineSeconds" not in spec and "preRunningDeadlineSeconds" not in spec:
-        secs = opts.get("active_deadline_seconds", 86400)
-        try:
-            secs = int(secs)
-        except (TypeError, ValueError):
-            secs = 86400
+        secs = opts.get_int("active_deadline_seconds")
         yield RULE.finding(
             obj,
             ("spec",),

@@ -83,9 +83,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain import ray
+from ailint.domain.context import Context
 from ailint.domain.extract import flag_value
 from ailint.fix import edits
 
@@ -127,7 +128,7 @@ def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]):
     return make_fix(title, [edits.insert_value(obj, head.path, where[-1], add)])
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     head = ray.head_group(obj)
     workers = ray.worker_groups(obj)
     if head is None or not workers:

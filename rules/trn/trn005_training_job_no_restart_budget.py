@@ -95,10 +95,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import flag_value, has_flag, pod_templates
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
@@ -116,9 +116,9 @@ RULE = Rule(
 )
 
 
-def _budget(opts: dict[str, Any]) -> int:
+def _budget(opts: Options) -> int:
     try:
-        return max(int(opts.get("max_restarts", 3)), 1)
+        return max(opts.get_int("max_restarts"), 1)
     except (TypeError, ValueError):
         return 3
 
@@ -166,7 +166,7 @@ def _name(obj: K8sObject) -> str:
     return repr(str(obj.name or obj.metadata.get("generateName") or "<unnamed>"))
 
 
-def _jobset_like(obj: K8sObject, base: Path, opts: dict[str, Any], who: str) -> Iterator[Finding]:
+def _jobset_like(obj: K8sObject, base: Path, opts: Options, who: str) -> Iterator[Finding]:
     if not _is_training(obj):
         return
     mr = obj.get(*base, "failurePolicy", "maxRestarts")
@@ -194,7 +194,7 @@ def _jobset_like(obj: K8sObject, base: Path, opts: dict[str, Any], who: str) -> 
     )
 
 
-def _pytorchjob(obj: K8sObject, opts: dict[str, Any]) -> Iterator[Finding]:
+def _pytorchjob(obj: K8sObject, opts: Options) -> Iterator[Finding]:
     never = [(role, rs) for role, rs in tr.iter_replica_specs(obj) if rs.get("restartPolicy") == "Never"]
     if not never:
         return
@@ -266,7 +266,7 @@ def _bare_pod(obj: K8sObject) -> Iterator[Finding]:
             return
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     kind = obj.kind
     if kind == "PyTorchJob":
         yield from _pytorchjob(obj, opts)

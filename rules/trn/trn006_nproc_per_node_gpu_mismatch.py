@@ -76,8 +76,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, flag_value, pod_templates
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
@@ -254,7 +255,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
             )
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "TrainJob":
         yield from _trainjob(obj, ctx)
         return

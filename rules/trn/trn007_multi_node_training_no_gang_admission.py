@@ -104,9 +104,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Severity
-from ailint.core.rule import Option, Rule, Scope, make_fix
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import ray
+from ailint.domain.context import Context
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -179,7 +180,7 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
     return None
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     size = _size(obj, ctx)
     if size is None:
         return
@@ -192,7 +193,7 @@ def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
     if any(q.name == "default" for q in queues):
         return  # Kueue's LocalQueue defaulting labels the job with the `default` queue
     try:
-        warn_at = float(opts.get("warning_gpus", 16))
+        warn_at = opts.get_int("warning_gpus")
     except (TypeError, ValueError):
         warn_at = 16.0
     sev = Severity.WARNING if devs >= warn_at else Severity.INFO

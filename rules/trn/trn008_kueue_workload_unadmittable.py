@@ -134,9 +134,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
-from ailint.core.rule import Rule, Scope, make_fix
+from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import karpenter, ray
-from ailint.domain.context import NodePoolView
+from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import Requirement, pod_templates, untolerated
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
@@ -430,7 +430,7 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     yield RULE.finding(obj, where, msg, severity=Severity.WARNING, fix=fix)
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "ClusterQueue":
         if _is_kueue(obj):
             yield from _cluster_queue(obj, ctx)

@@ -88,8 +88,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, Path, Severity, as_dict, as_list
-from ailint.core.rule import Rule, Scope
+from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, is_training_pod, pod_templates, volumes
 
 RULE = Rule(
@@ -234,7 +235,7 @@ def _volume_at(c: Container, path: str) -> str | None:
     return best
 
 
-def check(obj: Any, ctx: Any, opts: dict[str, Any]) -> Iterator[Finding]:
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     cron_sync = None
     for pod in pod_templates(obj):
         if not is_training_pod(pod):
