@@ -109,3 +109,65 @@ def test_standalone_comment_covers_a_block_but_not_its_siblings(tmp_path: Path) 
     found = [(f["code"], f["line"]) for f in json.loads(r.output)["findings"]]
     # the first container (under the comment) is covered, the second list item is not
     assert found == [("GPU002", 17)], found
+
+
+# -- 5. SARIF URIs relative to the repository root, originalUriBaseIds, Pascal rule names ----
+def _git_init(path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+
+
+def test_sarif_uris_are_relative_to_the_repository_root(tmp_path: Path) -> None:
+    _git_init(tmp_path)
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text(POD)
+    sub = tmp_path / "tools"
+    sub.mkdir()
+    r = run(["check", "--no-config", "--select", "GPU002", "--format", "sarif", "../k8s/pod.yaml"], cwd=sub)
+    run_ = json.loads(r.output)["runs"][0]
+    (res,) = run_["results"]
+    loc = res["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert loc == {"uri": "k8s/pod.yaml", "uriBaseId": "%SRCROOT%"}
+    assert run_["originalUriBaseIds"] == {"%SRCROOT%": {"uri": tmp_path.resolve().as_uri() + "/"}}
+    change = res["fixes"][0]["artifactChanges"][0]["artifactLocation"]
+    assert change == loc
+
+
+def test_sarif_uris_fall_back_to_the_config_root(tmp_path: Path) -> None:
+    if any((p / ".git").exists() for p in [tmp_path, *tmp_path.parents]):
+        pytest.skip("the temporary folder is inside a git work tree")
+    (tmp_path / ".ailint.yaml").write_text("select: [GPU002]\n")
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text(POD)
+    r = run(["check", "--format", "sarif", "pod.yaml"], cwd=tmp_path / "k8s")
+    run_ = json.loads(r.output)["runs"][0]
+    assert run_["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k8s/pod.yaml"
+    assert run_["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
+
+
+def test_sarif_rule_names_are_pascal_identifiers(pod: Path) -> None:
+    import re
+
+    # the SARIF validator's rule SARIF2012 (ProvideRuleProperties): `^(\p{Lu}[\p{Ll}\p{Nd}]+)*$`
+    pascal = re.compile(r"^([A-Z][a-z0-9]+)*$")
+    r = run(["check", "--no-config", "--format", "sarif", str(pod)])
+    rules = json.loads(r.output)["runs"][0]["tool"]["driver"]["rules"]
+    names = [x["name"] for x in rules]
+    assert all(pascal.match(n) for n in names), [n for n in names if not pascal.match(n)]
+    assert len(set(names)) == len(names)
+    assert dict(zip([x["id"] for x in rules], names))["GPU002"] == "GpuRequestWithoutLimit"
+
+
+# -- 8. the SARIF schema ships with the repository, so a fresh clone runs the schema tests ---
+def test_sarif_schema_ships_with_the_tests() -> None:
+    from conftest import SARIF_SCHEMA
+
+    assert SARIF_SCHEMA.is_relative_to(ROOT), SARIF_SCHEMA
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    assert schema["id"].startswith("https://docs.oasis-open.org/sarif/sarif/v2.1.0/")
+    notice = (SARIF_SCHEMA.parent / "NOTICE.md").read_text()
+    assert "Copyright © OASIS Open" in notice
+    shared = ROOT.parent / "shared" / "ref" / "sarif" / "sarif-schema-2.1.0.json"
+    if shared.exists():  # the copy is the reference, unmodified
+        assert shared.read_bytes() == SARIF_SCHEMA.read_bytes()

@@ -222,14 +222,17 @@ def _check(
 
         n = bl.write(write_baseline, result.findings)
         click.echo(f"ailint: wrote {n} fingerprints to {write_baseline}", err=True)
-    rendered, is_rich = _render(result, fmt, color if not diff else False, output)
+    rendered, is_rich = _render(
+        result, fmt, color if not diff else False, output, root=settings.root if settings.config_path else None
+    )
     # with --diff, standard output carries the patch alone (pipe it to `git apply`);
     # the report goes to --output, or to standard error
     _emit(rendered, output, is_rich, to_stderr=diff)
     return exit_code(result.findings, settings.fail_on)
 
 
-def _render(result: Any, fmt: str, color: bool | None, output: str | None) -> tuple[str, bool]:
+def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opts: Any) -> tuple[str, bool]:
+    """The report as text; `opts` go to the reporter (each ignores what it does not use)."""
     if fmt == "json":
         from ailint.report import json as rep
     elif fmt == "sarif":
@@ -244,8 +247,8 @@ def _render(result: Any, fmt: str, color: bool | None, output: str | None) -> tu
             if color is not None
             else (output in (None, "-") and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
         )
-        return rep.render(result, color=bool(use_color)), bool(use_color)
-    return rep.render(result), False
+        return rep.render(result, color=bool(use_color), **opts), bool(use_color)
+    return rep.render(result, **opts), False
 
 
 def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False) -> None:

@@ -11,6 +11,9 @@ location, a logical location for the object, a fingerprint of our own, and fixes
 from __future__ import annotations
 
 import json
+import os
+import pathlib
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -55,6 +58,63 @@ def _uri(path: str) -> str:
     return quote(path.replace("\\", "/"), safe="/:@-._~")
 
 
+def repository_root(start: str) -> str | None:
+    """The git work tree holding `start` (a `.git` folder or file above it), or None."""
+    cur = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(cur, ".git")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+class _Locator:
+    """Artifact URIs relative to one base (`%SRCROOT%`): the repository root, else the config
+    root, else the current folder; GitHub resolves them against the checkout. A file outside
+    the base gets an absolute `file:` URI; standard input keeps its `--stdin-filename`."""
+
+    def __init__(self, base: str, sources: dict[str, Any]) -> None:
+        self.base = os.path.abspath(base)
+        self.sources = sources
+        self._memo: dict[str, om.ArtifactLocation] = {}
+
+    def __call__(self, file: str) -> om.ArtifactLocation:
+        got = self._memo.get(file)
+        if got is None:
+            got = self._memo[file] = self._locate(file)
+        return got
+
+    def _locate(self, file: str) -> om.ArtifactLocation:
+        src = self.sources.get(file)
+        if src is not None and src.is_stdin:
+            return om.ArtifactLocation(uri=_uri(file), uri_base_id="%SRCROOT%")
+        path = os.path.abspath(src.path if src is not None else file)
+        rel = os.path.relpath(path, self.base)
+        if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+            return om.ArtifactLocation(uri=pathlib.Path(path).as_uri())
+        return om.ArtifactLocation(uri=_uri(rel), uri_base_id="%SRCROOT%")
+
+    def base_ids(self) -> dict[str, Any]:
+        return {"%SRCROOT%": om.ArtifactLocation(uri=pathlib.Path(self.base).as_uri() + "/")}
+
+
+def sarif_name(kebab: str) -> str:
+    """`gpu-request-without-limit` -> `GpuRequestWithoutLimit`: the SARIF validator (SARIF2012)
+    asks for a Pascal identifier, `^(\\p{Lu}[\\p{Ll}\\p{Nd}]+)*$`."""
+    out: list[str] = []
+    for part in re.split(r"[^A-Za-z0-9]+", kebab):
+        if not part:
+            continue
+        word = part[0].upper() + part[1:].lower()
+        if (len(word) == 1 or word[0].isdigit()) and out:  # cannot start a segment: join the last
+            out[-1] += word.lower()
+        else:
+            out.append(word)
+    return "".join(out)
+
+
 def _region(line: int, col: int, end_line: int, end_col: int) -> om.Region:
     return om.Region(start_line=line, start_column=col, end_line=end_line, end_column=end_col)
 
@@ -80,7 +140,7 @@ def rule_descriptors() -> tuple[list[om.ReportingDescriptor], dict[str, int]]:
         rules.append(
             om.ReportingDescriptor(
                 id=r.code,
-                name=r.name,
+                name=sarif_name(r.name),
                 short_description=om.MultiformatMessageString(text=r.summary),
                 full_description=om.MultiformatMessageString(text=what or r.summary),
                 help=om.MultiformatMessageString(text=reg.doc or r.summary, markdown=reg.doc or r.summary),
@@ -93,10 +153,11 @@ def rule_descriptors() -> tuple[list[om.ReportingDescriptor], dict[str, int]]:
     return rules, index
 
 
-def _result(f: Finding, index: dict[str, int], sources: dict) -> om.Result:
+def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator | None = None) -> om.Result:
+    locate = locate or _Locator(os.getcwd(), sources)
     loc = om.Location(
         physical_location=om.PhysicalLocation(
-            artifact_location=om.ArtifactLocation(uri=_uri(f.file), uri_base_id="%SRCROOT%"),
+            artifact_location=locate(f.file),
             region=_region(f.span.line, f.span.col, f.span.end_line, f.span.end_col),
         ),
     )
@@ -131,7 +192,7 @@ def _result(f: Finding, index: dict[str, int], sources: dict) -> om.Result:
                 description=om.Message(text=f"{f.fix.title} ({f.fix.applicability.value})"),
                 artifact_changes=[
                     om.ArtifactChange(
-                        artifact_location=om.ArtifactLocation(uri=_uri(f.file), uri_base_id="%SRCROOT%"),
+                        artifact_location=locate(f.file),
                         replacements=replacements,
                     )
                 ],
@@ -140,14 +201,18 @@ def _result(f: Finding, index: dict[str, int], sources: dict) -> om.Result:
     return res
 
 
-def build(result) -> dict[str, Any]:
+def build(result: Any, root: str | None = None) -> dict[str, Any]:
+    """The SARIF log; URIs relative to the git work tree of the current folder, else `root`
+    (the config file's folder), else the current folder."""
     rules, index = rule_descriptors()
+    locate = _Locator(repository_root(os.getcwd()) or root or os.getcwd(), result.sources)
     driver = om.ToolComponent(
         name="ailint", version=__version__, semantic_version=__version__, information_uri=INFORMATION_URI, rules=rules
     )
     run = om.Run(
         tool=om.Tool(driver=driver),
-        results=[_result(f, index, result.sources) for f in result.findings],
+        results=[_result(f, index, result.sources, locate) for f in result.findings],
+        original_uri_base_ids=locate.base_ids(),
         column_kind="unicodeCodePoints",
         invocations=[om.Invocation(execution_successful=True)],
     )
@@ -155,5 +220,5 @@ def build(result) -> dict[str, Any]:
     return to_json(log)
 
 
-def render(result, **_: Any) -> str:
-    return json.dumps(build(result), indent=2, ensure_ascii=False) + "\n"
+def render(result: Any, root: str | None = None, **_: Any) -> str:
+    return json.dumps(build(result, root), indent=2, ensure_ascii=False) + "\n"
