@@ -60,6 +60,19 @@ def cli() -> None:
 @click.option("--no-config", is_flag=True, help="Ignore config files.")
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Report only findings not in this baseline.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False), help="Write current findings as a baseline.")
+@click.option(
+    "--context",
+    "context_paths",
+    multiple=True,
+    type=click.Path(),
+    help="File or folder loaded for cross-resource rules only; its own findings are not reported (repeatable).",
+)
+@click.option("--since", "since_ref", metavar="REF", help="Report only findings that are new since git revision REF.")
+@click.option(
+    "--only-changed-lines",
+    is_flag=True,
+    help="Report only findings on lines that differ from the --since revision (default HEAD).",
+)
 @click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Cluster-profile setting.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: cores).")
 @click.option("--stdin-filename", help="File name to report for standard input.")
@@ -82,6 +95,9 @@ def check(
     no_config: bool,
     baseline: str | None,
     write_baseline: str | None,
+    context_paths: tuple[str, ...],
+    since_ref: str | None,
+    only_changed_lines: bool,
     set_pairs: tuple[str, ...],
     jobs: int | None,
     stdin_filename: str | None,
@@ -125,6 +141,9 @@ def _check(
     no_config: bool,
     baseline: str | None,
     write_baseline: str | None,
+    context_paths: tuple[str, ...],
+    since_ref: str | None,
+    only_changed_lines: bool,
     set_pairs: tuple[str, ...],
     jobs: int | None,
     stdin_filename: str | None,
@@ -177,6 +196,8 @@ def _check(
     if jobs is None:
         jobs = 1 if len(paths) == 1 and os.path.isfile(paths[0]) else (os.cpu_count() or 1)
     fixing = fix or unsafe_fixes or diff  # fixes rewrite files: keep every text in memory
+    if (since_ref or only_changed_lines) and "-" in paths:
+        _fail("--since and --only-changed-lines compare files with git: standard input cannot be compared")
     result = lint(
         list(paths) or ["."],
         settings,
@@ -185,6 +206,7 @@ def _check(
         debug=debug,
         jobs=jobs,
         bounded=False if fixing else None,
+        context=context_paths,
     )
     del files
     if fix or unsafe_fixes or diff:
@@ -203,6 +225,7 @@ def _check(
                 debug=debug,
                 jobs=jobs,
                 bounded=False,
+                context=context_paths,
             ),
         )
         for msg in fix_messages:
@@ -214,9 +237,24 @@ def _check(
             known = bl.read(baseline)
         except (OSError, ValueError) as exc:
             _fail(f"{baseline}: cannot read baseline: {exc}")
-        kept = [f for f in result.findings if bl.fingerprint(f) not in known]
-        result.suppressed.extend(f for f in result.findings if bl.fingerprint(f) in known)
+        fps = bl.fingerprints(result.findings)
+        kept = [f for f, fp in zip(result.findings, fps) if fp not in known]
+        result.suppressed.extend(f for f, fp in zip(result.findings, fps) if fp in known)
         result.findings = kept
+    if since_ref or only_changed_lines:
+        from ailint.engine import since
+
+        shown_root = settings.root if settings.config_path else os.getcwd()
+        try:
+            if since_ref:
+                old = since.findings_at(since_ref, list(paths) or ["."], settings, shown_root, context_paths, jobs)
+                result.findings, known_before = since.new_findings(result.findings, old)
+                result.suppressed.extend(known_before)
+            if only_changed_lines:
+                result.findings, elsewhere = since.on_changed_lines(result.findings, since_ref or "HEAD", shown_root)
+                result.suppressed.extend(elsewhere)
+        except since.GitError as exc:
+            _fail(f"--since/--only-changed-lines: {exc}")
     if write_baseline:
         from ailint.engine import baseline as bl
 

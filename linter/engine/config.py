@@ -29,6 +29,7 @@ class Settings:
     extend_select: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)  # globs, relative to `root` (the config's folder)
     fail_on: str = "warning"
     profile: Profile = field(default_factory=Profile)
     rule_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> {severity, options}
@@ -133,6 +134,7 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
     s.extend_select = _list(data.get("extend-select"))
     s.per_file_ignores = {k: _list(v) for k, v in (data.get("per-file-ignores") or {}).items()}
     s.exclude = _list(data.get("exclude"))
+    s.context = _list(data.get("context"))
     s.fail_on = data.get("fail-on", s.fail_on)
     s.profile = Profile(dict(data.get("profile") or {}))
     s.kube_version = str(data.get("kube-version", s.kube_version))

@@ -38,6 +38,8 @@ class RunResult:
     suppressed: list[Finding] = field(default_factory=list)
     sources: dict[str, SourceFile] = field(default_factory=dict)
     rules: list[RegisteredRule] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)  # files a folder walk passed over, by reason
+    context_files: int = 0  # files loaded as context only (not reported)
 
     @property
     def object_count(self) -> int:
@@ -55,6 +57,7 @@ class Engine:
     bounded: bool = False  # spill position tables and texts after object rules (ailint.engine.bounded)
     jobs: int = 1  # processes for the bundle rules and schema validation (ailint.engine.parallel)
     pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
+    context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -162,23 +165,33 @@ def lint(
     jobs: int = 1,
     rules: list[RegisteredRule] | None = None,
     bounded: bool | None = None,
+    context: Sequence[str] = (),
+    root: str | None = None,
 ) -> RunResult:
+    """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
+    rules only. `root` overrides the folder report paths are relative to."""
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug)
+    shown_root = root or (settings.root if settings.config_path else os.getcwd())
+    skipped: dict[str, int] = {}
     candidates = list(
         discover(
             paths or ["."],
-            settings.root if settings.config_path else os.getcwd(),
+            shown_root,
             settings.exclude,
             settings.respect_gitignore,
+            skipped=skipped,
         )
     )
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
+    extra = context_candidates(context, settings, shown_root, candidates)
+    engine.context_only = frozenset(c.display for c in extra)
+    candidates += extra
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
     engine.jobs = jobs
-    result = RunResult(rules=rules)
+    result = RunResult(rules=rules, skipped=skipped, context_files=len(extra))
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
         from ailint.engine.parallel import run_parallel
@@ -194,11 +207,34 @@ def lint(
         clear_templates()
 
 
+def context_candidates(
+    given: Sequence[str], settings: Settings, shown_root: str, linted: list[Candidate]
+) -> list[Candidate]:
+    """The context files of a run: `given` paths and the config's `context` globs (relative
+    to the config's folder), minus the files linted anyway. Missing paths and files that are
+    not manifests are passed over silently: a context glob names a part of a repository."""
+    import glob as globmod
+
+    named = list(given)
+    for pattern in settings.context:
+        full = os.path.join(settings.root, pattern)
+        named.extend(sorted(globmod.glob(full, recursive=True)) if globmod.has_magic(pattern) else [full])
+    if not named:
+        return []
+    taken = {os.path.realpath(c.path) for c in linted if c.path != "-"}
+    out: list[Candidate] = []
+    for c in discover(named, shown_root, settings.exclude, settings.respect_gitignore, walked=True):
+        if c.problem is None and os.path.realpath(c.path) not in taken:
+            taken.add(os.path.realpath(c.path))
+            out.append(Candidate(c.path, c.display, None, context=True))
+    return out
+
+
 def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
-    """Parse one file and run the single-object rules on its objects."""
+    """Parse one file and run the single-object rules on its objects (none on a context file)."""
     fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
-    for obj in fr.objects:
+    for obj in () if c.context else fr.objects:
         for reg in engine.rules_for(obj):
             fr.findings.extend(engine.check(reg, obj, ctx))
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
@@ -236,20 +272,25 @@ def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
 def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
     """Join the files: bundle rules over the whole run, then suppressions."""
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
-    findings: list[Finding] = [f for fr in file_results for f in fr.findings]
+    hidden = engine.context_only
+    findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     ctx = Context(objects=objects, profile=settings.profile, bundle=True)
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
-    schema = bool(settings.schema and sch and objects)
+    # context objects are joined (ctx), never judged: the rules and the schema skip them
+    judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
+    schema = bool(settings.schema and sch and judged)
     chunks = None
     if engine.jobs > 1 and len(objects) > 1:
         chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
     if chunks is None:
-        chunks = [bundle_chunk(range(len(objects)), objects, ctx, settings, engine, sch)]
+        chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch)]
         if schema:
             chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
     for part in chunks:
-        findings.extend(part)
+        findings.extend(f for f in part if f.file not in hidden)
     for fr in file_results:
+        if fr.path in hidden:
+            continue
         result.files.append(FileSummary(fr.path, fr.documents, len(fr.objects)))
         if fr.source is not None:
             result.sources[fr.path] = fr.source
@@ -266,6 +307,8 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         findings = kept
     sups: list[suppress.Suppression] = []
     for fr in file_results:
+        if fr.path in hidden:
+            continue
         if fr.suppressions is not None:
             sups.extend(fr.suppressions)
         elif fr.source is not None:
@@ -299,6 +342,8 @@ def _bundle_forked(
     position = {id(reg): t for t, reg in enumerate(rules)}
     targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
     for i, obj in enumerate(objects):
+        if obj.file in engine.context_only:
+            continue  # joined, not judged
         for reg in engine.rules_for(obj, bundle=True):
             targets[position[id(reg)]].append(i)
 
@@ -339,6 +384,8 @@ def bundle_chunk(
             from ailint.schema.validate import validate_objects
         except ImportError:
             return out
+        if engine.context_only:
+            objects = [o for o in objects if o.file not in engine.context_only]
         return list(validate_objects(objects, settings, {r.rule.code for r in sch}))
     for i in indexes:
         obj = objects[i]

@@ -5,6 +5,13 @@ other VCS folders, paths matched by `.gitignore` files and the config's `exclude
 patterns, and never following a symlinked folder twice (no loops). Files named explicitly
 are always linted, whatever their extension. Anything that is not a regular file (a FIFO,
 a device, a folder named like a YAML file) is reported, never opened.
+
+A walk also skips, silently, the YAML and JSON files that are known not to be Kubernetes
+manifests (`not_a_manifest`): GitHub workflows, pre-commit files, ailint's own config and
+baseline, Compose files, Helm `values*.yaml` and `Chart.yaml`, and JSON that is not an
+object with `apiVersion` and `kind`. The same files named explicitly are linted (and
+reported as YML008 when they hold no object). `discover(..., skipped=counter)` counts what
+was skipped, by reason, for the JSON report.
 """
 
 from __future__ import annotations
@@ -17,6 +24,56 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 EXTENSIONS = (".yaml", ".yml", ".json")
+_PRE_COMMIT = {".pre-commit-config.yaml", ".pre-commit-config.yml", ".pre-commit-hooks.yaml", ".pre-commit-hooks.yml"}
+_AILINT_CONFIG = {".ailint.yaml", ".ailint.yml"}
+_HELM = {"chart.yaml", "chart.yml", "chart.lock", "requirements.yaml"}
+_COMPOSE = re.compile(r"^(?:docker-)?compose(?:[.-][\w.-]*)?\.ya?ml$", re.IGNORECASE)
+_VALUES = re.compile(r"^values(?:[.-][\w.-]*)?\.ya?ml$", re.IGNORECASE)
+_JSON_PEEK = 1024 * 1024  # a JSON file over this size is linted, not sniffed
+
+
+def not_a_manifest(path: str, shown: str) -> str | None:
+    """Why a file met in a folder walk is not a Kubernetes manifest, or None (lint it).
+
+    Names first (no read); JSON is sniffed: it must parse to an object with `apiVersion`
+    and `kind` (a `List` is one); JSON that does not parse is linted, so YML reports it."""
+    name = os.path.basename(shown)
+    low = name.lower()
+    parts = shown.split("/")
+    if len(parts) >= 3 and parts[-3] == ".github" and parts[-2] == "workflows":
+        return "GitHub workflow"
+    if name in _PRE_COMMIT:
+        return "pre-commit file"
+    if name in _AILINT_CONFIG:
+        return "ailint config"
+    if low in _HELM:
+        return "Helm chart file"
+    if _VALUES.match(name):
+        return "Helm values file"
+    if _COMPOSE.match(name):
+        return "Compose file"
+    if low.endswith(".json"):
+        return _json_not_manifest(path)
+    return None
+
+
+def _json_not_manifest(path: str) -> str | None:
+    import json
+
+    try:
+        if os.path.getsize(path) > _JSON_PEEK:
+            return None
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("tool") == "ailint" and isinstance(data.get("fingerprints"), list):
+        return "ailint baseline"
+    if isinstance(data, dict) and isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str):
+        return None
+    return "JSON without apiVersion and kind"
+
+
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 
 
@@ -25,6 +82,7 @@ class Candidate:
     path: str  # filesystem path ("-" for stdin)
     display: str  # what reports call it
     problem: str | None = None  # why it cannot be read (then it becomes a YML009 finding)
+    context: bool = False  # loaded for the bundle rules only; its own findings are not reported
 
 
 def display_path(path: str, root: str) -> str:
@@ -111,9 +169,19 @@ def matches_any(display: str, patterns: Iterable[str]) -> bool:
 
 
 def discover(
-    paths: Iterable[str], root: str, exclude: Iterable[str] = (), respect_gitignore: bool = True
+    paths: Iterable[str],
+    root: str,
+    exclude: Iterable[str] = (),
+    respect_gitignore: bool = True,
+    *,
+    skipped: dict[str, int] | None = None,
+    walked: bool = False,
 ) -> Iterator[Candidate]:
+    """The files to lint under `paths`; `walked=True` treats named files as met in a walk
+    (context files: non-manifests skipped silently, missing ones ignored)."""
     exclude = list(exclude)
+    if skipped is None:
+        skipped = {}
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[str] = set()
     for given in paths:
@@ -123,12 +191,20 @@ def discover(
         try:
             st = os.stat(given)
         except OSError as exc:
-            yield Candidate(given, display_path(given, root), f"cannot read: {exc.strerror or exc}")
+            if not walked:
+                yield Candidate(given, display_path(given, root), f"cannot read: {exc.strerror or exc}")
             continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk(given, root, exclude, respect_gitignore, seen_dirs, seen_files)
+            yield from _walk(given, root, exclude, respect_gitignore, seen_dirs, seen_files, skipped)
         elif stat.S_ISREG(st.st_mode):
             real = os.path.realpath(given)
+            if walked:
+                shown = display_path(given, root)
+                why = None if given.lower().endswith(EXTENSIONS) else "not YAML or JSON"
+                why = why or not_a_manifest(given, shown)
+                if why:
+                    skipped[why] = skipped.get(why, 0) + 1
+                    continue
             if real not in seen_files:
                 seen_files.add(real)
                 yield Candidate(given, display_path(given, root))
@@ -143,6 +219,7 @@ def _walk(
     respect_gitignore: bool,
     seen_dirs: set[tuple[int, int]],
     seen_files: set[str],
+    skipped: dict[str, int],
 ) -> Iterator[Candidate]:
     ignore = _GitIgnore()
     if respect_gitignore:
@@ -209,6 +286,10 @@ def _walk(
                 continue
             real = os.path.realpath(full)
             if real in seen_files:
+                continue
+            why = not_a_manifest(full, shown)
+            if why:
+                skipped[why] = skipped.get(why, 0) + 1
                 continue
             seen_files.add(real)
             yield Candidate(full, shown)

@@ -61,6 +61,11 @@ def render(result, **_: Any) -> str:
             "findings": len(result.findings),
             "by_severity": by_sev,
             "fixable": sum(1 for f in result.findings if f.fix is not None),
+            "context_files": getattr(result, "context_files", 0),
+            "skipped": {
+                "files": sum(getattr(result, "skipped", {}).values()),
+                "by_reason": dict(sorted(getattr(result, "skipped", {}).items())),
+            },
         },
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

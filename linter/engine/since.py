@@ -1,0 +1,203 @@
+"""`--since REF` and `--only-changed-lines`: what a change introduces, judged with git.
+
+`--since REF` lints REF's tree as well and keeps the findings whose fingerprints
+(`ailint.engine.baseline.fingerprints`, unique per finding and blind to line numbers) it
+does not have. REF's tree is read with `git ls-tree` and `git cat-file --batch` into a
+temporary folder: the user's work tree, index and HEAD are never touched. The same
+settings (the config of the work tree) lint both sides, so a finding is new because the
+manifests changed, not because the config did.
+
+`--only-changed-lines` keeps the findings whose span touches a line that differs from the
+revision (`git diff -U0 --no-renames REF`, work tree against REF; a file REF does not have
+counts as changed throughout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+
+from ailint.core.model import Finding
+from ailint.engine.sources import EXTENSIONS
+
+
+class GitError(Exception):
+    """git is missing, the folder is not a repository, or the revision is unknown."""
+
+
+def _git(args: list[str], cwd: str, data: bytes | None = None) -> bytes:
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.quotePath=false", *args], cwd=cwd, input=data, capture_output=True, check=False
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(msg[-1] if msg else f"git {' '.join(args)} failed")
+    return proc.stdout
+
+
+def repo_top(cwd: str) -> str:
+    return os.path.realpath(_git(["rev-parse", "--show-toplevel"], cwd).decode().strip())
+
+
+def resolve(ref: str, top: str) -> str:
+    """The commit REF names (`GitError` when there is none)."""
+    try:
+        return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], top).decode().strip()
+    except GitError:
+        raise GitError(f"unknown git revision {ref!r} in {top}") from None
+
+
+def write_tree(commit: str, top: str, dest: str, wanted: Callable[[str], bool]) -> int:
+    """Write the blobs of `commit` whose repo-relative path `wanted` accepts under `dest`
+    (plus every `.gitignore`, which discovery honours); returns how many were written."""
+    listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], top)
+    entries: list[tuple[str, str]] = []
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        meta, _, name = item.partition(b"\t")
+        mode, kind, sha = meta.decode().split()
+        path = name.decode("utf-8", "surrogateescape")
+        if kind != "blob" or mode == "120000":  # submodules and symlinks are not followed
+            continue
+        if os.path.basename(path) == ".gitignore" or wanted(path):
+            entries.append((sha, path))
+    os.makedirs(os.path.join(dest, ".git"), exist_ok=True)  # marks the top for .gitignore lookups
+    if not entries:
+        return 0
+    out = _git(["cat-file", "--batch"], top, "".join(f"{sha}\n" for sha, _ in entries).encode())
+    pos = 0
+    for _sha, path in entries:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split()[2])
+        body = out[header_end + 1 : header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+        target = os.path.join(dest, *path.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(body)
+    return len(entries)
+
+
+def _inside(path: str, top: str) -> str | None:
+    """`path` relative to `top` (forward slashes), or None when outside."""
+    rel = os.path.relpath(os.path.realpath(path), top)
+    if rel == os.curdir:
+        return ""
+    if rel.startswith(os.pardir):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+def findings_at(
+    ref: str,
+    paths: Sequence[str],
+    settings: object,
+    shown_root: str,
+    context: Sequence[str] = (),
+    jobs: int = 1,
+) -> list[Finding]:
+    """The findings the same run would have reported on REF's tree (same paths, settings
+    and report paths)."""
+    from ailint.engine.run import lint
+
+    top = repo_top(shown_root)
+    commit = resolve(ref, top)
+    root_rel = _inside(shown_root, top)
+    if root_rel is None:
+        raise GitError(f"{shown_root} is outside the repository {top}")
+    named = {r for p in paths if (r := _inside(p, top)) is not None and os.path.isfile(p)}
+
+    def wanted(rel: str) -> bool:
+        return rel.lower().endswith(EXTENSIONS) or rel in named
+
+    tmp = tempfile.mkdtemp(prefix="ailint-since-")
+    try:
+        write_tree(commit, top, tmp, wanted)
+
+        def there(p: str) -> str | None:
+            rel = _inside(p, top)
+            return None if rel is None else os.path.join(tmp, *rel.split("/")) if rel else tmp
+
+        old_paths = [q for p in paths if (q := there(p)) is not None and os.path.exists(q)]
+        if not old_paths:
+            return []
+        old_root = os.path.join(tmp, *root_rel.split("/")) if root_rel else tmp
+        old_settings = dataclasses.replace(settings, root=old_root)  # type: ignore[type-var]
+        old_context = [q for p in context if (q := there(p)) is not None]
+        result = lint(old_paths, old_settings, jobs=jobs, context=old_context, root=old_root)  # type: ignore[arg-type]
+        return result.findings
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def new_findings(current: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """(new, known): the current findings whose fingerprints `old` lacks, and the rest."""
+    from ailint.engine.baseline import fingerprints
+
+    before = set(fingerprints(old))
+    new: list[Finding] = []
+    known: list[Finding] = []
+    for f, fp in zip(current, fingerprints(current)):
+        (known if fp in before else new).append(f)
+    return new, known
+
+
+_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def changed_lines(ref: str, top: str) -> tuple[dict[str, set[int]], set[str]]:
+    """Per repo-relative path, the work tree's lines that differ from REF; and the paths
+    REF has (a path it lacks is new: every line changed)."""
+    commit = resolve(ref, top)
+    diff = _git(["diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", commit, "--"], top)
+    lines: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    for raw in diff.split(b"\n"):
+        if raw.startswith(b"+++ "):
+            name = raw[4:].decode("utf-8", "surrogateescape")
+            if name.startswith('"') and name.endswith('"'):
+                name = name[1:-1]
+            current = (
+                None if name == "/dev/null" else lines.setdefault(name[2:] if name.startswith("b/") else name, set())
+            )
+        elif raw.startswith(b"@@") and current is not None:
+            m = _HUNK.match(raw)
+            if m:
+                start, count = int(m.group(1)), int(m.group(2) or b"1")
+                if count == 0:  # lines removed after `start`: the lines around the cut changed
+                    current.update((max(start, 1), start + 1))
+                else:
+                    current.update(range(start, start + count))
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit], top)
+    present = {p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p}
+    return lines, present
+
+
+def on_changed_lines(findings: list[Finding], ref: str, shown_root: str) -> tuple[list[Finding], list[Finding]]:
+    """(kept, dropped): the findings whose lines differ from REF."""
+    top = repo_top(shown_root)
+    lines, present = changed_lines(ref, top)
+    kept: list[Finding] = []
+    dropped: list[Finding] = []
+    for f in findings:
+        full = f.file if os.path.isabs(f.file) else os.path.join(shown_root, f.file)
+        rel = _inside(full, top)
+        if rel is None or f.file == "-":
+            kept.append(f)  # not in the repository (standard input, a file elsewhere): nothing to compare
+            continue
+        if rel not in present:
+            kept.append(f)
+            continue
+        touched = lines.get(rel, set())
+        span = range(f.span.line, max(f.span.end_line, f.span.line) + 1)
+        (kept if any(n in touched for n in span) else dropped).append(f)
+    return kept, dropped
