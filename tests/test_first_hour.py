@@ -171,3 +171,55 @@ def test_sarif_schema_ships_with_the_tests() -> None:
     shared = ROOT.parent / "shared" / "ref" / "sarif" / "sarif-schema-2.1.0.json"
     if shared.exists():  # the copy is the reference, unmodified
         assert shared.read_bytes() == SARIF_SCHEMA.read_bytes()
+
+
+# -- 6. counts and exits that agree -------------------------------------------------------
+def test_diff_summary_agrees_with_its_report(tmp_path: Path) -> None:
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(DEMO, tmp_path / "demo")
+    exe = [sys.executable, "-m", "ailint"]
+    p = subprocess.run([*exe, "check", "--no-config", "--diff", "demo"], cwd=tmp_path, capture_output=True, text=True)
+    said = re.search(r"would remain \((\d+) fixable with --unsafe-fixes\)", p.stdout + p.stderr)
+    shown = re.search(r"in \d+ files?; (\d+) fixable with --unsafe-fixes\.", p.stderr)
+    assert said and shown, p.stderr[-600:]
+    assert said.group(1) == shown.group(1)
+
+
+def test_write_baseline_writes_summarises_and_exits_zero(tmp_path: Path, pod: Path) -> None:
+    base = tmp_path / "baseline.json"
+    r = run(["check", "--no-config", "--write-baseline", str(base), str(pod)])
+    assert r.exit_code == 0, r.output
+    r2 = run(["check", "--no-config", "--select", "GPU002", "--write-baseline", str(base), str(pod)])
+    assert r2.exit_code == 0
+    assert r2.output.strip().splitlines() == [f"ailint: wrote 1 fingerprint (1 finding) to {base}"]
+    assert json.loads(base.read_text())["fingerprints"]
+    assert run(["check", "--no-config", "--select", "GPU002", "--baseline", str(base), str(pod)]).exit_code == 0
+
+
+def test_report_and_baseline_files_honour_the_umask(tmp_path: Path, pod: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        out, base = tmp_path / "report.json", tmp_path / "base.json"
+        run(["check", "--no-config", "--format", "json", "-o", str(out), str(pod)])
+        run(["check", "--no-config", "--write-baseline", str(base), str(pod)])
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert base.stat().st_mode & 0o777 == 0o644
+
+
+def test_no_files_says_nothing_was_linted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "README.md").write_text("no manifests here\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "ailint", "check", "--no-config", str(tmp_path)], capture_output=True, text=True
+    )
+    assert p.returncode == 0  # as ruff: a warning, not an error
+    assert "nothing was linted" in p.stderr
+    assert "All clear" not in p.stdout

@@ -259,7 +259,16 @@ def _check(
         from ailint.engine import baseline as bl
 
         n = bl.write(write_baseline, result.findings)
-        click.echo(f"ailint: wrote {n} fingerprints to {write_baseline}", err=True)
+        # the baseline is the output: one summary line, exit 0 (the findings are accepted)
+        click.echo(
+            f"ailint: wrote {n} fingerprint{'s' if n != 1 else ''} ({len(result.findings)} "
+            f"finding{'s' if len(result.findings) != 1 else ''}) to {write_baseline}",
+            err=True,
+        )
+        return 0
+    if not result.files:
+        # as ruff does ("No Python files found under the given path(s)"): a warning, exit 0
+        click.echo("ailint: warning: no YAML or JSON files found under the given path(s); nothing was linted", err=True)
     rendered, is_rich = _render(
         result, fmt, color if not diff else False, output, root=settings.root if settings.config_path else None
     )
@@ -295,7 +304,10 @@ def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False)
 
         d = os.path.dirname(os.path.abspath(output))
         try:
+            from ailint.report.common import umask_mode
+
             fd, tmp = tempfile.mkstemp(prefix=".ailint-", dir=d)
+            os.fchmod(fd, umask_mode())  # as any new file here (mkstemp makes it 0600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
             os.replace(tmp, output)

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 
 from ailint.core.model import Finding
-from ailint.report.common import json_pointer
+from ailint.report.common import json_pointer, umask_mode
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -58,6 +58,7 @@ def write(path: str, findings: Iterable[Finding]) -> int:
     doc = json.dumps({"version": 1, "tool": "ailint", "fingerprints": fps}, indent=1) + "\n"
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ailint-baseline-", dir=d)
+    os.fchmod(fd, umask_mode())  # as any new file here (mkstemp makes it 0600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(doc)
     os.replace(tmp, path)

@@ -615,10 +615,11 @@ def _remaining_on_disk(before: Any, after: Any) -> Any:
 
 def _summary(fixed: int, nfiles: int, remaining: Any, final: Any, unsafe: bool, would: bool) -> str:
     n_left = len(remaining.findings)
+    # counted over the findings the report shows, so both say the same number
     hidden = (
         0
         if unsafe
-        else sum(1 for f in final.findings if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
+        else sum(1 for f in remaining.findings if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
     )
     verb = "Would fix" if would else "Fixed"
     left = f"{n_left} would remain" if would else f"{n_left} remain{'s' if n_left == 1 else ''}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ailint.core.model import Edit, SourceFile
@@ -18,3 +19,11 @@ def edit_region(edit: Edit, source: SourceFile | None) -> dict[str, int]:
     line, col = source.position(edit.start)
     end_line, end_col = source.position(edit.end)
     return {"line": line, "column": col, "end_line": end_line, "end_column": end_col}
+
+
+def umask_mode() -> int:
+    """The mode a newly created file gets here (0o666 less the umask): report files and
+    baselines are written through a temporary file (mode 0600), then given this mode."""
+    old = os.umask(0o022)
+    os.umask(old)
+    return 0o666 & ~old

@@ -91,14 +91,28 @@ def summary_line(result) -> str:
     counts = {"error": 0, "warning": 0, "info": 0}
     for f in result.findings:
         counts[f.severity.value] += 1
-    fixable = sum(1 for f in result.findings if f.fix is not None)
+    safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability.value == "safe")
+    unsafe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability.value != "safe")
     files = len(result.files)
+    if files == 0:
+        return "Nothing linted: no files found."
     if n == 0:
         return f"All clear: {files} file{'s' if files != 1 else ''}, {result.object_count} objects, no findings."
     parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}" for k, v in counts.items() if v)
-    extra = f"; {fixable} fixable with --fix or --unsafe-fixes" if fixable else ""
+    extra = fixable_note(safe, unsafe)
     sup = f"; {len(result.suppressed)} suppressed" if result.suppressed else ""
     return f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in {files} file{'s' if files != 1 else ''}{extra}{sup}."
+
+
+def fixable_note(safe: int, unsafe: int) -> str:
+    """`; 9 fixable with --fix`, `; 12 fixable with --unsafe-fixes`, or both."""
+    if safe and unsafe:
+        return f"; {safe + unsafe} fixable ({safe} with --fix, {unsafe} more with --unsafe-fixes)"
+    if safe:
+        return f"; {safe} fixable with --fix"
+    if unsafe:
+        return f"; {unsafe} fixable with --unsafe-fixes"
+    return ""
 
 
 def _esc(s: str) -> str:
