@@ -39,8 +39,9 @@ def _substitute(text: str, inputs: dict, action_path: str) -> str:
     return re.sub(r"\$\{\{\s*(.*?)\s*\}\}", repl, text)
 
 
-def run_action(workspace, tmp_path, **given):
-    """Execute action.yml's `run` steps like a runner: inputs substituted, GITHUB_* files set."""
+def run_action(workspace, tmp_path, env_extra=None, **given):
+    """Execute action.yml's `run` steps like a runner: inputs substituted, GITHUB_* files set
+    (`env_extra`: more of the runner's variables, e.g. GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs.update(given)
@@ -61,6 +62,7 @@ def run_action(workspace, tmp_path, **given):
         GITHUB_SHA="abc123",
         GITHUB_WORKSPACE=str(workspace),
     )
+    env.update(env_extra or {})
     stdout, code = "", 0
     for step in action["runs"]["steps"]:
         if "uses" in step:
