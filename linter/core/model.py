@@ -8,7 +8,7 @@ to pickle for `--jobs` worker processes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -165,6 +165,20 @@ class Finding:
 Pos = tuple[int, int, int, int, int, int, int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a path sits in its file: the spans of its key and value, and their offsets in the
+    source text (ends exclusive). List items and document roots have no key: `key` is then
+    the start of the value."""
+
+    key: Span
+    value: Span
+    key_start: int
+    key_end: int
+    value_start: int
+    value_end: int
+
+
 @dataclass(slots=True, eq=False)
 class K8sObject:
     """One Kubernetes object (a YAML document, or an item of a `kind: List`).
@@ -180,6 +194,27 @@ class K8sObject:
     positions: dict[Path, Pos]
     base: Path = ()  # where this object sits in its document (for `kind: List` items)
     template: str | None = None
+    # facts derived from the object (its pod templates, its layout), computed once and owned
+    # by the object: they die with it and never travel with it (see __getstate__)
+    memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (self.source, self.doc_index, self.data, self.positions, self.base, self.template)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.source, self.doc_index, self.data, self.positions, self.base, self.template = state
+        self.memo = None
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per object and key (objects are never mutated during a run)."""
+        memo = self.memo
+        if memo is None:
+            memo = self.memo = {}
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute()
+            return value
 
     # -- identity ---------------------------------------------------------------------
     @property
@@ -241,6 +276,21 @@ class K8sObject:
 
     def has(self, path: Sequence[Any]) -> bool:
         return self._pos(path) is not None
+
+    def location(self, path: Sequence[Any]) -> Location | None:
+        """The key and value of `path` as spans and source offsets; None when it is missing."""
+        p = self._pos(path)
+        if p is None:
+            return None
+        src = self.source
+        return Location(
+            Span(p[0], p[1], p[2], p[3]),
+            Span(p[4], p[5], p[6], p[7]),
+            src.offset(p[0], p[1]),
+            src.offset(p[2], p[3]),
+            src.offset(p[4], p[5]),
+            src.offset(p[6], p[7]),
+        )
 
     def value_span(self, path: Sequence[Any]) -> Span:
         """The span of the value at `path` (for a missing path, its nearest ancestor's key)."""

@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 from ailint.core.model import Edit, K8sObject, Path, SourceFile, Span, as_dict, as_list, iter_dicts
+from ailint.core.yamldata import Converter, Limits
 from ailint.domain.context import selector_matches
 from ailint.domain.extract import PodTemplate, pod_templates
-from ailint.engine.load import Limits, _Converter
 
 TSC_PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 EVICTOR = "DefaultEvictor"
@@ -149,7 +149,7 @@ def _parse_embedded(obj: K8sObject, key: str, text: str) -> Embedded | None:
         return None
     if node is None:
         return None
-    conv = _Converter(Limits(), obj.source.display)
+    conv = Converter(Limits())
     try:
         data, _ = conv.convert(node, (), None, 0)
     except Exception:

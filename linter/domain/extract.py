@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
+from ailint.domain.quantities import parse_quantity, to_int
 
 # ---------------------------------------------------------------------------------------
 # Kinds
@@ -149,16 +149,6 @@ class PodTemplate(_Memo):
         yield from containers_of(self, include_init)
 
 
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v)
-    return None
-
-
 def _template(
     obj: K8sObject, tpl_path: Path, role: str = "", replicas: int | None = None, group_path: Path = ()
 ) -> PodTemplate | None:
@@ -174,10 +164,10 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
         yield head
     for i, group in iter_dicts(obj.get(*base, "workerGroupSpecs")):
         gpath = base + ("workerGroupSpecs", i)
-        replicas = _int(group.get("replicas"))
+        replicas = to_int(group.get("replicas"))
         if replicas is None:
-            replicas = _int(group.get("minReplicas"))
-        hosts = _int(group.get("numOfHosts")) or 1
+            replicas = to_int(group.get("minReplicas"))
+        hosts = to_int(group.get("numOfHosts")) or 1
         t = _template(
             obj,
             gpath + ("template",),
@@ -189,44 +179,20 @@ def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
             yield t
 
 
-_TEMPLATES: dict[int, tuple[K8sObject, list[PodTemplate]]] = {}
-# Enough for every object of a large run: the bundle rules and the context's pod index then
-# share one set of templates (and their per-pod memos) with the single-object rules. A run
-# ends with `clear_templates()`; the webhook forgets each object after its request.
-_TEMPLATES_MAX = 1 << 16
-
-
-def clear_templates() -> None:
-    """Forget every cached template (the end of a run, or of a worker's batch of files)."""
-    _TEMPLATES.clear()
-
-
-def forget(obj: K8sObject) -> None:
-    """Drop the cached templates of `obj`: a long-running caller (the webhook) that checks
-    one object at a time must not keep the last few hundred alive."""
-    hit = _TEMPLATES.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        _TEMPLATES.pop(id(obj), None)
-
-
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     """Every pod template of every supported kind (see spec section 0).
 
-    Computed once per object and shared by every rule for the whole run (an entry holds its
-    object, so an id is never reused while it is cached).
-    Objects are never mutated during a run, so the templates stay valid.
+    Computed once per object and kept in the object's memo: the single-object rules, the
+    bundle rules and the context's pod index share one set of templates (and their per-pod
+    memos), which die with the object. Objects are never mutated during a run.
     """
-    key = id(obj)
-    hit = _TEMPLATES.get(key)
-    if hit is not None and hit[0] is obj:
-        return iter(hit[1])
-    try:
-        found = list(_pod_templates(obj))
-    except Exception:
-        return _pod_templates(obj)
-    if len(_TEMPLATES) >= _TEMPLATES_MAX:
-        del _TEMPLATES[next(iter(_TEMPLATES))]
-    _TEMPLATES[key] = (obj, found)
+    memo = obj.memo
+    found = memo.get("pod_templates") if memo is not None else None
+    if found is None:
+        try:
+            found = obj.cached("pod_templates", lambda: list(_pod_templates(obj)))
+        except Exception:
+            return _pod_templates(obj)  # the error surfaces where the rule reads it
     return iter(found)
 
 
@@ -237,7 +203,7 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
         if spec:
             yield PodTemplate(obj, ("spec",), None, "", 1)
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
-        replicas = _int(spec.get("replicas"))
+        replicas = to_int(spec.get("replicas"))
         t = _template(obj, ("spec", "template"), "", 1 if "replicas" not in spec else replicas)
         if t:
             yield t
@@ -255,13 +221,13 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
                 obj,
                 ("spec", "tasks", i, "template"),
                 str(task.get("name") or f"task{i}"),
-                _int(task.get("replicas")),
+                to_int(task.get("replicas")),
                 ("spec", "tasks", i),
             )
             if t:
                 yield t
     elif kind == "Job":
-        par = _int(spec.get("parallelism"))
+        par = to_int(spec.get("parallelism"))
         t = _template(obj, ("spec", "template"), "", 1 if "parallelism" not in spec else par)
         if t:
             yield t
@@ -271,9 +237,9 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             yield t
     elif kind == "LeaderWorkerSet":
         lwt = as_dict(spec.get("leaderWorkerTemplate"))
-        size = _int(lwt.get("size"))
+        size = to_int(lwt.get("size"))
         size = 1 if size is None and "size" not in lwt else size
-        groups = _int(spec.get("replicas")) if "replicas" in spec else 1
+        groups = to_int(spec.get("replicas")) if "replicas" in spec else 1
         base = ("spec", "leaderWorkerTemplate")
         if isinstance(lwt.get("leaderTemplate"), dict):
             t = _template(obj, base + ("leaderTemplate",), "leader", groups, base)
@@ -311,7 +277,7 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
                     obj,
                     ("spec", key, role, "template"),
                     str(role),
-                    _int(rs.get("replicas")) if "replicas" in rs else 1,
+                    to_int(rs.get("replicas")) if "replicas" in rs else 1,
                     ("spec", key, role),
                 )
                 if t:
@@ -329,7 +295,7 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             c = as_dict(spec.get(comp))
             if c and ("containers" in c or any(isinstance(v, dict) for v in c.values())):
                 if "containers" in c:
-                    yield PodTemplate(obj, ("spec", comp), None, comp, _int(c.get("minReplicas")))
+                    yield PodTemplate(obj, ("spec", comp), None, comp, to_int(c.get("minReplicas")))
     elif kind in KSERVE_LLM_KINDS and obj.group.startswith("serving.kserve.io"):
         from ailint.domain.kserve import templates as kserve_templates  # bare PodSpecs, merged over presets
 
@@ -339,8 +305,8 @@ def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
 def _jobset_templates(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
     for i, rj in iter_dicts(obj.get(*base, "replicatedJobs")):
         jspec = as_dict(get_in(rj, ("template", "spec")))
-        reps = _int(rj.get("replicas")) if "replicas" in rj else 1
-        par = _int(jspec.get("parallelism")) if "parallelism" in jspec else 1
+        reps = to_int(rj.get("replicas")) if "replicas" in rj else 1
+        par = to_int(jspec.get("parallelism")) if "parallelism" in jspec else 1
         pods = None if reps is None or par is None else reps * par
         t = _template(
             obj,
@@ -478,69 +444,6 @@ def all_containers(obj: K8sObject, include_init: bool = True) -> Iterator[Contai
 def volumes(pod: PodTemplate) -> dict[str, tuple[int, dict[str, Any]]]:
     """Volumes of a pod by name: (index, volume mapping)."""
     return {str(v.get("name")): (i, v) for i, v in iter_dicts(pod.spec.get("volumes"))}
-
-
-# ---------------------------------------------------------------------------------------
-# Quantities
-# ---------------------------------------------------------------------------------------
-_SUFFIX = {
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": 1,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-}
-_QTY_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$")
-
-
-@lru_cache(maxsize=4096)
-def _parse_quantity_str(s: str) -> float | None:
-    m = _QTY_RE.match(s)
-    if not m:
-        return None
-    try:
-        num = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    value = float(num * Decimal(_SUFFIX[m.group(2) or ""]))
-    if value != value or value in (float("inf"), float("-inf")):
-        return None  # 1e309 and the like: not a quantity the API server accepts
-    return value
-
-
-def parse_quantity(v: Any) -> float | None:
-    """A Kubernetes quantity (`500m`, `16Gi`, `1e3`, 2) as a float; None when not one."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        try:
-            f = float(v)
-        except OverflowError:
-            return None
-        return f if f == f and f not in (float("inf"), float("-inf")) else None
-    if isinstance(v, str):
-        return _parse_quantity_str(v)
-    return None
-
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f}{unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f}{unit}"
-    return f"{n:.0f}"
 
 
 # ---------------------------------------------------------------------------------------

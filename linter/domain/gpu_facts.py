@@ -27,10 +27,10 @@ from ailint.domain.extract import (
     NEURON_RESOURCES,
     PodTemplate,
     Requirement,
-    parse_quantity,
     pod_accelerators,
     pod_node_requirements,
 )
+from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
 
 # ---------------------------------------------------------------------------------------
@@ -352,13 +352,14 @@ def target_types(ctx: Any, pod: PodTemplate) -> set[str] | None:
 
 
 def describe_types(types: Iterable[str], limit: int = 3) -> str:
-    ts = sorted(types, key=_type_order)
+    ts = sorted(types, key=instance_type_order)
     if len(ts) <= limit:
         return ", ".join(ts)
     return ", ".join(ts[:limit]) + f" and {len(ts) - limit} more"
 
 
-def _type_order(t: str) -> tuple:
+def instance_type_order(t: str) -> tuple[str, int, str]:
+    """Sort key of instance types: by family, then size (vCPUs), then name."""
     it = instances.get(t)
     return (it.family if it else t, it.vcpu if it else 0, t)
 
@@ -508,7 +509,7 @@ def add_list_items(obj: K8sObject, parent_path: Sequence[Any], key: str, items: 
         return append_items(obj, path, items)
     if isinstance(cur, list) and obj.has(path):
         merged = list(cur) + list(items)
-        return edits.replace_value(obj, path, edits._inline(merged))
+        return edits.replace_value(obj, path, edits.inline(merged))
     if cur is None and key not in as_dict(obj.get(*parent_path)):
         if not isinstance(obj.get(*parent_path), dict) or edits.is_flow(obj, parent_path):
             return None
@@ -599,7 +600,7 @@ def set_map_values(obj: K8sObject, mapping_path: Sequence[Any], values: dict[str
     if isinstance(cur, dict) and obj.has(path):
         if edits.is_flow(obj, path) or not cur:
             merged = {**cur, **values}
-            e = edits.replace_value(obj, path, edits._inline(merged))
+            e = edits.replace_value(obj, path, edits.inline(merged))
             return None if e is None else [e]
         return merge_inserts([edits.insert_value(obj, path, k, v) for k, v in values.items()])
     # build the missing chain under the nearest existing mapping

@@ -22,10 +22,10 @@ from ailint.domain.extract import (
     KSERVE_SERVING_ROLES,
     Container,
     PodTemplate,
-    _int,
     command_tokens,
     shell_split,
 )
+from ailint.domain.quantities import to_int
 
 KINDS = KSERVE_LLM_KINDS
 
@@ -46,9 +46,9 @@ def templates(obj: K8sObject, spec: dict[str, Any]) -> Iterator[PodTemplate]:
 
     def count(w: dict[str, Any], default: int | None) -> int | None:
         if "replicas" in w:
-            return _int(w.get("replicas"))
+            return to_int(w.get("replicas"))
         if isinstance(w.get("scaling"), dict):
-            return _int(w["scaling"].get("minReplicas", 1))
+            return to_int(w["scaling"].get("minReplicas", 1))
         return None if config else default
 
     for base, role in ((("spec",), "main"), (("spec", "prefill"), "prefill")):
@@ -60,7 +60,7 @@ def templates(obj: K8sObject, spec: dict[str, Any]) -> Iterator[PodTemplate]:
         size = None
         if has_w:
             par = as_dict(w.get("parallelism"))
-            data, local, pipe = _int(par.get("data")), _int(par.get("dataLocal")), _int(par.get("pipeline"))
+            data, local, pipe = to_int(par.get("data")), to_int(par.get("dataLocal")), to_int(par.get("pipeline"))
             if (data or 0) > 0 or (local or 0) > 0:
                 size = max(max(data or 1, 1) // max(local or 1, 1), 1)
             elif (pipe or 0) > 0:
@@ -132,9 +132,9 @@ def preset_shape(pod: PodTemplate) -> str | None:
     if not isinstance(w.get("worker"), dict):
         return "single"
     par = as_dict(w.get("parallelism"))
-    if (_int(par.get("data")) or 0) > 0 or (_int(par.get("dataLocal")) or 0) > 0:
+    if (to_int(par.get("data")) or 0) > 0 or (to_int(par.get("dataLocal")) or 0) > 0:
         return "dp-worker" if pod.role.endswith("worker") else "dp-leader"
-    if (_int(par.get("pipeline")) or 0) > 0:
+    if (to_int(par.get("pipeline")) or 0) > 0:
         return "pp"
     return None
 
@@ -231,15 +231,15 @@ def preset_tokens(c: Container) -> list[str] | None:
         out += ["--served-model-name", name]
     if shape in ("dp-leader", "dp-worker") and par.get("expert") is True:
         out.append("--enable-expert-parallel")
-    tp = _int(par.get("tensor"))
+    tp = to_int(par.get("tensor"))
     if tp:
         out += ["--tensor-parallel-size", str(tp)]
     if shape in ("dp-leader", "dp-worker"):
         out += [
             "--data-parallel-size",
-            str(_int(par.get("data")) or 1),
+            str(to_int(par.get("data")) or 1),
             "--data-parallel-size-local",
-            str(_int(par.get("dataLocal")) or 1),
+            str(to_int(par.get("dataLocal")) or 1),
         ]
         if shape == "dp-worker":
             out.append("--headless")

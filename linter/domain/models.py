@@ -20,15 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.domain.extract import (
-    KSERVE_LLM_KINDS,
-    Container,
-    PodTemplate,
-    flag_value,
-    format_bytes,
-    model_id,
-    parse_quantity,
-)
+from ailint.domain.extract import KSERVE_LLM_KINDS, Container, PodTemplate, flag_value, model_id
+from ailint.domain.quantities import format_bytes, parse_quantity
 
 MODEL_SIZE_ANNOTATION = "ailint.io/model-size"
 MODEL_PARAMS_ANNOTATION = "ailint.io/model-params"

@@ -29,6 +29,7 @@ from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import Container, PodTemplate, containers_of, pod_templates, volumes
+from ailint.domain.quantities import to_int
 
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 
@@ -47,16 +48,6 @@ def cluster_spec_path(obj: K8sObject) -> Path | None:
 def uses_cluster_selector(obj: K8sObject) -> bool:
     """A RayJob that runs on an existing RayCluster (`spec.clusterSelector` non-empty)."""
     return obj.kind == "RayJob" and bool(as_dict(obj.get("spec", "clusterSelector")))
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return None
 
 
 @dataclass(slots=True)
@@ -93,29 +84,29 @@ class RayGroup:
         """Desired replicas: `replicas`, else `minReplicas` (both default 0); 1 for the head."""
         if self.is_head:
             return 1
-        r = _int(self.data.get("replicas"))
+        r = to_int(self.data.get("replicas"))
         if r is None:
-            r = _int(self.data.get("minReplicas"))
+            r = to_int(self.data.get("minReplicas"))
         return max(r or 0, 0)
 
     @property
     def min_replicas(self) -> int:
         if self.is_head:
             return 1
-        return max(_int(self.data.get("minReplicas")) or 0, 0)
+        return max(to_int(self.data.get("minReplicas")) or 0, 0)
 
     @property
     def max_replicas(self) -> int | None:
         """Explicit `maxReplicas` (None when unset: the CRD default is maxInt32)."""
         if self.is_head:
             return 1
-        return _int(self.data.get("maxReplicas"))
+        return to_int(self.data.get("maxReplicas"))
 
     @property
     def num_of_hosts(self) -> int:
         if self.is_head:
             return 1
-        n = _int(self.data.get("numOfHosts"))
+        n = to_int(self.data.get("numOfHosts"))
         return n if n and n > 0 else 1
 
     def containers(self, include_init: bool = False) -> list[Container]:

@@ -16,8 +16,9 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, parse_quantity, serving_engine
+from ailint.domain.extract import Container, PodTemplate, serving_engine
 from ailint.domain.kserve import preset_source
+from ailint.domain.quantities import parse_quantity, to_int
 from ailint.fix import edits
 
 
@@ -147,18 +148,12 @@ def has_flag(tokens: Sequence[str], names: Sequence[str]) -> bool:
     return False
 
 
-def to_int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v == int(v):
-        return int(v)
+def arg_int(v: Any) -> int | None:
+    """An integer from command-line or config text, where quotes and a trailing `;` stick
+    to the value (`'4'`, `4;`); the number rules are `ailint.domain.quantities.to_int`'s."""
     if isinstance(v, str):
-        s = v.strip().strip("\"'").rstrip(";")
-        if re.fullmatch(r"\d+", s):
-            return int(s)
-    return None
+        v = v.strip().strip("\"'").rstrip(";")
+    return to_int(v)
 
 
 def to_float(v: Any) -> float | None:
@@ -193,7 +188,7 @@ class EngineArgs:
         return bool(names) and has_flag(self.tokens, names)
 
     def int(self, key: str) -> int | None:
-        return to_int(self.raw(key))
+        return arg_int(self.raw(key))
 
     def float(self, key: str) -> float | None:
         return to_float(self.raw(key))
@@ -206,7 +201,7 @@ class EngineArgs:
         """Some parallelism value is a shell variable the linter cannot resolve."""
         for key in ("tp", "pp", "dp", "dp_local"):
             v = self.raw(key)
-            if v is not None and to_int(v) is None:
+            if v is not None and arg_int(v) is None:
                 return True
         return False
 
@@ -475,19 +470,19 @@ class LLMConfig:
 
     @property
     def tp(self) -> int:
-        return to_int(self.engine_kwargs.get("tensor_parallel_size")) or 1
+        return arg_int(self.engine_kwargs.get("tensor_parallel_size")) or 1
 
     @property
     def pp(self) -> int:
-        return to_int(self.engine_kwargs.get("pipeline_parallel_size")) or 1
+        return arg_int(self.engine_kwargs.get("pipeline_parallel_size")) or 1
 
     @property
     def max_replicas(self) -> int | None:
         dc = as_dict(self.data.get("deployment_config"))
         auto = as_dict(dc.get("autoscaling_config"))
-        v = to_int(auto.get("max_replicas"))
+        v = arg_int(auto.get("max_replicas"))
         if v is None:
-            v = to_int(dc.get("num_replicas"))
+            v = arg_int(dc.get("num_replicas"))
         return v
 
 
@@ -519,13 +514,13 @@ def ray_worker_gpus(pods: Sequence[PodTemplate]) -> list[tuple[PodTemplate, int,
         group = as_dict(pod.obj.get(*pod.group_path)) if pod.group_path else {}
         cluster = as_dict(pod.obj.get(*pod.group_path[:-2])) if len(pod.group_path) >= 2 else {}
         autoscaling = cluster.get("enableInTreeAutoscaling") is True
-        hosts = to_int(group.get("numOfHosts")) or 1
-        mx = to_int(group.get("maxReplicas"))
-        reps = to_int(group.get("replicas"))
+        hosts = arg_int(group.get("numOfHosts")) or 1
+        mx = arg_int(group.get("maxReplicas"))
+        reps = arg_int(group.get("replicas"))
         if autoscaling:
             n = mx  # unset: the CRD default is maxInt32, i.e. unbounded
         else:
-            n = reps if reps is not None else to_int(group.get("minReplicas"))
+            n = reps if reps is not None else arg_int(group.get("minReplicas"))
         out.append((pod, gpus, None if n is None else n * hosts))
     return out
 
@@ -536,7 +531,7 @@ def ray_worker_gpus(pods: Sequence[PodTemplate]) -> list[tuple[PodTemplate, int,
 def container_ports(c: Container) -> set[int]:
     out = set()
     for _, p in iter_dicts(c.data.get("ports")):
-        n = to_int(p.get("containerPort"))
+        n = arg_int(p.get("containerPort"))
         if n:
             out.add(n)
     return out
@@ -552,9 +547,9 @@ def serving_port(c: Container, engine: str | None) -> int | str | None:
     ports = [p for _, p in iter_dicts(c.data.get("ports"))]
     for p in ports:
         if str(p.get("name") or "") in ("http", "serve", "api", "openai"):
-            return to_int(p.get("containerPort"))
+            return arg_int(p.get("containerPort"))
     if len(ports) == 1:
-        return to_int(ports[0].get("containerPort"))
+        return arg_int(ports[0].get("containerPort"))
     return data()["default_ports"].get(engine or "")
 
 

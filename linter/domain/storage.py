@@ -28,7 +28,8 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, parse_quantity, serving_engine, volumes
+from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, serving_engine, volumes
+from ailint.domain.quantities import parse_quantity, to_int
 
 GiB = 2**30
 FSX = "fsx.csi.aws.com"
@@ -262,16 +263,6 @@ class FsxParams:
         return self.storage_type == "INTELLIGENT_TIERING"
 
 
-def _param_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
-    return None
-
-
 def fsx_params(sc: K8sObject) -> FsxParams:
     params = as_dict(sc.data.get("parameters"))
     t = fsx_table()
@@ -283,7 +274,7 @@ def fsx_params(sc: K8sObject) -> FsxParams:
         deployment_type=dt.strip().upper() if dt_set else t["default_deployment_type"],  # type: ignore[union-attr]
         deployment_type_set=dt_set,
         storage_type=st.strip().upper() if isinstance(st, str) and st.strip() else t["default_storage_type"],
-        per_unit_throughput=_param_int(raw),
+        per_unit_throughput=to_int(raw),
         per_unit_raw=raw,
         per_unit_set="perUnitStorageThroughput" in params and raw not in (None, ""),
         malformed=any(
@@ -552,8 +543,8 @@ def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
         spec = as_dict(hpa.data.get("spec"))
         ref = as_dict(spec.get("scaleTargetRef"))
         if namespace_of(hpa) == ns and ref.get("name") == obj.name and ref.get("kind") == obj.kind:
-            lo = _param_int(spec.get("minReplicas"))
-            hi = _param_int(spec.get("maxReplicas"))
+            lo = to_int(spec.get("minReplicas"))
+            hi = to_int(spec.get("maxReplicas"))
             if hi is not None:
                 return Scaling(1 if lo is None else lo, hi, hpa)
     for so in ctx.of_kind("ScaledObject"):
@@ -561,8 +552,8 @@ def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
         ref = as_dict(spec.get("scaleTargetRef"))
         kind = ref.get("kind") or "Deployment"
         if namespace_of(so) == ns and ref.get("name") == obj.name and kind == obj.kind:
-            lo = _param_int(spec.get("minReplicaCount"))
-            hi = _param_int(spec.get("maxReplicaCount"))
+            lo = to_int(spec.get("minReplicaCount"))
+            hi = to_int(spec.get("maxReplicaCount"))
             return Scaling(0 if lo is None else lo, 100 if hi is None else hi, so)
     return None
 

@@ -199,11 +199,9 @@ class Reviewer:
 
     def __init__(self, settings: Any, enforce: bool = False, timeout: float = ANALYSIS_TIMEOUT) -> None:
         from ailint.core.model import K8sObject, SourceFile
-        from ailint.domain import extract
         from ailint.domain.context import Context
         from ailint.engine import registry, suppress
-        from ailint.engine.run import Engine, _selector_matches
-        from ailint.fix import edits
+        from ailint.engine.run import Engine
 
         self.settings = settings
         self.enforce = enforce
@@ -212,8 +210,7 @@ class Reviewer:
         self.engine = Engine(settings, rules, only_object_rules=True)
         # resolved once, not per request
         self._suppress, self._Context, self._K8sObject, self._SourceFile = suppress, Context, K8sObject, SourceFile
-        self._selector_matches = _selector_matches
-        self._forget = (extract.forget, edits.forget)
+        self._selector_matches = registry.selector_matches
         # threads start on first use: a Reviewer built before a fork is safe to share
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ailint-review")
 
@@ -247,14 +244,9 @@ class Reviewer:
         source = self._SourceFile("-", f"{obj.get('kind', 'object')}/{name}", "")
         o = self._K8sObject(source, 0, obj, {})
         ctx = self._Context(profile=self.settings.profile, bundle=False)
-        out = []
-        check = self.engine.check
-        try:
-            for reg in self.engine.rules_for(o):  # the rules for this kind, resolved once per kind
-                out.extend(check(reg, o, ctx))
-        finally:
-            for forget in self._forget:  # the object dies with the request: memory stays flat,
-                forget(o)  # and its garbage is young (no long pauses of the full GC)
+        # the rules for this kind (resolved once per kind); the object and its memo die with
+        # the request: memory stays flat, and its garbage is young (no long full-GC pauses)
+        out = self.engine.check_object(o, ctx)
         sups = self._suppress.annotation_suppressions(o)
         res = self._suppress.apply(out, sups, self._selector_matches, lambda s: True, lambda s: False)
         return sorted(res.kept, key=lambda f: (-f.severity.rank, f.code, f.message))

@@ -14,24 +14,13 @@ from __future__ import annotations
 
 import bisect
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
+from ailint.core.yamldata import Converter, FastLoader, LimitExceeded, Limits, Problem, mark_span
 from ailint.engine.engine_rules import ENGINE
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds on the work any input can cause; each has a `YML` finding when exceeded."""
-
-    max_file_bytes: int = 10 * 1024 * 1024
-    max_documents: int = 5000
-    max_depth: int = 200
-    max_alias_expansion: int = 100_000
-    max_scalar_chars: int = 1024 * 1024
 
 
 def yml_finding(code: str, source_display: str, span: Span, message: str) -> Finding:
@@ -39,255 +28,14 @@ def yml_finding(code: str, source_display: str, span: Span, message: str) -> Fin
     return Finding(code, rule.name, rule.severity, message, source_display, span)
 
 
+def _problems(problems: list[Problem], display: str) -> list[Finding]:
+    return [yml_finding(p.code, display, p.span, p.message) for p in problems]
+
+
 _SOURCE_RE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
 _TEMPLATE_RE = re.compile(r"\{\{|\{%")
 
-_INT, _FLOAT, _BOOL, _NULL = (
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:null",
-)
-_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
-_MERGE = "tag:yaml.org,2002:merge"
-
-_constructor = yaml.constructor.SafeConstructor()
-_IMPLICIT = yaml.resolver.Resolver.yaml_implicit_resolvers
-_PLAIN = "?"  # a plain scalar whose type is resolved lazily, only when it is read
-
-
-class _LazyResolver:
-    """Tags every plain scalar `?` instead of matching YAML 1.1 regexes at parse time.
-
-    libyaml's composer calls the Python resolver once per scalar and twice per collection
-    (path resolvers nobody uses here); that was a third of the parse time. Plain scalars are
-    resolved by `_resolve_plain` during conversion, with the same regexes, only for values
-    whose first character can start a non-string.
-    """
-
-    def descend_resolver(self, current_node, current_index):
-        return None
-
-    def ascend_resolver(self):
-        return None
-
-    def resolve(self, kind, value, implicit):
-        if kind is yaml.ScalarNode:
-            return _PLAIN if implicit[0] else _STR
-        if kind is yaml.SequenceNode:
-            return _SEQ
-        return _MAP
-
-
-class FastLoader(yaml.cyaml.CParser, _LazyResolver):  # type: ignore[misc]
-    def __init__(self, stream: str) -> None:
-        yaml.cyaml.CParser.__init__(self, stream)
-
-
-def _resolve_plain(value: str) -> str:
-    resolvers = _IMPLICIT.get(value[0] if value else "")
-    if resolvers:
-        for tag, regexp in resolvers:
-            if regexp.match(value):
-                return tag
-    return _STR
-
-
-class _Abort(Exception):
-    """A bound was exceeded: stop converting this document."""
-
-    def __init__(self, code: str, mark: Any, message: str) -> None:
-        super().__init__(message)
-        self.code, self.mark, self.message = code, mark, message
-
-
-_ScalarNode, _MappingNode, _SequenceNode = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
-# Keys and short strings repeat across objects (`name`, `image`, `IfNotPresent`): one copy of
-# each keeps a run's objects (held until the bundle rules) about 40% smaller.
-_intern = sys.intern
-
-
-class _Converter:
-    """Turns one composed document into plain data and fills the position table.
-
-    This is the hot loop of every run: scalars (most nodes) are converted inline in their
-    parent's loop, and the alias memo is only kept when the text can hold anchors.
-    """
-
-    __slots__ = ("complex_keys", "display", "expanded", "findings", "limits", "max_scalar", "memo", "positions")
-
-    def __init__(self, limits: Limits, display: str, anchors: bool = True) -> None:
-        self.positions: dict[Path, Pos] = {}
-        self.findings: list[Finding] = []
-        self.limits = limits
-        self.display = display
-        self.expanded = 0
-        self.memo: dict[int, tuple[Any, int]] | None = {} if anchors else None  # id(node) -> (value, size)
-        self.complex_keys = 0
-        self.max_scalar = limits.max_scalar_chars
-
-    def convert(self, node: Any, path: Path, key_pos: tuple[int, int, int, int] | None, depth: int) -> tuple[Any, int]:
-        sm, em = node.start_mark, node.end_mark
-        line, col = sm.line + 1, sm.column + 1
-        if key_pos is None:
-            self.positions[path] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
-        else:
-            self.positions[path] = (*key_pos, line, col, em.line + 1, em.column + 1)
-        memo = self.memo
-        if memo is not None:
-            seen = memo.get(id(node))
-            if seen is not None:
-                # An alias: share the value, but count what a naive consumer would expand.
-                self.expanded += seen[1]
-                if self.expanded > self.limits.max_alias_expansion:
-                    raise _Abort(
-                        "YML004",
-                        sm,
-                        f"aliases expand to more than {self.limits.max_alias_expansion} "
-                        "nodes (a 'billion laughs' document?); document skipped",
-                    )
-                return seen
-        if depth > self.limits.max_depth:
-            raise _Abort("YML005", sm, f"nesting deeper than {self.limits.max_depth} levels; document skipped")
-        cls = node.__class__
-        if cls is _ScalarNode:
-            result: tuple[Any, int] = (self.scalar(node), 1)
-        elif cls is _MappingNode:
-            result = self.mapping(node, path, depth)
-        else:
-            result = self.sequence(node, path, depth)
-        if memo is not None:
-            memo[id(node)] = result
-        return result
-
-    def sequence(self, node: Any, path: Path, depth: int) -> tuple[list[Any], int]:
-        items: list[Any] = []
-        size = 1
-        positions = self.positions
-        memo = self.memo
-        for i, child in enumerate(node.value):
-            if child.__class__ is _ScalarNode and (memo is None or id(child) not in memo):
-                sm, em = child.start_mark, child.end_mark
-                line, col = sm.line + 1, sm.column + 1
-                positions[path + (i,)] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
-                items.append(self.scalar(child))
-                size += 1
-                continue
-            v, s = self.convert(child, path + (i,), None, depth + 1)
-            items.append(v)
-            size += s
-        return items, size
-
-    def scalar(self, node: Any) -> Any:
-        value = node.value
-        tag = node.tag
-        if tag == _STR or node.style:
-            if len(value) > self.max_scalar:
-                self._too_long(node)
-            return _intern(value) if len(value) <= 64 else value
-        if tag == _PLAIN:
-            tag = _resolve_plain(value)
-            if tag == _STR:
-                if len(value) > self.max_scalar:
-                    self._too_long(node)
-                return _intern(value) if len(value) <= 64 else value
-        try:
-            if tag == _INT:
-                return _constructor.construct_yaml_int(node)
-            if tag == _FLOAT:
-                return _constructor.construct_yaml_float(node)
-            if tag == _BOOL:
-                return _constructor.construct_yaml_bool(node)
-            if tag == _NULL:
-                return None
-        except Exception:
-            return value
-        if len(value) > self.max_scalar:
-            self._too_long(node)
-        return value  # timestamps, binary, unknown tags: the plain text, never executed
-
-    def _too_long(self, node: Any) -> None:
-        raise _Abort(
-            "YML011",
-            node.start_mark,
-            f"a scalar of {len(node.value)} characters exceeds the limit of {self.max_scalar}",
-        )
-
-    def mapping(self, node: Any, path: Path, depth: int) -> tuple[dict[str, Any], int]:
-        out: dict[str, Any] = {}
-        size = 1
-        merges: list[Any] = []
-        positions = self.positions
-        memo = self.memo
-        for knode, vnode in node.value:
-            if knode.__class__ is not _ScalarNode:
-                self.complex_keys += 1
-                self.findings.append(
-                    yml_finding(
-                        "YML012",
-                        self.display,
-                        _mark_span(knode.start_mark, knode.end_mark),
-                        "a mapping or list used as a key; Kubernetes objects only have string keys",
-                    )
-                )
-                continue
-            key = _intern(knode.value)
-            if key == "<<" and (knode.tag == _PLAIN or knode.tag == _MERGE):
-                merges.append(vnode)
-                continue
-            ksm, kem = knode.start_mark, knode.end_mark
-            if key in out:
-                self.findings.append(
-                    yml_finding(
-                        "YML003",
-                        self.display,
-                        _mark_span(ksm, kem),
-                        f"duplicate key `{key}`: the API server rejects the object "
-                        f"(first at line {positions[path + (key,)][0]})",
-                    )
-                )
-                continue
-            kl, kc = ksm.line + 1, ksm.column + 1
-            if vnode.__class__ is _ScalarNode and (memo is None or id(vnode) not in memo):
-                sm, em = vnode.start_mark, vnode.end_mark
-                positions[path + (key,)] = (
-                    kl,
-                    kc,
-                    kem.line + 1,
-                    kem.column + 1,
-                    sm.line + 1,
-                    sm.column + 1,
-                    em.line + 1,
-                    em.column + 1,
-                )
-                out[key] = self.scalar(vnode)
-                size += 1
-                continue
-            v, s = self.convert(vnode, path + (key,), (kl, kc, kem.line + 1, kem.column + 1), depth + 1)
-            out[key] = v
-            size += s
-        for mnode in merges:  # `<<: *base` fills keys the mapping does not set itself
-            sources = mnode.value if mnode.__class__ is _SequenceNode else [mnode]
-            for src in sources:
-                if src.__class__ is not _MappingNode:
-                    continue
-                v, s = self.convert(src, path + ("<<",), None, depth + 1)
-                size += s
-                for k, val in v.items():
-                    if k not in out:
-                        out[k] = val
-                        sub = positions.get(path + ("<<", k))
-                        if sub:
-                            positions[path + (k,)] = sub
-        return out, size
-
-
-def _mark_span(sm: Any, em: Any) -> Span:
-    line, col = sm.line + 1, sm.column + 1
-    end_line, end_col = em.line + 1, em.column + 1
-    if (end_line, end_col) <= (line, col):
-        end_line, end_col = line, col + 1
-    return Span(line, col, end_line, end_col)
+_ScalarNode = yaml.ScalarNode
 
 
 def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
@@ -439,7 +187,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             break
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            span = _mark_span(mark, mark) if mark else Span(1, 1, 1, 2)
+            span = mark_span(mark, mark) if mark else Span(1, 1, 1, 2)
             if has_template:
                 m = _TEMPLATE_RE.search(text)
                 assert m is not None
@@ -485,19 +233,19 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
         if isinstance(node, _Skipped):
             _add_skipped(result, source, doc_index, node, sources, source_lines)
             continue
-        conv = _Converter(limits, display, anchors)
+        conv = Converter(limits, anchors)
         try:
             data, _ = conv.convert(node, (), None, 0)
-        except _Abort as exc:
-            result.findings.extend(conv.findings)
-            result.findings.append(yml_finding(exc.code, display, _mark_span(exc.mark, exc.mark), exc.message))
+        except LimitExceeded as exc:
+            result.findings.extend(_problems(conv.findings, display))
+            result.findings.append(yml_finding(exc.code, display, mark_span(exc.mark, exc.mark), exc.message))
             continue
         except RecursionError:
             result.findings.append(
                 yml_finding(
                     "YML005",
                     display,
-                    _mark_span(node.start_mark, node.start_mark),
+                    mark_span(node.start_mark, node.start_mark),
                     "nesting too deep; document skipped",
                 )
             )
@@ -516,7 +264,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                 )
             )
             return result
-        result.findings.extend(conv.findings)
+        result.findings.extend(_problems(conv.findings, display))
         start_line = node.start_mark.line + 1
         template = None
         if sources:
@@ -538,7 +286,7 @@ def _add_objects(
 ) -> None:
     display = source.display
     if not isinstance(data, dict):
-        span = _mark_span(node.start_mark, node.start_mark)
+        span = mark_span(node.start_mark, node.start_mark)
         result.findings.append(
             yml_finding(
                 "YML008",

@@ -31,13 +31,10 @@ def _init(settings: Any, engine_args: tuple) -> None:
 
 
 def _work(chunk: list) -> list[FileResult]:
-    from ailint.domain.extract import clear_templates
     from ailint.engine.run import process_file
 
-    try:
-        return [process_file(c, _STATE["settings"], _STATE["engine"]) for c in chunk]
-    finally:
-        clear_templates()  # the objects go to the parent: keep none of them here
+    # the objects go to the parent without their memos (K8sObject.__getstate__)
+    return [process_file(c, _STATE["settings"], _STATE["engine"]) for c in chunk]
 
 
 def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> list[FileResult]:

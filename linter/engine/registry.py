@@ -30,6 +30,8 @@ __all__ = [
     "Rule",
     "Scope",
     "coerce_option",
+    "selector_matches",
+    "specificity",
     "make_fix",
     "options_for",
 ]
@@ -380,7 +382,7 @@ def find_rule(code_or_name: str) -> RegisteredRule | None:
 
 
 # -- selection -------------------------------------------------------------------------
-def _specificity(selector: str, reg: RegisteredRule) -> int:
+def specificity(selector: str, reg: RegisteredRule) -> int:
     """How specifically `selector` names the rule: 0 = not at all; a name counts as a code."""
     sel = selector.strip()
     if not sel:
@@ -394,9 +396,17 @@ def _specificity(selector: str, reg: RegisteredRule) -> int:
     return 0
 
 
+def selector_matches(selector: str, finding: Finding) -> bool:
+    """Whether `selector` (a code, prefix, name or ALL) names the rule of `finding`."""
+    reg = all_rules().get(finding.code)
+    if reg is None:
+        return selector.upper() == finding.code
+    return specificity(selector, reg) > 0
+
+
 def is_known_selector(selector: str) -> bool:
     sel = selector.strip()
-    return any(_specificity(sel, reg) for reg in all_rules().values())
+    return any(specificity(sel, reg) for reg in all_rules().values())
 
 
 def select(
@@ -412,8 +422,8 @@ def select(
     ign = list(ignore)
     out = []
     for reg in all_rules().values():
-        s = max((_specificity(x, reg) for x in sel), default=0)
-        i = max((_specificity(x, reg) for x in ign), default=0)
+        s = max((specificity(x, reg) for x in sel), default=0)
+        i = max((specificity(x, reg) for x in ign), default=0)
         if s and s > i:
             out.append(reg)
         elif s and s == i:

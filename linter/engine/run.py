@@ -63,7 +63,9 @@ class Engine:
 
     def __post_init__(self) -> None:
         for reg in self.rules:
-            self._options[reg.rule.code] = registry.options_for(reg.rule, self.settings.rule_settings.get(reg.rule.code))
+            self._options[reg.rule.code] = registry.options_for(
+                reg.rule, self.settings.rule_settings.get(reg.rule.code)
+            )
         self.object_rules = [r for r in self.rules if r.check and r.rule.scope == Scope.OBJECT]
         self.bundle_rules = (
             [] if self.only_object_rules else [r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]
@@ -77,6 +79,14 @@ class Engine:
             pool = self.bundle_rules if bundle else self.object_rules
             got = self._dispatch[key] = [r for r in pool if r.rule.applies_to(obj)]
         return got
+
+    def check_object(self, obj: K8sObject, ctx: Context) -> list[Finding]:
+        """The pipeline step every door shares (the run, the fixer's re-lint, the webhook):
+        each selected single-object rule whose kinds match `obj`, in rule order."""
+        out: list[Finding] = []
+        for reg in self.rules_for(obj):
+            out.extend(self.check(reg, obj, ctx))
+        return out
 
     def check(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
         if not reg.rule.applies_to(obj):
@@ -199,12 +209,7 @@ def lint(
         file_results = run_parallel(candidates, settings, engine, jobs)
     else:
         file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
-    try:
-        return finish(file_results, settings, engine, result)
-    finally:
-        from ailint.domain.extract import clear_templates
-
-        clear_templates()
+    return finish(file_results, settings, engine, result)
 
 
 def context_candidates(
@@ -235,8 +240,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in () if c.context else fr.objects:
-        for reg in engine.rules_for(obj):
-            fr.findings.extend(engine.check(reg, obj, ctx))
+        fr.findings.extend(engine.check_object(obj, ctx))
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
         from ailint.engine.bounded import spill
 
@@ -300,7 +304,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         for f in findings:
             drop = False
             for pattern, codes in settings.per_file_ignores.items():
-                if matches_any(f.file, [pattern]) and any(_selector_matches(c, f) for c in codes):
+                if matches_any(f.file, [pattern]) and any(registry.selector_matches(c, f) for c in codes):
                     drop = True
                     break
             (result.suppressed if drop else kept).append(f)
@@ -320,10 +324,10 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         ran_codes = {c for c in ran_codes if not c.startswith("SCH")}
 
     def ran(selector: str) -> bool:
-        named = [r for r in registry.all_rules().values() if registry._specificity(selector, r)]
+        named = [r for r in registry.all_rules().values() if registry.specificity(selector, r)]
         return bool(named) and all(r.rule.code in ran_codes for r in named)
 
-    res = suppress.apply(findings, sups, _selector_matches, registry.is_known_selector, ran)
+    res = suppress.apply(findings, sups, registry.selector_matches, registry.is_known_selector, ran)
     ail_enabled = {r.rule.code for r in engine.rules}
     result.findings = sorted(res.kept + [f for f in res.meta if f.code in ail_enabled], key=Finding.sort_key)
     result.suppressed.extend(res.suppressed)
@@ -392,13 +396,6 @@ def bundle_chunk(
         for reg in engine.rules_for(obj, bundle=True):
             out.extend(engine.check(reg, obj, ctx))
     return out
-
-
-def _selector_matches(selector: str, finding: Finding) -> bool:
-    reg = registry.all_rules().get(finding.code)
-    if reg is None:
-        return selector.upper() == finding.code
-    return registry._specificity(selector, reg) > 0
 
 
 def exit_code(findings: Iterable[Finding], fail_on: str) -> int:

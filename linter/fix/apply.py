@@ -104,17 +104,17 @@ class _Doc:
 
 def _documents(text: str) -> list[_Doc]:
     """Every document of `text` as plain data with positions (raises yaml.YAMLError)."""
-    from ailint.engine.load import Limits, _Abort, _Converter
+    from ailint.core.yamldata import Converter, LimitExceeded, Limits
 
     out = []
     for node in yaml.compose_all(text, Loader=yaml.CSafeLoader):
         if node is None:
             out.append(_Doc(None, {}, 0))
             continue
-        conv = _Converter(Limits(), "-")
+        conv = Converter(Limits())
         try:
             data, _ = conv.convert(node, (), None, 0)
-        except _Abort as exc:
+        except LimitExceeded as exc:
             raise yaml.YAMLError(exc.message) from None
         out.append(_Doc(data, conv.positions, len(conv.findings)))
     return out
@@ -387,8 +387,7 @@ def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
         fr = load_text(SourceFile(src.path, src.display, text), settings.limits)
         ctx = Context(profile=settings.profile, bundle=False)
         for obj in fr.objects:
-            for reg in engine.object_rules:
-                fr.findings.extend(engine.check(reg, obj, ctx))
+            fr.findings.extend(engine.check_object(obj, ctx))
         frs.append(fr)
     return finish(frs, settings, engine, RunResult(rules=base.rules))
 

@@ -264,17 +264,6 @@ def child_indent(obj: K8sObject, path: Sequence[Any]) -> int | None:
     return None
 
 
-_STATS: dict[int, tuple[Any, tuple[int | None, bool | None, int]]] = {}
-
-
-def forget(obj: K8sObject) -> None:
-    """Drop the cached layout of `obj`: a long-running caller (the webhook) that checks one
-    object at a time must not keep the last few dozen alive."""
-    hit = _STATS.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        _STATS.pop(id(obj), None)
-
-
 def _step(obj: K8sObject, path: Sequence[Any]) -> int | None:
     """How far the keys of the block mapping at keyed `path` sit right of its key."""
     p = _pos(obj, path)
@@ -297,10 +286,12 @@ def _seq_offset(obj: K8sObject, path: Sequence[Any]) -> int | None:
 
 def _stats(obj: K8sObject) -> tuple[int | None, bool | None, int]:
     """(indentation step, sequences indented?, spaces after `-`) as this object's own layout
-    says (None when it does not say; the gap defaults to 1)."""
-    hit = _STATS.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        return hit[1]
+    says (None when it does not say; the gap defaults to 1); kept in the object's memo."""
+    stats: tuple[int | None, bool | None, int] = obj.cached("edits.layout", lambda: _layout(obj))
+    return stats
+
+
+def _layout(obj: K8sObject) -> tuple[int | None, bool | None, int]:
     units: Counter[int] = Counter()
     seqs: Counter[bool] = Counter()
     gaps: Counter[int] = Counter()
@@ -327,10 +318,7 @@ def _stats(obj: K8sObject) -> tuple[int | None, bool | None, int]:
                         gaps[gap] += 1
     unit = max(units, key=lambda u: (units[u], u == 2)) if units else None
     seq = max(seqs, key=lambda b: (seqs[b], b)) if seqs else None
-    if len(_STATS) > 64:
-        _STATS.clear()
     gap = max(gaps, key=lambda g: (gaps[g], g == 1)) if gaps else 1
-    _STATS[id(obj)] = (obj, (unit, seq, gap))
     return unit, seq, gap
 
 
@@ -389,7 +377,7 @@ def _local_layout(obj: K8sObject, mapping_path: Sequence[Any]) -> tuple[int, boo
     return unit, seq, gap or _stats(obj)[2]
 
 
-def _end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
+def end_of_block(obj: K8sObject, path: Sequence[Any]) -> int | None:
     """Offset just after the last content line of the value at `path`: where a line that
     follows it goes. Comment and blank lines after that line stay after the insertion (they
     belong to what follows); a `|+` block scalar keeps its trailing blank lines."""
@@ -582,10 +570,10 @@ def _insert_entry(
     at = None
     for sib in after or ():
         if sib in mapping:
-            at = _end_of_block(obj, mapping_path + (sib,))
+            at = end_of_block(obj, mapping_path + (sib,))
             break
     if at is None:
-        at = _end_of_block(obj, mapping_path)
+        at = end_of_block(obj, mapping_path)
     if at is None:
         return None
     return _insertion(text, at, lines)
@@ -818,7 +806,7 @@ def append_item(obj: K8sObject, seq_path: Sequence[Any], item: Any) -> Edit | No
     if not isinstance(item, (dict, list)):
         lines = ["-" + " " * gap + _styled(obj, seq_path, item)]
     out = [" " * dash_col + line for line in lines]
-    at = _end_of_block(obj, seq_path)
+    at = end_of_block(obj, seq_path)
     if at is None:
         return None
     return _insertion(text, at, out)
@@ -928,7 +916,7 @@ def delete_key(obj: K8sObject, path: Sequence[Any]) -> Edit | None:
     ls = _line_start(text, start)
     if text[ls:start].strip():
         return None  # key is not first on its line (`- key:`)
-    end = _end_of_block(obj, path)
+    end = end_of_block(obj, path)
     if end is None or end <= start or _comment_lines(text[ls:end]) or _has_anchor(text[ls:end]):
         return None
     parent = obj.get(*path[:-1])
@@ -958,7 +946,7 @@ def delete_item(obj: K8sObject, seq_path: Sequence[Any], index: int) -> Edit | N
     dash = text[ls:item].rstrip()
     if not dash.endswith("-") or dash[:-1].strip():
         return None  # not `- item` at the start of its line
-    end = _end_of_block(obj, seq_path + (index,))
+    end = end_of_block(obj, seq_path + (index,))
     if end is None or end <= item or _comment_lines(text[ls:end]) or _has_anchor(text[ls:end]):
         return None
     if len(seq) == 1:

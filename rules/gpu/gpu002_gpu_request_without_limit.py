@@ -62,8 +62,9 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, all_containers, parse_quantity
+from ailint.domain.extract import POD_KINDS, all_containers
 from ailint.domain.kserve import preset_supplies
+from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(
@@ -131,7 +132,7 @@ def _copy_to_limits(obj: Any, c: Any, res: str, value: Any):
         edit = edits.insert_value(obj, limits_path, res, value)
     elif obj.has(limits_path):
         merged = {**(current if isinstance(current, dict) else {}), res: value}
-        edit = edits.replace_value(obj, limits_path, edits._inline(merged))
+        edit = edits.replace_value(obj, limits_path, edits.inline(merged))
     else:
         edit = edits.insert_value(obj, c.path_of("resources"), "limits", {res: value})
     return make_fix("copy the request into limits", [edit])

@@ -114,7 +114,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import gpu_facts, instances
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, format_bytes, parse_quantity, pod_templates
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.domain.quantities import format_bytes, parse_quantity
 
 RULE = Rule(
     code="GPU004",
@@ -212,7 +213,11 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         types = gpu_facts.target_types(ctx, pod)
         if not types:
             continue
-        table = {t: instances.get(t) for t in sorted(types, key=gpu_facts._type_order) if instances.get(t) is not None}
+        table = {
+            t: instances.get(t)
+            for t in sorted(types, key=gpu_facts.instance_type_order)
+            if instances.get(t) is not None
+        }
         if not table:
             continue
         over = {t: _exceeds(req, it) for t, it in table.items()}
@@ -243,7 +248,7 @@ def _no_fit(
             msg = f"pod requests {need}, more than any of the {n} types it can land on allocates (at most {have})"
         res = always[0]
     else:
-        shown = sorted(over.items(), key=lambda kv: gpu_facts._type_order(kv[0]))[:3]
+        shown = sorted(over.items(), key=lambda kv: gpu_facts.instance_type_order(kv[0]))[:3]
         detail = "; ".join(f"{t} lacks {', '.join(d)}" for t, d in shown)
         more = f"; {n - 3} more" if n > 3 else ""
         msg = f"pod fits none of the {n} types it can land on: {detail}{more}"

@@ -101,12 +101,12 @@ from ailint.domain.extract import (
     NEURON_RESOURCES,
     POD_KINDS,
     flag_value,
-    parse_quantity,
     pod_templates,
     serving_engine,
     volumes,
 )
 from ailint.domain.kserve import preset_supplies
+from ailint.domain.quantities import parse_quantity, to_int
 
 RULE = Rule(
     code="GPU005",
@@ -126,13 +126,6 @@ _TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
 _PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
 
 
-def _int(v: Any) -> int | None:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
 def _mounts_shm(c: Any) -> bool:
     return any(str(m.get("mountPath") or "").rstrip("/") == "/dev/shm" for m in c.volume_mounts)
 
@@ -142,7 +135,7 @@ def _reason(c: Any) -> tuple[str, bool] | None:
     toks = c.tokens
     engine = serving_engine(c)
     if engine in ("vllm", "sglang"):
-        tp, pp = _int(flag_value(toks, *_TP_FLAGS)), _int(flag_value(toks, *_PP_FLAGS))
+        tp, pp = to_int(flag_value(toks, *_TP_FLAGS)), to_int(flag_value(toks, *_PP_FLAGS))
         if tp and tp > 1:
             return f"runs {engine} with tensor parallelism {tp}", True
         if pp and pp > 1:

@@ -70,7 +70,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import gpu_facts, instances
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, parse_quantity, pod_templates
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.domain.quantities import parse_quantity
 
 RULE = Rule(
     code="GPU006",

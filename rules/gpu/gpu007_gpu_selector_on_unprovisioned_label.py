@@ -311,12 +311,11 @@ def _fix(obj: Any, ctx: Any, pod: Any, key: str, values: list[str], path: tuple)
     new_key = prefix + rep[0]
     if new_key in as_dict(pod.spec.get("nodeSelector")):
         return None
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None:
+    loc = obj.location(path)
+    if loc is None:
         return None
-    src = obj.source
-    k_start, k_end = src.offset(p[0], p[1]), src.offset(p[2], p[3])
-    if src.text[k_start : k_start + 1] in "?&*!":
+    k_start, k_end = loc.key_start, loc.key_end
+    if obj.source.text[k_start : k_start + 1] in "?&*!":
         return None
     value_edit = edits.replace_value(obj, path, edits.scalar(rep[1]))
     if value_edit is None:

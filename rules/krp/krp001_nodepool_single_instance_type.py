@@ -165,9 +165,7 @@ def _fix(obj: Any, index: int, single: str, alts: list[str]):
         p = obj.value_span(vpath)
         quoted = '"' in obj.source.line_text(p.line)
         text = (
-            "[" + ", ".join(edits.quoted(v) for v in [single, *alts]) + "]"
-            if quoted
-            else edits._inline([single, *alts])
+            "[" + ", ".join(edits.quoted(v) for v in [single, *alts]) + "]" if quoted else edits.inline([single, *alts])
         )
         return make_fix(title, [edits.replace_value(obj, vpath, text)], unsafe=True)
     parts = [edits.append_item(obj, vpath, a) for a in alts]

@@ -104,7 +104,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if isinstance(limits, dict) and limits and not edits.is_flow(obj, ("spec", "limits")):
         edit = edits.insert_key(obj, ("spec", "limits"), res, str(n))
     elif isinstance(limits, dict):
-        edit = edits.replace_value(obj, ("spec", "limits"), edits._inline({**limits, res: n}))
+        edit = edits.replace_value(obj, ("spec", "limits"), edits.inline({**limits, res: n}))
     elif obj.has(("spec", "limits")):
         edit = None
     else:

@@ -104,7 +104,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if isinstance(current, list) and current and not edits.is_flow(obj, tpath):
         edit = edits.append_item(obj, tpath, taint)
     elif isinstance(current, list):
-        edit = edits.replace_value(obj, tpath, edits._inline([*current, taint]))
+        edit = edits.replace_value(obj, tpath, edits.inline([*current, taint]))
     elif obj.has(tpath) or not isinstance(obj.get("spec", "template", "spec"), dict):
         edit = None
     else:

@@ -111,7 +111,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import instances, karpenter
 from ailint.domain.context import Context
-from ailint.domain.extract import format_bytes, parse_quantity
+from ailint.domain.quantities import format_bytes, parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(

@@ -106,27 +106,23 @@ BUILT_IN_POOLS = ("system", "general-purpose")
 
 def _rename_key(obj: K8sObject, path: tuple, old: str, new: str) -> Edit | None:
     """Rename a mapping key in place (keeps its quoting)."""
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None:
+    loc = obj.location(path)
+    if loc is None:
         return None
-    src = obj.source
-    start, end = src.offset(p[0], p[1]), src.offset(p[2], p[3])
-    text = src.text[start:end]
+    text = obj.source.text[loc.key_start : loc.key_end]
     if text.strip("\"'") != old:
         return None
-    return Edit(start, end, text.replace(old, new))
+    return Edit(loc.key_start, loc.key_end, text.replace(old, new))
 
 
 def _rename_value(obj: K8sObject, path: tuple, old: str, new: str) -> Edit | None:
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None or p[4] != p[6]:
+    loc = obj.location(path)
+    if loc is None or loc.value.line != loc.value.end_line:
         return None
-    src = obj.source
-    start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
-    text = src.text[start:end]
+    text = obj.source.text[loc.value_start : loc.value_end]
     if text.strip("\"'") != old:
         return None
-    return Edit(start, end, text.replace(old, new))
+    return Edit(loc.value_start, loc.value_end, text.replace(old, new))
 
 
 def _key_fix(edit: Edit | None, old: str, new: str):

@@ -124,7 +124,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts, instances
 from ailint.domain.context import Context, NodePoolView
-from ailint.domain.extract import all_containers, parse_quantity
+from ailint.domain.extract import all_containers
+from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(

@@ -94,7 +94,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances
 from ailint.domain.context import Context
-from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, parse_quantity, pod_accelerators, pod_templates
+from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
+from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(

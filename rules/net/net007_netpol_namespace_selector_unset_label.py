@@ -156,10 +156,8 @@ def _finding(obj: Any, namespaces: list[Any], path: tuple, key: str, value: Any,
     msg = f"namespaceSelector matches on {key}={value} but {why}; the peer matches nothing (use {META_NAME})"
     fix = None
     if fixable and isinstance(value, str) and _DNS_LABEL.match(value):
-        p = obj.positions.get(obj.base + tuple(path))
-        if p is not None and p[0] == p[2]:
-            start = obj.source.offset(p[0], p[1])
-            end = obj.source.offset(p[2], p[3])
-            if obj.source.text[start:end] == key:
-                fix = make_fix(f"select the namespace by {META_NAME}", [Edit(start, end, META_NAME)])
+        loc = obj.location(path)
+        if loc is not None and loc.key.line == loc.key.end_line:
+            if obj.source.text[loc.key_start : loc.key_end] == key:
+                fix = make_fix(f"select the namespace by {META_NAME}", [Edit(loc.key_start, loc.key_end, META_NAME)])
     return RULE.finding(obj, path, msg, fix=fix)

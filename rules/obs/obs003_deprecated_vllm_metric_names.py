@@ -132,12 +132,10 @@ def _strings(obj: Any) -> Iterator[tuple[tuple, str, bool]]:
 
 
 def _raw(obj: Any, path: tuple) -> tuple[int, str] | None:
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None:
+    loc = obj.location(path)
+    if loc is None:
         return None
-    src = obj.source
-    start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
-    return start, src.text[start:end]
+    return loc.value_start, obj.source.text[loc.value_start : loc.value_end]
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

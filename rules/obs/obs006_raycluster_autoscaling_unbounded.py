@@ -95,7 +95,8 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
+from ailint.domain.extract import GPU_RESOURCES, pod_accelerators, pod_templates
+from ailint.domain.quantities import parse_quantity, to_int
 from ailint.fix import edits
 
 RULE = Rule(
@@ -121,16 +122,6 @@ def _base(obj: Any) -> tuple | None:
         return ("spec",)
     key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(obj.kind)
     return ("spec", key) if key and isinstance(obj.get("spec", key), dict) else None
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v)
-    return None
 
 
 def _gpus(pod: Any, group: dict[str, Any]) -> float:
@@ -166,15 +157,15 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         gpus = _gpus(pod, group)
         if gpus <= 0:
             continue
-        hosts = _int(group.get("numOfHosts")) or 1
+        hosts = to_int(group.get("numOfHosts")) or 1
         per_replica = gpus * hosts
         name = group.get("groupName") or pod.role
         plural = "" if per_replica == 1 else "s"
         pools = ctx.pools_for(pod)
         limit, unlimited = _pool_limit(pools)
-        max_r = _int(group.get("maxReplicas")) if "maxReplicas" in group else None
+        max_r = to_int(group.get("maxReplicas")) if "maxReplicas" in group else None
         if max_r is None or max_r >= MAX_INT32:
-            floor = max(_int(group.get("replicas")) or 0, _int(group.get("minReplicas")) or 0, 1)
+            floor = max(to_int(group.get("replicas")) or 0, to_int(group.get("minReplicas")) or 0, 1)
             suggested = int(limit // per_replica) if limit else opts.get_int("defaultMaxReplicas")
             suggested = max(suggested, floor)
             shown = "unset (default 2147483647)" if max_r is None else str(max_r)

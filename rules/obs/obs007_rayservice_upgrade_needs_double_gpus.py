@@ -102,7 +102,8 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope
 from ailint.domain.context import Context
-from ailint.domain.extract import GPU_RESOURCES, parse_quantity, pod_accelerators, pod_templates
+from ailint.domain.extract import GPU_RESOURCES, pod_accelerators, pod_templates
+from ailint.domain.quantities import parse_quantity
 
 RULE = Rule(
     code="OBS007",

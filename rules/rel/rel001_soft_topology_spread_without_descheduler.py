@@ -174,7 +174,7 @@ def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
     cons = args.get("constraints")
     if isinstance(cons, list) and cons:
         if edits.is_flow(view, base + ("args", "constraints")):
-            new = edits._inline([*cons, "ScheduleAnyway"])
+            new = edits.inline([*cons, "ScheduleAnyway"])
             edit = edits.replace_value(view, base + ("args", "constraints"), new)
         else:
             edit = edits.append_item(view, base + ("args", "constraints"), "ScheduleAnyway")

@@ -266,7 +266,7 @@ def _fix(pol: Policy, prof: Profile):
                 edit = edits.replace_value(
                     view,
                     apath + ("podProtections", "defaultDisabled"),
-                    edits._inline(["PodsWithLocalStorage", *[str(x) for x in dd]]),
+                    edits.inline(["PodsWithLocalStorage", *[str(x) for x in dd]]),
                 )
             elif dd is None and isinstance(view.get(*apath, "podProtections"), dict) and pp:
                 edit = edits.insert_value(

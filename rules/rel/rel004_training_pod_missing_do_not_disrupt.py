@@ -219,16 +219,14 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 
 
 def _rename(obj: Any, path: tuple, key: str):
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None:
+    loc = obj.location(path)
+    if loc is None:
         return None
-    src = obj.source
-    start, end = src.offset(p[0], p[1]), src.offset(p[2], p[3])
-    raw = src.text[start:end]
+    raw = obj.source.text[loc.key_start : loc.key_end]
     if raw.strip("\"'") != key:
         return None
     new = raw.replace(key, DO_NOT_DISRUPT)
-    edit = Edit(start, end, new)
+    edit = Edit(loc.key_start, loc.key_end, new)
     vpath = path
     v = obj.get(*vpath)
     extra = []
@@ -246,15 +244,15 @@ def _add(obj: Any, pod: Any):
     if isinstance(ann, dict) and ann:
         if edits.is_flow(obj, meta + ("annotations",)):
             merged = {**{str(k): v for k, v in ann.items()}, **entry}
-            edit = edits.replace_value(obj, meta + ("annotations",), edits._inline(merged))
+            edit = edits.replace_value(obj, meta + ("annotations",), edits.inline(merged))
         else:
             edit = edits.insert_key(obj, meta + ("annotations",), DO_NOT_DISRUPT, '"true"')
     elif isinstance(obj.get(*meta), dict) and edits.is_flow(obj, meta):
         merged = {**{str(k): v for k, v in obj.get(*meta).items()}, "annotations": entry}
-        edit = edits.replace_value(obj, meta, edits._inline(merged))
+        edit = edits.replace_value(obj, meta, edits.inline(merged))
     elif isinstance(obj.get(*meta), dict) and obj.get(*meta):
         if "annotations" in as_dict(obj.get(*meta)):
-            edit = edits.replace_value(obj, meta + ("annotations",), edits._inline(entry))
+            edit = edits.replace_value(obj, meta + ("annotations",), edits.inline(entry))
         else:
             edit = _insert_annotations(obj, meta)
     elif obj.get(*meta) is None and not obj.has(meta):

@@ -197,12 +197,11 @@ def _text_findings(obj: Any, path: tuple, where: str) -> Iterator[Finding]:
 
 def _span_of(obj: Any, path: tuple, value: str) -> Span | None:
     """The secret's own position inside a block scalar, when the raw text shows it."""
-    p = obj.positions.get(obj.base + tuple(path))
-    if p is None or not value:
+    loc = obj.location(path)
+    if loc is None or not value:
         return None
     src = obj.source
-    start, end = src.offset(p[4], p[5]), src.offset(p[6], p[7])
-    i = src.text.find(value, start, end)
+    i = src.text.find(value, loc.value_start, loc.value_end)
     if i < 0:
         return None
     line, col = src.position(i)

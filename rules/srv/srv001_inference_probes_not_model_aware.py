@@ -153,7 +153,7 @@ def _probe_kind(probe: Any) -> str | None:
 
 
 def _num(probe: dict[str, Any], key: str, default: int) -> int:
-    v = serving.to_int(probe.get(key))
+    v = serving.arg_int(probe.get(key))
     return default if v is None else v
 
 
@@ -256,7 +256,7 @@ def _ray_cluster(obj: Any) -> Iterator[Finding]:
         port = None
         for p in as_list(first.data.get("ports")):
             if isinstance(p, dict) and p.get("name") == "serve":
-                port = serving.to_int(p.get("containerPort"))
+                port = serving.arg_int(p.get("containerPort"))
         port = port or 8000
         yield RULE.finding(
             obj,

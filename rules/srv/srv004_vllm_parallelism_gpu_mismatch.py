@@ -116,7 +116,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     size = 1
     if obj.kind == "LeaderWorkerSet":
         lwt = as_dict(obj.get("spec", "leaderWorkerTemplate"))
-        size = serving.to_int(lwt.get("size")) or 1
+        size = serving.arg_int(lwt.get("size")) or 1
         if any(p.role == "leader" for p in pods):
             leader = [p for p in pods if p.role == "leader"]
             workers = [p for p in pods if p.role == "worker"]

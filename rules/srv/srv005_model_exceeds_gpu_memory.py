@@ -85,7 +85,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, Scope
 from ailint.domain import instances, models, serving
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, format_bytes, pod_templates
+from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.domain.quantities import format_bytes
 
 RULE = Rule(
     code="SRV005",

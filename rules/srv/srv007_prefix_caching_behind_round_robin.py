@@ -126,13 +126,13 @@ def _autoscaler_max(obj: Any, ctx: Any) -> int | None:
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:
-            v = serving.to_int(hpa.get("spec", "maxReplicas"))
+            v = serving.arg_int(hpa.get("spec", "maxReplicas"))
             if v is not None:
                 best = max(best or 0, v)
     for so in ctx.of_kind("ScaledObject", namespace=ns):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
         if (ref.get("kind") or "Deployment") == obj.kind and ref.get("name") == obj.name:
-            v = serving.to_int(so.get("spec", "maxReplicaCount"))
+            v = serving.arg_int(so.get("spec", "maxReplicaCount"))
             best = max(best or 0, 100 if v is None else v)
     return best
 
@@ -181,7 +181,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if not cached:
             continue
         spec = as_dict(obj.get("spec"))
-        replicas = serving.to_int(spec.get("replicas")) if "replicas" in spec else 1
+        replicas = serving.arg_int(spec.get("replicas")) if "replicas" in spec else 1
         auto = _autoscaler_max(obj, ctx)
         n = max(x for x in (replicas, auto, 0) if x is not None)
         if n <= 1:

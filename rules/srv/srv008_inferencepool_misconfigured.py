@@ -191,18 +191,17 @@ def _version_fields(obj: Any, spec: dict[str, Any], version: str) -> Iterator[Fi
 
 def _entry_range(obj: Any, path: tuple) -> tuple[int, int] | None:
     """Offsets of a whole `key: value` entry (from the key to the end of its block)."""
-    p = obj.positions.get(obj.base + path)
-    if p is None:
+    loc = obj.location(path)
+    if loc is None:
         return None
-    src = obj.source
-    start = src.offset(p[0], p[1])
-    text = src.text
+    start = loc.key_start
+    text = obj.source.text
     ls = text.rfind("\n", 0, start) + 1
     if text[ls:start].strip():
         return None
-    if p[6] == p[0]:  # value on the key's line
-        return start, src.offset(p[6], p[7])
-    end = edits._end_of_block(obj, path)
+    if loc.value.end_line == loc.key.line:  # value on the key's line
+        return start, loc.value_end
+    end = edits.end_of_block(obj, path)
     if end is None:
         return None
     while end > start and text[end - 1] in "\r\n":
@@ -221,7 +220,7 @@ def _replace_entry(obj: Any, path: tuple, new: str) -> Edit | None:
 
 
 def _ports_to_v1(obj: Any, spec: dict[str, Any]):
-    n = serving.to_int(spec.get("targetPortNumber"))
+    n = serving.arg_int(spec.get("targetPortNumber"))
     if n is None or "targetPorts" in spec:
         return None
     return make_fix(
@@ -231,7 +230,7 @@ def _ports_to_v1(obj: Any, spec: dict[str, Any]):
 
 
 def _ports_to_v1a2(obj: Any, spec: dict[str, Any]):
-    ports = [serving.to_int(p.get("number")) for _, p in iter_dicts(spec.get("targetPorts"))]
+    ports = [serving.arg_int(p.get("number")) for _, p in iter_dicts(spec.get("targetPorts"))]
     if len(ports) != 1 or ports[0] is None or "targetPortNumber" in spec:
         return None
     return make_fix(
@@ -248,7 +247,7 @@ def _ref_to_v1(obj: Any, spec: dict[str, Any]):
     ref = spec.get("extensionRef")
     if not isinstance(ref, dict) or "endpointPickerRef" in spec or not isinstance(ref.get("name"), str):
         return None
-    port = serving.to_int(ref.get("portNumber")) or DEFAULT_EPP_PORT
+    port = serving.arg_int(ref.get("portNumber")) or DEFAULT_EPP_PORT
     parts = (
         _ref_fields(ref, ("group", "kind", "name")) + [f"port: {{number: {port}}}"] + _ref_fields(ref, ("failureMode",))
     )
@@ -263,7 +262,7 @@ def _ref_to_v1a2(obj: Any, spec: dict[str, Any]):
     if not isinstance(ref, dict) or "extensionRef" in spec or not isinstance(ref.get("name"), str):
         return None
     parts = _ref_fields(ref, ("group", "kind", "name"))
-    port = serving.to_int(as_dict(ref.get("port")).get("number"))
+    port = serving.arg_int(as_dict(ref.get("port")).get("number"))
     if port is not None:
         parts.append(f"portNumber: {port}")
     parts += _ref_fields(ref, ("failureMode",))
@@ -343,11 +342,11 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
         return
     targets: list[tuple[tuple, int]] = []
     if obj.api_version == V1A2 or "targetPortNumber" in spec:
-        n = serving.to_int(spec.get("targetPortNumber"))
+        n = serving.arg_int(spec.get("targetPortNumber"))
         if n is not None:
             targets.append((("spec", "targetPortNumber"), n))
     for i, p in iter_dicts(spec.get("targetPorts")):
-        n = serving.to_int(p.get("number"))
+        n = serving.arg_int(p.get("number"))
         if n is not None:
             targets.append((("spec", "targetPorts", i, "number"), n))
     for path, n in targets:
@@ -403,7 +402,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
         for pod in pod_templates(dep):
             if not selector_matches(sel, pod.labels):
                 continue
-            replicas = serving.to_int(dep.get("spec", "replicas")) if dep.has(("spec", "replicas")) else 1
+            replicas = serving.arg_int(dep.get("spec", "replicas")) if dep.has(("spec", "replicas")) else 1
             if replicas != 1:
                 continue
             pdbs = [

@@ -123,7 +123,7 @@ def _max_connections(ctx: Any) -> int | None:
     v = ctx.profile.get("db.maxConnections")
     if v is None:
         v = as_dict(ctx.profile.get("db")).get("maxConnections")
-    return serving.to_int(v)
+    return serving.arg_int(v)
 
 
 def _is_litellm(c: Any) -> bool:
@@ -156,16 +156,16 @@ def _max_pods(obj: Any, ctx: Any) -> tuple[int, str]:
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:
-            v = serving.to_int(hpa.get("spec", "maxReplicas"))
+            v = serving.arg_int(hpa.get("spec", "maxReplicas"))
             if v:
                 return v, "HPA maxReplicas"
     for so in ctx.of_kind("ScaledObject", namespace=ns):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
         if (ref.get("kind") or "Deployment") == obj.kind and ref.get("name") == obj.name:
-            v = serving.to_int(so.get("spec", "maxReplicaCount"))
+            v = serving.arg_int(so.get("spec", "maxReplicaCount"))
             return (v if v is not None else 100), "ScaledObject maxReplicaCount"
     if obj.has(("spec", "replicas")):
-        return serving.to_int(obj.get("spec", "replicas")) or 0, "replicas"
+        return serving.arg_int(obj.get("spec", "replicas")) or 0, "replicas"
     return 1, "replicas (default)"
 
 
@@ -226,13 +226,13 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             limit, limit_how = serving.data()["litellm_pool_limit_default"], "default pool limit"
             if cfg is not None:
                 parsed = as_dict(serving.embedded_yaml(cfg[2]))
-                v = serving.to_int(as_dict(parsed.get("general_settings")).get("database_connection_pool_limit"))
+                v = serving.arg_int(as_dict(parsed.get("general_settings")).get("database_connection_pool_limit"))
                 if v is not None:
                     limit, limit_how = v, "database_connection_pool_limit"
-            workers = serving.to_int(serving.get_flag(c.tokens, ["--num_workers", "--num-workers"]))
+            workers = serving.arg_int(serving.get_flag(c.tokens, ["--num_workers", "--num-workers"]))
             w_how = "--num_workers"
             if workers is None:
-                workers, w_how = serving.to_int(c.env_value("NUM_WORKERS")), "NUM_WORKERS"
+                workers, w_how = serving.arg_int(c.env_value("NUM_WORKERS")), "NUM_WORKERS"
             if workers is None:
                 workers, w_how = serving.data()["litellm_workers_default"], "default workers"
             pods, p_how = _max_pods(obj, ctx)

@@ -138,14 +138,13 @@ from ailint.domain.extract import (
     POD_KINDS,
     Container,
     flag_value,
-    format_bytes,
     is_serving_pod,
-    parse_quantity,
     pod_accelerators,
     pod_templates,
     serving_engine,
 )
 from ailint.domain.models import Estimate, describe, estimate, image_bytes
+from ailint.domain.quantities import format_bytes, parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(

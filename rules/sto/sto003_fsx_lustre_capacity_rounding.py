@@ -91,7 +91,7 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import parse_quantity
+from ailint.domain.quantities import parse_quantity
 from ailint.domain.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
 from ailint.fix import edits
 

@@ -79,7 +79,8 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, PodTemplate, parse_quantity, pod_templates
+from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
+from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
 
 RULE = Rule(

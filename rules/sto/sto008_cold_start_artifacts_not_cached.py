@@ -120,10 +120,10 @@ from ailint.domain.extract import (
     Container,
     PodTemplate,
     is_serving_pod,
-    parse_quantity,
     pod_accelerators,
     pod_templates,
 )
+from ailint.domain.quantities import parse_quantity
 from ailint.domain.storage import (
     Download,
     model_size_bytes_hint,

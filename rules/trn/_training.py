@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, command_tokens, flag_value, parse_quantity, pod_templates
+from ailint.domain.extract import Container, PodTemplate, command_tokens, flag_value, pod_templates
+from ailint.domain.quantities import parse_quantity, to_int
 
 NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node")
 NNODES_FLAGS = ("--nnodes",)
@@ -69,16 +70,6 @@ def replace_flag_text(text: str, flags: tuple[str, ...], new: str) -> str | None
         return None
     m = matches[-1]
     return text[: m.start(3)] + new + text[m.end(3) :]
-
-
-def as_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
-    return None
 
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuroncore")
@@ -139,10 +130,10 @@ def runtime_trainer_template(runtime: K8sObject | None) -> PodTemplate | None:
 
 def trainjob_num_nodes(obj: K8sObject, runtime: K8sObject | None) -> tuple[int | None, Path | None]:
     v = obj.get("spec", "trainer", "numNodes")
-    if as_int(v) is not None:
-        return as_int(v), ("spec", "trainer", "numNodes")
+    if to_int(v) is not None:
+        return to_int(v), ("spec", "trainer", "numNodes")
     if runtime is not None:
-        rv = as_int(runtime.get("spec", "mlPolicy", "numNodes"))
+        rv = to_int(runtime.get("spec", "mlPolicy", "numNodes"))
         if rv is not None:
             return rv, None
         return 1, None
@@ -263,7 +254,7 @@ def iter_replica_specs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
 def replica_count(rs: dict[str, Any]) -> int | None:
     if "replicas" not in rs:
         return 1
-    return as_int(rs.get("replicas"))
+    return to_int(rs.get("replicas"))
 
 
 __all__ = ["iter_dicts"]
@@ -279,7 +270,7 @@ def add_label_edit(obj: K8sObject, key: str, value: str):
         return edits.insert_key(obj, ("metadata", "labels"), edits.scalar(key), edits.scalar(value))
     if isinstance(labels, dict):
         merged = {**{str(k): v for k, v in labels.items()}, key: value}
-        return edits.replace_value(obj, ("metadata", "labels"), edits._inline(merged))
+        return edits.replace_value(obj, ("metadata", "labels"), edits.inline(merged))
     if obj.has(("metadata", "labels")):
         return None
     if isinstance(obj.get("metadata"), dict) and obj.get("metadata"):

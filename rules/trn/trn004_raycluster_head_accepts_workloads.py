@@ -122,7 +122,7 @@ def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]):
         return make_fix(title, es if all(es) else [])
     if isinstance(present, dict):  # flow style or empty: rewrite inline
         merged = {**{str(k): v for k, v in current.items()}, **add}
-        return make_fix(title, [edits.replace_value(obj, where, edits._inline(merged))])
+        return make_fix(title, [edits.replace_value(obj, where, edits.inline(merged))])
     if obj.has(where):
         return None  # null or a scalar: leave it to a human
     return make_fix(title, [edits.insert_value(obj, head.path, where[-1], add)])

@@ -100,6 +100,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severit
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import flag_value, has_flag, pod_templates
+from ailint.domain.quantities import to_int
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
@@ -170,12 +171,12 @@ def _jobset_like(obj: K8sObject, base: Path, opts: Options, who: str) -> Iterato
     if not _is_training(obj):
         return
     mr = obj.get(*base, "failurePolicy", "maxRestarts")
-    if tr.as_int(mr):
+    if to_int(mr):
         return
     zero = [
         str(rj.get("name") or f"job{i}")
         for i, rj in iter_dicts(obj.get(*base, "replicatedJobs"))
-        if tr.as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("backoffLimit")) == 0
+        if to_int(as_dict(as_dict(rj.get("template")).get("spec")).get("backoffLimit")) == 0
     ]
     if not zero:
         return  # child Jobs keep their own backoffLimit (default 6)
@@ -228,10 +229,10 @@ def _pytorchjob(obj: K8sObject, opts: Options) -> Iterator[Finding]:
 
 def _indexed_job(obj: K8sObject) -> Iterator[Finding]:
     spec = as_dict(obj.get("spec"))
-    par = tr.as_int(spec.get("parallelism"))
+    par = to_int(spec.get("parallelism"))
     if spec.get("completionMode") != "Indexed" or par is None or par < 2:
         return
-    if tr.as_int(spec.get("backoffLimit")) != 0 or "backoffLimitPerIndex" in spec or not _is_training(obj):
+    if to_int(spec.get("backoffLimit")) != 0 or "backoffLimitPerIndex" in spec or not _is_training(obj):
         return
     yield RULE.finding(
         obj,

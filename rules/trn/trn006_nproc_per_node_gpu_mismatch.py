@@ -80,6 +80,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, flag_value, pod_templates
+from ailint.domain.quantities import to_int
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
@@ -124,7 +125,7 @@ def _container_checks(obj: Any, c: Container) -> Iterator[Finding]:
     nproc = tr.find_flag(c, tr.NPROC_FLAGS)
     dev = tr.container_devices(c)
     if nproc is not None and dev is not None:
-        n = tr.as_int(nproc.value)
+        n = to_int(nproc.value)
         res, count = dev
         if n is not None and n != count:
             yield RULE.finding(
@@ -150,7 +151,7 @@ def _expected_nodes(obj: Any, pod: Any, ctx: Any) -> tuple[int | None, str]:
             parts.append(f"{role} {n}")
         return total, "the PyTorchJob runs " + " + ".join(parts) + f" = {total} pod{'s' if total != 1 else ''}"
     if kind == "Job" and obj.get("spec", "completionMode") == "Indexed":
-        comp = tr.as_int(obj.get("spec", "completions"))
+        comp = to_int(obj.get("spec", "completions"))
         if comp is not None:
             return comp, f"the Indexed Job has {comp} completion{'s' if comp != 1 else ''}"
     return None, ""
@@ -168,7 +169,7 @@ def _nnodes_checks(obj: Any, ctx: Any) -> Iterator[Finding]:
             use = tr.find_flag(c, tr.NNODES_FLAGS)
             if use is None or use.path in seen:
                 continue
-            n = tr.as_int(use.value)
+            n = to_int(use.value)
             if n is not None and n != expected:
                 seen.add(use.path)
                 yield RULE.finding(
@@ -182,7 +183,7 @@ def _nnodes_checks(obj: Any, ctx: Any) -> Iterator[Finding]:
 
 def _pytorchjob(obj: Any) -> Iterator[Finding]:
     raw = obj.get("spec", "nprocPerNode")
-    n = tr.as_int(raw)
+    n = to_int(raw)
     if n is None:
         return
     mismatched, counts = [], set()
@@ -220,7 +221,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
     if raw is None and runtime is not None:
         raw = runtime.get("spec", "mlPolicy", "torch", "numProcPerNode")
         path = None
-    n = tr.as_int(raw)
+    n = to_int(raw)
     if dev is not None and n is not None and n != dev[1]:
         res, count = dev
         src = f"numProcPerNode is {raw}" if path else f"numProcPerNode is {raw} (from runtime {runtime.name!r})"  # type: ignore[union-attr]
@@ -234,7 +235,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
         )
     toks = tr.trainjob_command_tokens(obj)
     if any(t.rsplit("/", 1)[-1] == "torchrun" for t in toks):
-        nn = tr.as_int(flag_value(toks, *tr.NNODES_FLAGS))
+        nn = to_int(flag_value(toks, *tr.NNODES_FLAGS))
         nodes, npath = tr.trainjob_num_nodes(obj, runtime)
         if nn is not None and nodes is not None and nn != nodes:
             yield RULE.finding(
@@ -245,7 +246,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
                 if nn > nodes
                 else f"torchrun --nnodes={nn} but the TrainJob runs {nodes} nodes: extra nodes fail to join",
             )
-        np_ = tr.as_int(flag_value(toks, *tr.NPROC_FLAGS))
+        np_ = to_int(flag_value(toks, *tr.NPROC_FLAGS))
         if np_ is not None and dev is not None and np_ != dev[1] and n is None:
             yield RULE.finding(
                 obj,

@@ -108,6 +108,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import ray
 from ailint.domain.context import Context
+from ailint.domain.quantities import to_int
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -131,7 +132,7 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         workers = tr.replica_count(specs.get("Worker", {"replicas": 0}))
         if workers is None or workers < 2:
             return None
-        elastic_min = tr.as_int(obj.get("spec", "elasticPolicy", "minReplicas"))
+        elastic_min = to_int(obj.get("spec", "elasticPolicy", "minReplicas"))
         if elastic_min is not None and elastic_min < workers:
             return None  # elastic training starts with fewer workers: not all-or-nothing
         pods, devs = tr.accelerator_total(obj)
@@ -140,7 +141,7 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         pods, devs = tr.accelerator_total(obj)
         return (pods, devs, f"{pods} pods") if pods >= 2 else None
     if kind == "LeaderWorkerSet":
-        size = tr.as_int(obj.get("spec", "leaderWorkerTemplate", "size"))
+        size = to_int(obj.get("spec", "leaderWorkerTemplate", "size"))
         if size is None or size < 2:
             return None
         from ailint.domain.extract import pod_templates
