@@ -216,9 +216,10 @@ class Reviewer:
 
     def codes(self) -> list[str]:
         """Every code a finding of this reviewer can carry (the metrics layout)."""
-        from ailint.engine.engine_rules import ENGINE
+        from ailint.engine.registry import all_rules
 
-        return sorted({r.rule.code for r in self.engine.object_rules} | set(ENGINE))
+        engine = {c for c, reg in all_rules().items() if reg.rule.engine and reg.rule.family in ("YML", "AIL")}
+        return sorted({r.rule.code for r in self.engine.object_rules} | engine)
 
     def warm(self) -> None:
         """Run the rules once on a few typical objects, in this thread (no pool threads),

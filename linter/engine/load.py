@@ -20,11 +20,11 @@ from typing import Any
 import yaml
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
 from ailint.core.yamldata import Converter, FastLoader, LimitExceeded, Limits, Problem, mark_span
-from ailint.engine.engine_rules import ENGINE
+from ailint.engine.registry import engine_rule
 
 
 def yml_finding(code: str, source_display: str, span: Span, message: str) -> Finding:
-    rule = ENGINE[code]
+    rule = engine_rule(code)
     return Finding(code, rule.name, rule.severity, message, source_display, span)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Rule",
     "Scope",
     "coerce_option",
+    "engine_rule",
     "selector_matches",
     "specificity",
     "make_fix",
@@ -115,7 +116,7 @@ class _LazyCheck:
 # third of a one-file run. Its result is cached as JSON in the user cache directory, keyed by
 # the size and mtime of every source file of the package, so it is never stale: any edit
 # makes a new key and the next run discovers again (AILINT_NO_CACHE=1 turns the cache off).
-_INDEX_VERSION = 2
+_INDEX_VERSION = 3
 
 
 def _cache_dir() -> str | None:
@@ -195,12 +196,7 @@ def _load_index(path: str | None) -> dict[str, RegisteredRule] | None:
     try:
         with open(path, encoding="utf-8") as fh:
             entries = json.load(fh)
-        from ailint.engine import engine_rules
-
-        found = {
-            rule.code: RegisteredRule(rule, None, _dedent(doc), "ailint.engine.engine_rules")
-            for rule, doc in engine_rules.ENGINE_RULES
-        }
+        found: dict[str, RegisteredRule] = {}
         for e in entries:
             rule = _rule_from_json(e["rule"])
             found[rule.code] = RegisteredRule(rule, _LazyCheck(e["module"]) if e["check"] else None, None, e["module"])
@@ -217,8 +213,6 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
 
     entries = []
     for reg in found.values():
-        if reg.module == "ailint.engine.engine_rules":
-            continue
         e = _rule_to_json(reg.rule)
         if _rule_from_json(json.loads(json.dumps(e))) != reg.rule:
             return  # metadata JSON cannot carry exactly: no index, always discover
@@ -247,7 +241,6 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
 
 def _discover() -> dict[str, RegisteredRule]:
     import ailint.rules as rules_pkg  # the installed `rules/` folder
-    from ailint.engine import engine_rules
 
     found: dict[str, RegisteredRule] = {}
     names: dict[str, str] = {}
@@ -261,8 +254,6 @@ def _discover() -> dict[str, RegisteredRule]:
         found[code] = reg
         names[name] = code
 
-    for rule, doc in engine_rules.ENGINE_RULES:
-        add(RegisteredRule(rule, None, _dedent(doc), "ailint.engine.engine_rules"))
     for info in pkgutil.walk_packages(rules_pkg.__path__, rules_pkg.__name__ + "."):
         if info.ispkg or info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
@@ -379,6 +370,12 @@ def find_rule(code_or_name: str) -> RegisteredRule | None:
         if reg.rule.name == key:
             return reg
     return None
+
+
+def engine_rule(code: str) -> Rule:
+    """The metadata of a finding the engine itself produces (YML, SCH, AIL: `engine=True`
+    modules under `rules/yml`, `rules/sch`, `rules/ail`, declared like every other rule)."""
+    return all_rules()[code].rule
 
 
 # -- selection -------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from ailint.core.rule import Options
 from ailint.domain.context import Context
 from ailint.engine import registry, suppress
 from ailint.engine.config import Settings, severity_override
-from ailint.engine.engine_rules import ENGINE
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
 from ailint.engine.sources import Candidate, discover, matches_any
@@ -96,7 +95,7 @@ class Engine:
         except Exception as exc:
             if self.debug:
                 raise
-            r = ENGINE["AIL003"]
+            r = registry.engine_rule("AIL003")
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return [
                 Finding(

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ailint.core.model import Finding, K8sObject, SourceFile, Span
-from ailint.engine.engine_rules import ENGINE
+from ailint.engine.registry import engine_rule
 
 _COMMENT_RE = re.compile(r"#\s*ailint:\s*(ignore-file|ignore)(?:\[([^\]]*)\])?")
 IGNORE_ANNOTATION = "ailint.io/ignore"
@@ -153,7 +153,7 @@ def apply(findings: Iterable[Finding], suppressions: list[Suppression], matches,
     for s in suppressions:
         unknown = [c for c in s.codes if not is_known(c)]
         if unknown:
-            r = ENGINE["AIL002"]
+            r = engine_rule("AIL002")
             res.meta.append(
                 Finding(
                     r.code,
@@ -166,7 +166,7 @@ def apply(findings: Iterable[Finding], suppressions: list[Suppression], matches,
             )
             continue
         if not s.used and all(ran(c) for c in s.codes) and s.codes:
-            r = ENGINE["AIL001"]
+            r = engine_rule("AIL001")
             res.meta.append(
                 Finding(
                     r.code,

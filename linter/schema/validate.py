@@ -587,9 +587,9 @@ def validate_objects(objects: Iterable[K8sObject], settings: Any, enabled_codes:
         except Exception as exc:
             if os.environ.get("AILINT_DEBUG_SCHEMA"):
                 raise
-            from ailint.engine.engine_rules import ENGINE
+            from ailint.engine.registry import engine_rule
 
-            r = ENGINE["AIL003"]
+            r = engine_rule("AIL003")
             out.findings.append(
                 Finding(
                     r.code,

@@ -1,0 +1,1 @@
+"""AIL: findings about ailint itself (suppressions, crashed rules), produced by the engine."""

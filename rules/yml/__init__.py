@@ -1,0 +1,1 @@
+"""YML: findings about unreadable input, produced by the loader (`ailint.engine.load`)."""
