@@ -10,8 +10,8 @@ from ailint.engine.registry import DOC_SECTIONS, FAMILIES, all_rules
 from fixture_harness import FIXTURES, all_cases, expected_markers, profile_for
 
 RULES = list(all_rules().values())
-# SCH rules are produced by the schema pass, not a check function, but have fixtures and examples
-CHECKED = [r for r in RULES if not r.rule.engine or r.rule.family == "SCH"]
+# SCH and POL rules are produced by engine passes, not a check function, but have fixtures and examples
+CHECKED = [r for r in RULES if not r.rule.engine or r.rule.family in ("SCH", "POL")]
 CASES = all_cases()
 
 

@@ -28,6 +28,7 @@ FAMILIES = {
     "YML": "Unreadable input",
     "SCH": "Schema validation",
     "AIL": "The linter itself",
+    "POL": "Admission policies",
 }
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Options", "Fix", "References")

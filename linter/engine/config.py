@@ -39,6 +39,7 @@ class Settings:
     respect_gitignore: bool = True
     config_path: str | None = None
     root: str = "."
+    extra: dict[str, Any] = field(default_factory=dict)  # the config's data, for providers (registry.providers)
 
 
 CONFIG_NAMES = (".ailint.yaml", ".ailint.yml")
@@ -118,12 +119,15 @@ def _list(v: Any) -> list[str]:
 
 def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> Settings:
     s = Settings(root=os.path.abspath(cwd))
+    configure_providers({}, None)  # rules of an earlier configuration are gone
     if no_config:
         return s
     path = config_file or find_config(cwd)
     if not path:
         return s
     data = read_config(path)
+    configure_providers(data, path)  # before the selectors: `select: [ORG001]` names a custom rule
+    s.extra = data
     check_selectors(data, path)
     validate(data, path)
     s.config_path = path
@@ -166,6 +170,19 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
             raise ConfigError(f"{path}: `rules.{key}`: {exc}") from None
         s.rule_settings[reg.rule.code] = value
     return s
+
+
+def configure_providers(data: dict[str, Any], path: str | None) -> None:
+    """Rules that providers build from the config (custom rules): registered for this process."""
+    from ailint.engine import registry
+
+    regs: list[Any] = []
+    try:
+        for provider in registry.providers():
+            regs.extend(provider.configure(data, path))
+    except (ValueError, RuntimeError) as exc:
+        raise ConfigError(str(exc)) from None
+    registry.set_config_rules(regs)
 
 
 _SELECTOR_KEYS = ("select", "extend-select", "ignore")

@@ -182,6 +182,8 @@ def lint(
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug)
+    for provider in registry.providers():
+        provider.begin_run()
     shown_root = root or (settings.root if settings.config_path else os.getcwd())
     skipped: dict[str, int] = {}
     candidates = list(
@@ -291,6 +293,9 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
+    enabled = {r.rule.code for r in engine.rules}
+    for provider in registry.providers():  # passes over the whole run (admission policies)
+        findings.extend(provider.run_pass(objects, settings, enabled, hidden))
     for fr in file_results:
         if fr.path in hidden:
             continue

@@ -1,0 +1,531 @@
+"""ValidatingAdmissionPolicy, offline: evaluate the policies and bindings of a run (and of the
+policy files named by `--policies` / config `policies:`) against every object they match, as
+the API server would on create.
+
+Semantics followed (admissionregistration.k8s.io/v1):
+- a policy acts only through a binding (`spec.policyName`); a binding without its policy is ignored;
+- a request is matched by the policy's `matchConstraints` and, when set, the binding's
+  `matchResources`: `resourceRules` (apiGroups, apiVersions, resources, operations, scope,
+  resourceNames), `excludeResourceRules`, `objectSelector`, `namespaceSelector` (against the
+  Namespace objects of the run; a namespace not in the run is assumed to match, and the
+  finding says so);
+- `paramKind` + the binding's `paramRef` (name or selector, namespace, parameterNotFoundAction)
+  are resolved against the objects of the run; the policy is evaluated once per param;
+- `matchConditions` must all be true; `variables` are evaluated in order into `variables`;
+- a false validation is POL001, with `messageExpression` (when it gives a non-empty single line),
+  else `message`, else "failed expression: ..."; `validationActions` give the severity
+  (Deny: error, Warn: warning, Audit: info);
+- what cannot be evaluated offline (a missing param, `authorizer`, an unsupported function, a
+  runtime error such as a field the API server would have defaulted) is POL002; an expression
+  that does not compile is POL003 on the policy. `auditAnnotations` are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
+from ailint.domain.resources import ResourceNames
+from ailint.policy import cel
+
+GROUP = "admissionregistration.k8s.io"
+VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
+_ACTION_SEVERITY = {"Deny": Severity.ERROR, "Warn": Severity.WARNING, "Audit": Severity.INFO}
+
+
+@dataclass
+class Expr:
+    source: str
+    path: tuple[Any, ...]  # where the expression is in its policy object
+    program: cel.Program | None = None
+    error: cel.CelCompileError | None = None
+
+
+@dataclass
+class Policy:
+    obj: K8sObject
+    name: str
+    spec: dict[str, Any]
+    failure_policy: str
+    validations: list[tuple[Expr, str, Expr | None, int]] = field(
+        default_factory=list
+    )  # expr, message, messageExpression, index
+    conditions: list[tuple[str, Expr]] = field(default_factory=list)
+    variables: list[tuple[str, Expr]] = field(default_factory=list)
+    errors: list[Expr] = field(default_factory=list)
+
+
+@dataclass
+class Binding:
+    obj: K8sObject
+    name: str
+    policy: str
+    actions: list[str]
+    param_ref: dict[str, Any] | None
+    match: dict[str, Any] | None
+
+
+def is_policy(obj: K8sObject) -> bool:
+    return obj.group == GROUP and obj.kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+
+
+def _expr(obj: K8sObject, source: Any, path: tuple[Any, ...]) -> Expr:
+    e = Expr(source if isinstance(source, str) else "", path)
+    try:
+        e.program = cel.compile_expression(e.source, VARIABLES)
+    except cel.CelCompileError as exc:
+        e.error = exc
+    return e
+
+
+def build_policy(obj: K8sObject) -> Policy:
+    spec = as_dict(obj.data.get("spec"))
+    p = Policy(obj, obj.name or "", spec, str(spec.get("failurePolicy") or "Fail"))
+    for i, v in enumerate(as_list(spec.get("variables"))):
+        v = as_dict(v)
+        e = _expr(obj, v.get("expression"), ("spec", "variables", i, "expression"))
+        p.variables.append((str(v.get("name") or ""), e))
+    for i, c in enumerate(as_list(spec.get("matchConditions"))):
+        c = as_dict(c)
+        p.conditions.append(
+            (str(c.get("name") or i), _expr(obj, c.get("expression"), ("spec", "matchConditions", i, "expression")))
+        )
+    for i, v in enumerate(as_list(spec.get("validations"))):
+        v = as_dict(v)
+        e = _expr(obj, v.get("expression"), ("spec", "validations", i, "expression"))
+        me = None
+        if isinstance(v.get("messageExpression"), str):
+            me = _expr(obj, v["messageExpression"], ("spec", "validations", i, "messageExpression"))
+        msg = v.get("message") if isinstance(v.get("message"), str) else ""
+        p.validations.append((e, msg, me, i))
+    for _, e in p.variables + p.conditions:
+        if e.error and not e.error.unsupported:
+            p.errors.append(e)
+    for e, _, me, _ in p.validations:
+        for x in (e, me):
+            if x is not None and x.error and not x.error.unsupported:
+                p.errors.append(x)
+    return p
+
+
+def build_binding(obj: K8sObject) -> Binding:
+    spec = as_dict(obj.data.get("spec"))
+    actions = [a for a in as_list(spec.get("validationActions")) if isinstance(a, str)]
+    pr = spec.get("paramRef")
+    mr = spec.get("matchResources")
+    return Binding(
+        obj,
+        obj.name or "",
+        str(spec.get("policyName") or ""),
+        actions,
+        pr if isinstance(pr, dict) else None,
+        mr if isinstance(mr, dict) else None,
+    )
+
+
+# -- matching --------------------------------------------------------------------------------
+def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
+    """A metav1.LabelSelector against labels (an empty selector matches everything)."""
+    sel = as_dict(selector)
+    for k, v in as_dict(sel.get("matchLabels")).items():
+        if str(labels.get(k)) != str(v) or k not in labels:
+            return False
+    for expr in as_list(sel.get("matchExpressions")):
+        expr = as_dict(expr)
+        key, op = expr.get("key"), expr.get("operator")
+        values = [str(x) for x in as_list(expr.get("values"))]
+        present = key in labels
+        if op == "In" and not (present and str(labels[key]) in values):
+            return False
+        if op == "NotIn" and present and str(labels[key]) in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _rule_matches(rule: dict[str, Any], group: str, version: str, resource: str, namespaced: bool, name: str) -> bool:
+    def has(values: Any, want: str) -> bool:
+        vals = [str(v) for v in as_list(values)]
+        return "*" in vals or want in vals
+
+    if not has(rule.get("apiGroups"), group) or not has(rule.get("apiVersions"), version):
+        return False
+    ops = [str(o) for o in as_list(rule.get("operations"))]
+    if ops and "*" not in ops and "CREATE" not in ops:
+        return False
+    resources = [str(r) for r in as_list(rule.get("resources"))]
+    if not any(r in (resource, "*", "*/*") for r in resources):
+        return False
+    scope = rule.get("scope") or "*"
+    if (scope == "Cluster" and namespaced) or (scope == "Namespaced" and not namespaced):
+        return False
+    names = [str(n) for n in as_list(rule.get("resourceNames"))]
+    return not names or name in names
+
+
+@dataclass
+class Request:
+    obj: K8sObject
+    group: str
+    version: str
+    resource: str
+    namespaced: bool
+    namespace: str | None
+    namespace_obj: dict[str, Any] | None
+    namespace_known: bool
+
+
+def _match_resources(mr: dict[str, Any], req: Request, notes: list[str]) -> bool:
+    obj = req.obj
+    rules = [as_dict(r) for r in as_list(mr.get("resourceRules"))]
+    name = obj.name or ""
+    if rules and not any(_rule_matches(r, req.group, req.version, req.resource, req.namespaced, name) for r in rules):
+        return False
+    for r in as_list(mr.get("excludeResourceRules")):
+        if _rule_matches(as_dict(r), req.group, req.version, req.resource, req.namespaced, name):
+            return False
+    if not selector_matches(mr.get("objectSelector"), obj.labels):
+        return False
+    ns_sel = mr.get("namespaceSelector")
+    if as_dict(ns_sel) and (req.namespaced or obj.kind == "Namespace"):
+        if obj.kind == "Namespace":
+            return selector_matches(ns_sel, obj.labels)
+        if req.namespace_obj is not None:
+            labels = dict(as_dict(as_dict(req.namespace_obj.get("metadata")).get("labels")))
+            labels.setdefault("kubernetes.io/metadata.name", req.namespace or "")
+            return selector_matches(ns_sel, labels)
+        notes.append(
+            f"namespace {req.namespace or 'default'} is not in the run: assumed to match the namespaceSelector"
+        )
+    return True
+
+
+# -- evaluation --------------------------------------------------------------------------------
+_OBJECT_PATH = re.compile(r"\bobject((?:\s*\.\s*\??\s*[A-Za-z_]\w*|\s*\[\s*\??\s*(?:'[^']*'|\"[^\"]*\"|\d+)\s*\])+)")
+_STEP = re.compile(r"\.\s*\??\s*([A-Za-z_]\w*)|\[\s*\??\s*(?:'([^']*)'|\"([^\"]*)\"|(\d+))\s*\]")
+
+
+def object_paths(source: str) -> list[tuple[Any, ...]]:
+    """The field paths an expression reads from `object` (`object.spec.?replicas` -> spec, replicas)."""
+    out = []
+    for m in _OBJECT_PATH.finditer(source):
+        path: list[Any] = []
+        chain = m.group(1)
+        for s in _STEP.finditer(chain):
+            if s.group(1):
+                if chain[s.end() :].lstrip().startswith("(") or source[m.start(1) + s.end() :].lstrip().startswith("("):
+                    break  # a function call (`.all(`, `.size(`), not a field
+                path.append(s.group(1))
+            elif s.group(4) is not None:
+                path.append(int(s.group(4)))
+            else:
+                path.append(s.group(2) if s.group(2) is not None else s.group(3))
+        if path:
+            out.append(tuple(path))
+    return out
+
+
+def failing_path(obj: K8sObject, sources: Iterable[str]) -> tuple[Any, ...]:
+    """The deepest existing field on the paths the expressions read (else the object)."""
+    best: tuple[Any, ...] = ()
+    for src in sources:
+        for path in object_paths(src):
+            got = obj.existing_prefix(path) if obj.positions else _data_prefix(obj, path)
+            if len(got) > len(best):
+                best = got
+    return best
+
+
+def _data_prefix(obj: K8sObject, path: tuple[Any, ...]) -> tuple[Any, ...]:
+    cur: Any = obj.data
+    out: list[Any] = []
+    for step in path:
+        if (isinstance(cur, dict) and step in cur) or (
+            isinstance(cur, list) and isinstance(step, int) and 0 <= step < len(cur)
+        ):
+            cur = cur[step]
+            out.append(step)
+        else:
+            break
+    return tuple(out)
+
+
+@dataclass
+class Verdict:
+    code: str  # POL001 | POL002
+    severity: Severity
+    message: str
+    path: tuple[Any, ...]
+
+
+class Evaluator:
+    """All policies and bindings of a run, and the objects they can read (params, namespaces)."""
+
+    def __init__(self, objects: Sequence[K8sObject]) -> None:
+        self.policies: dict[str, Policy] = {}
+        self.bindings: list[Binding] = []
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.by_kind: dict[tuple[str, str], list[K8sObject]] = {}
+        self.names = ResourceNames(objects)
+        for obj in objects:
+            if obj.group == GROUP and obj.kind == "ValidatingAdmissionPolicy" and obj.name:
+                self.policies[obj.name] = build_policy(obj)
+            elif obj.group == GROUP and obj.kind == "ValidatingAdmissionPolicyBinding":
+                self.bindings.append(build_binding(obj))
+            elif obj.kind == "Namespace" and obj.api_version == "v1" and obj.name:
+                self.namespaces[obj.name] = obj.data
+            self.by_kind.setdefault((obj.api_version, obj.kind), []).append(obj)
+
+    @property
+    def active(self) -> bool:
+        return any(b.policy in self.policies for b in self.bindings)
+
+    def policy_errors(self) -> list[tuple[Policy, Expr]]:
+        return [(p, e) for p in self.policies.values() for e in p.errors]
+
+    def request_for(self, obj: K8sObject) -> Request:
+        group, version = (
+            (obj.api_version.rsplit("/", 1) + [""])[:2] if "/" in obj.api_version else ("", obj.api_version)
+        )
+        namespaced = self.names.namespaced(group, obj.kind)
+        ns = obj.namespace if namespaced else None
+        ns_obj = self.namespaces.get(ns or "default") if namespaced else None
+        return Request(
+            obj, group, version, self.names.resource(group, obj.kind), namespaced, ns, ns_obj, ns_obj is not None
+        )
+
+    def evaluate(self, obj: K8sObject) -> list[Verdict]:
+        if not self.bindings or is_policy(obj):
+            return []
+        req = self.request_for(obj)
+        out: list[Verdict] = []
+        for b in self.bindings:
+            p = self.policies.get(b.policy)
+            if p is None:
+                continue  # a binding whose policy is not there is ignored (as by the API server)
+            notes: list[str] = []
+            mc = as_dict(p.spec.get("matchConstraints"))
+            if not mc or not _match_resources(mc, req, notes):
+                continue
+            if b.match is not None and not _match_resources(b.match, req, notes):
+                continue
+            out.extend(self._evaluate_binding(p, b, req, notes))
+        return out
+
+    # -- one (policy, binding) -----------------------------------------------------------------
+    def _severity(self, b: Binding) -> Severity:
+        sevs = [_ACTION_SEVERITY[a] for a in b.actions if a in _ACTION_SEVERITY]
+        return max(sevs, key=lambda s: s.rank) if sevs else Severity.ERROR
+
+    def _params(self, p: Policy, b: Binding, req: Request) -> tuple[list[Any] | None, str | None]:
+        """The params to evaluate with ([None] without paramKind), or (None, why not)."""
+        pk = as_dict(p.spec.get("paramKind"))
+        if not pk:
+            return [None], None
+        api, kind = str(pk.get("apiVersion") or ""), str(pk.get("kind") or "")
+        if b.param_ref is None:
+            return None, f"binding {b.name} has no paramRef for the policy's paramKind {kind}"
+        ref = b.param_ref
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        namespaced = self.names.namespaced(group, kind)
+        ns = str(ref.get("namespace") or (req.namespace if namespaced else "") or ("default" if namespaced else ""))
+        cands = [o for o in self.by_kind.get((api, kind), []) if not namespaced or (o.namespace or "default") == ns]
+        if isinstance(ref.get("name"), str):
+            cands = [o for o in cands if o.name == ref["name"]]
+            what = f"{kind} {ns + '/' if namespaced else ''}{ref['name']}"
+        else:
+            cands = [o for o in cands if selector_matches(ref.get("selector"), o.labels)]
+            what = f"{kind} objects{' in ' + ns if namespaced else ''} matching the binding's paramRef.selector"
+        if cands:
+            return [o.data for o in cands], None
+        action = ref.get("parameterNotFoundAction") or "Deny"
+        if action == "Allow":
+            return [], None  # no params: the binding passes
+        return (
+            None,
+            f"param {what} is not in the run (parameterNotFoundAction: Deny, so the API server applies failurePolicy {p.failure_policy})",
+        )
+
+    def _evaluate_binding(self, p: Policy, b: Binding, req: Request, notes: list[str]) -> list[Verdict]:
+        obj = req.obj
+        label = f"policy {p.name}"
+        suffix = f" ({'; '.join(notes)})" if notes else ""
+        params, missing = self._params(p, b, req)
+        if params is None:
+            return [Verdict("POL002", Severity.INFO, f"{label} not evaluated offline: {missing}{suffix}", ())]
+        out: list[Verdict] = []
+        sev = self._severity(b)
+        for param in params:
+            data = {
+                "object": obj.data,
+                "oldObject": None,
+                "params": param,
+                "namespaceObject": req.namespace_obj,
+                "request": self._request_data(req),
+                "variables": {},
+                "authorizer": None,
+            }
+            variables: dict[str, Any] = {}
+            var_errors: dict[str, str] = {}
+            for name, e in p.variables:
+                ok, value, why = self._run(e, data, variables, var_errors)
+                if ok:
+                    variables[name] = value
+                else:
+                    var_errors[name] = why or "error"
+            data["variables"] = variables
+            act = cel.activation(VARIABLES, data)
+            skip = False
+            for cname, e in p.conditions:
+                ok, value, why = self._run(e, data, variables, var_errors, act)
+                if not ok:
+                    out.append(
+                        Verdict(
+                            "POL002",
+                            Severity.INFO,
+                            f"{label}: matchCondition {cname} not evaluable offline: {why}{suffix}",
+                            (),
+                        )
+                    )
+                    skip = True
+                    break
+                if value is not True:
+                    skip = True
+                    break
+            if skip:
+                continue
+            for e, message, me, _ in p.validations:
+                if e.error is not None and not e.error.unsupported:
+                    continue  # POL003 on the policy
+                ok, value, why = self._run(e, data, variables, var_errors, act)
+                sources = [e.source] + [v.source for n, v in p.variables if f"variables.{n}" in e.source]
+                where = failing_path(obj, sources)
+                if not ok:
+                    out.append(
+                        Verdict(
+                            "POL002",
+                            Severity.INFO,
+                            f"{label}: validation `{_short(e.source)}` not evaluable offline: {why}{suffix}",
+                            where,
+                        )
+                    )
+                    continue
+                if value is True:
+                    continue
+                if value is not False:
+                    out.append(
+                        Verdict(
+                            "POL002",
+                            Severity.INFO,
+                            f"{label}: validation `{_short(e.source)}` gave {cel.describe(value)}, not a bool{suffix}",
+                            where,
+                        )
+                    )
+                    continue
+                text = ""
+                if me is not None and me.error is None:
+                    mok, mval, _ = self._run(me, data, variables, var_errors, act)
+                    if mok and isinstance(mval, str) and mval.strip() and "\n" not in mval:
+                        text = mval
+                text = text or message or f"failed expression: {e.source.strip()}"
+                out.append(Verdict("POL001", sev, f"{label}: {text}{suffix}", where))
+        return out
+
+    def _request_data(self, req: Request) -> dict[str, Any]:
+        obj = req.obj
+        gvk = {"group": req.group, "version": req.version, "kind": obj.kind}
+        gvr = {"group": req.group, "version": req.version, "resource": req.resource}
+        return {
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": obj.name or "",
+            "namespace": req.namespace or "",
+            "operation": "CREATE",
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        }
+
+    def _run(
+        self,
+        e: Expr,
+        data: dict[str, Any],
+        variables: dict[str, Any],
+        var_errors: dict[str, str],
+        act: Any = None,
+    ) -> tuple[bool, Any, str | None]:
+        if e.error is not None:
+            if e.error.unsupported:
+                return False, None, f"uses {e.error.unsupported}, which ailint does not evaluate"
+            return False, None, f"does not compile: {e.error.message}"
+        assert e.program is not None
+        for name, why in var_errors.items():
+            if re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", e.source):
+                return False, None, f"variable {name}: {why}"
+        if re.search(r"\brequest\s*\.\s*userInfo\b", e.source):
+            return False, None, "reads request.userInfo (who applies the object is not known offline)"
+        if act is None:
+            act = cel.activation(VARIABLES, {**data, "variables": variables})
+        res = cel.evaluate(e.program, act)
+        if not res.ok:
+            return False, None, res.error
+        return True, res.value, None
+
+
+def _short(src: str) -> str:
+    one = " ".join(src.split())
+    return one if len(one) <= 80 else one[:77] + "..."
+
+
+# -- findings ----------------------------------------------------------------------------------
+def expression_span(obj: K8sObject, path: tuple[Any, ...], line: int, col: int) -> Span:
+    """The file position of (line, col) inside the expression at `path` of `obj`."""
+    if not obj.has(path):
+        return obj.span(path)
+    vs = obj.value_span(path)
+    text = obj.source.line_text(vs.line) if obj.source.text else ""
+    start = text[vs.col - 1 : vs.col] if text else ""
+    if start in ("|", ">"):
+        first = obj.source.line_text(vs.line + 1) if obj.source.text else ""
+        indent = len(first) - len(first.lstrip(" "))  # the block's indentation
+        return Span.point(vs.line + line, indent + col)
+    quote = 1 if start in ("'", '"') else 0
+    if line == 1:
+        return Span.point(vs.line, vs.col + quote + col - 1)
+    return Span.point(vs.line + line - 1, col)
+
+
+def findings(
+    objects: Sequence[K8sObject],
+    targets: Iterable[K8sObject],
+    rules: dict[str, tuple[str, Severity]],
+    context_objects: Sequence[K8sObject] = (),
+) -> list[Finding]:
+    """POL findings: POL003 for each policy expression that does not compile, POL001/POL002
+    for each object a bound policy matches. `rules` maps the enabled codes to (name, severity)."""
+    ev = Evaluator([*objects, *context_objects])
+    out: list[Finding] = []
+    if "POL003" in rules:
+        name, sev = rules["POL003"]
+        for p, e in ev.policy_errors():
+            assert e.error is not None
+            span = expression_span(p.obj, e.path, e.error.line, e.error.col)
+            msg = f"policy {p.name}: `{'.'.join(str(x) for x in e.path)}` does not compile: {e.error.message}"
+            out.append(Finding("POL003", name, sev, msg, p.obj.file, span, p.obj.ref, e.path))
+    if not ev.active or not ({"POL001", "POL002"} & set(rules)):
+        return out
+    for obj in targets:
+        for v in ev.evaluate(obj):
+            if v.code not in rules:
+                continue
+            name, _ = rules[v.code]
+            span = obj.span(v.path)
+            out.append(Finding(v.code, name, v.severity, v.message, obj.file, span, obj.ref, v.path))
+    return out
