@@ -126,6 +126,9 @@ class Rule:
     precision: str = "high"  # SARIF precision: very-high, high, medium, low
     security_severity: float | None = None  # SARIF security-severity for SEC rules
     engine: bool = False  # produced by the engine (YML, SCH, AIL), not by a check function
+    # a bundle rule that can judge one object alone (the admission webhook runs it with a
+    # context of that object only): it reads other objects for detail, never for absence
+    single_object: bool = False
 
     @property
     def family(self) -> str:

@@ -208,6 +208,9 @@ class Reviewer:
         self.timeout = timeout
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
         self.engine = Engine(settings, rules, only_object_rules=True)
+        # bundle rules that can judge one object by itself (`Rule.single_object`) run with a
+        # context of the request's object alone; those that need other objects stay off
+        self.alone = Engine(settings, [r for r in rules if r.rule.scope.value == "bundle" and r.rule.single_object])
         # resolved once, not per request
         self._suppress, self._Context, self._K8sObject, self._SourceFile = suppress, Context, K8sObject, SourceFile
         self._selector_matches = registry.selector_matches
@@ -219,7 +222,8 @@ class Reviewer:
         from ailint.engine.registry import all_rules
 
         engine = {c for c, reg in all_rules().items() if reg.rule.engine and reg.rule.family in ("YML", "AIL")}
-        return sorted({r.rule.code for r in self.engine.object_rules} | engine)
+        own = {r.rule.code for r in self.engine.object_rules} | {r.rule.code for r in self.alone.bundle_rules}
+        return sorted(own | engine)
 
     def warm(self) -> None:
         """Run the rules once on a few typical objects, in this thread (no pool threads),
@@ -249,8 +253,24 @@ class Reviewer:
         # the request: memory stays flat, and its garbage is young (no long full-GC pauses)
         out = self.engine.check_object(o, ctx)
         sups = self._suppress.annotation_suppressions(o)
+        out = out + self._alone_findings(o)
         res = self._suppress.apply(out, sups, self._selector_matches, lambda s: True, lambda s: False)
         return sorted(res.kept, key=lambda f: (-f.severity.rank, f.code, f.message))
+
+    def _alone_findings(self, o: Any) -> list[Any]:
+        """The single-object bundle rules on `o`, with a context that holds `o` only."""
+        rules = self.alone.rules_for(o, bundle=True)
+        if not rules:
+            return []
+        ctx = self._Context(objects=[o], profile=self.settings.profile, bundle=True)
+        out: list[Any] = []
+        try:
+            for reg in rules:
+                out.extend(self.alone.check(reg, o, ctx))
+        finally:
+            for forget in getattr(self, "_forget", ()):
+                forget(o)
+        return out
 
     def review(self, review: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]:
         req = review["request"]
@@ -285,6 +305,7 @@ class Reviewer:
             response["auditAnnotations"] = {
                 "ailint.io/findings": ",".join(sorted(set(codes)))[:1000],
                 "ailint.io/count": str(len(codes)),
+                "ailint.io/messages": audit_messages(findings),
             }
         if message:
             response["status"] = {"code": 403, "message": message}
@@ -301,9 +322,55 @@ class Reviewer:
 
 def _warning_line(f: Any) -> str:
     text = " ".join(f"{f.code} {f.message}".split())
-    if len(text) > MAX_WARNING_CHARS:
-        text = text[: MAX_WARNING_CHARS - 1].rstrip() + "…"
-    return text
+    return fit_warning(text, f.code, f.fix.title if getattr(f, "fix", None) is not None else None)
+
+
+_CUT_TRAILING = " ,;:([{-–—"
+
+
+def fit_warning(text: str, code: str, fix_title: str | None = None, limit: int = MAX_WARNING_CHARS) -> str:
+    """`CODE message` within `limit` characters, cut at a word boundary, never mid-word.
+
+    What is kept, in order: the code, the start of the message (the fact) and, when the
+    finding has a fix, its title (what to do) after ` fix: `. A cut message ends in `…`;
+    the full text stays in the audit annotation `ailint.io/messages`."""
+    if len(text) <= limit:
+        return text
+    message = text[len(code) :].strip() if text.startswith(code) else text
+    tail = f" fix: {' '.join(fix_title.split())}" if fix_title else ""
+    if len(code) + 1 + 24 + 1 + len(tail) > limit:  # no room for a useful fact beside the fix
+        tail = ""
+    room = limit - len(code) - 1 - 1 - len(tail)  # the space after the code, the ellipsis
+    return f"{code} {_cut_words(message, room)}…{tail}".replace(" …", "…")
+
+
+def _cut_words(message: str, room: int) -> str:
+    """The longest run of whole words of `message` within `room` characters."""
+    if room <= 0:
+        return ""
+    if len(message) <= room:
+        return message
+    cut = message[: room + 1]
+    space = cut.rfind(" ")
+    head = cut[:space] if space > 0 else ""
+    return head.rstrip(_CUT_TRAILING)
+
+
+AUDIT_MESSAGES_CHARS = 8000
+
+
+def audit_messages(findings: list[Any]) -> str:
+    """Every finding's full message for the audit log (a JSON list of `CODE message`,
+    whole entries only, within AUDIT_MESSAGES_CHARS)."""
+    out: list[str] = []
+    size = 2
+    for f in findings:
+        entry = f"{f.code} {' '.join(f.message.split())}"
+        size += len(json.dumps(entry)) + 1
+        if size > AUDIT_MESSAGES_CHARS:
+            break
+        out.append(entry)
+    return json.dumps(out, ensure_ascii=False)
 
 
 def valid_review(body: Any) -> str | None:
@@ -313,7 +380,7 @@ def valid_review(body: Any) -> str | None:
     if body.get("kind") != "AdmissionReview":
         return "kind is not AdmissionReview"
     if body.get("apiVersion") not in ("admission.k8s.io/v1", "admission.k8s.io/v1beta1"):
-        return "apiVersion is not admission.k8s.io/v1"
+        return "apiVersion is not admission.k8s.io/v1 (or v1beta1)"
     req = body.get("request")
     if not isinstance(req, dict) or not isinstance(req.get("uid"), str) or not req.get("uid"):
         return "request.uid is missing"
@@ -395,6 +462,15 @@ def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr, worker: i
                 self._send(200, b"ok\n", "text/plain")
             elif self.path == "/metrics":
                 self._send(200, metrics.render().encode(), "text/plain; version=0.0.4")
+            elif self.path.split("?", 1)[0] == "/validate":  # exists, for POST only
+                body = b'{"error": "method not allowed: use POST /validate"}'
+                self.send_response(405)
+                self.send_header("Allow", "POST")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
             else:
                 self._send(404, b'{"error": "not found"}')
 

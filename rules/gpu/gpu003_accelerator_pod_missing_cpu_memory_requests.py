@@ -94,6 +94,7 @@ RULE = Rule(
     summary="An accelerator container has no cpu or no memory request, so nodes are sized without host RAM for it",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("gpu", "resources", "karpenter"),
     precision="high",

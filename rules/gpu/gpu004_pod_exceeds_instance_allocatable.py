@@ -124,6 +124,7 @@ RULE = Rule(
     summary="A pod requests more than any instance type it can land on can allocate",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     tags=("gpu", "resources", "karpenter"),
     precision="high",

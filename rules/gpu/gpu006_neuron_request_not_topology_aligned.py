@@ -80,6 +80,7 @@ RULE = Rule(
     summary="A Neuron device or core request is not a power of two, not a Trn1 device set, or mixes devices and cores",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     tags=("neuron", "scheduling", "karpenter"),
     precision="high",

@@ -96,6 +96,7 @@ RULE = Rule(
     summary="EKS Auto Mode objects use self-managed Karpenter labels, node classes or device plugins",
     kinds=("karpenter.sh/NodePool", "eks.amazonaws.com/NodeClass", *POD_KINDS),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("karpenter", "auto-mode"),
 )

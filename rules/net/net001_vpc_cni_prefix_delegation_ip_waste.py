@@ -135,6 +135,7 @@ RULE = Rule(
     summary="VPC CNI prefix delegation or an Auto Mode NodeClass reserves /28 prefixes on pod-sparse GPU nodes",
     kinds=("DaemonSet", "ClusterConfig", "eks.amazonaws.com/NodeClass", "karpenter.sh/NodePool"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     options={
         "warm_ip_target": Option("1", "WARM_IP_TARGET the fix adds", "string"),

@@ -105,6 +105,7 @@ RULE = Rule(
     summary="A pod's EFA request does not match the EFA interfaces of the instance types it lands on",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("efa", "network", "training"),
 )

@@ -103,6 +103,7 @@ RULE = Rule(
     summary="EFA/NCCL environment variables contradict the pod's EFA request or pin obsolete knobs",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("efa", "nccl", "network", "training"),
 )

@@ -92,6 +92,7 @@ RULE = Rule(
     summary="An EFA training NodeClass uses reserved tags for placement, or has no placement group or single zone",
     kinds=("karpenter.k8s.aws/EC2NodeClass",),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("efa", "karpenter", "network", "training"),
 )

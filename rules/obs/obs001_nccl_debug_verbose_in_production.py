@@ -86,6 +86,7 @@ RULE = Rule(
     summary="NCCL_DEBUG=INFO/TRACE or TORCH_DISTRIBUTED_DEBUG=DETAIL is left on in a workload",
     kinds=(*POD_KINDS, "ConfigMap"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("observability", "nccl", "cost"),
     precision="high",

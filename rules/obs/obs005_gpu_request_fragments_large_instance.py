@@ -112,6 +112,7 @@ RULE = Rule(
     summary="A small GPU request can only land on large multi-GPU instances, leaving most accelerators idle",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     tags=("cost", "gpu", "karpenter"),
     precision="medium",

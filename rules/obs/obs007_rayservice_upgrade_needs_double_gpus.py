@@ -112,6 +112,7 @@ RULE = Rule(
     summary="A GPU RayService upgrades by building a second full cluster, needing twice the GPUs",
     kinds=("ray.io/RayService",),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     options={
         "minGpus": Option(

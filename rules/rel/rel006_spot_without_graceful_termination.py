@@ -136,6 +136,7 @@ RULE = Rule(
     summary="A pod that can run on Spot cannot finish its work within the two-minute interruption notice",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("reliability", "spot", "karpenter"),
     precision="medium",

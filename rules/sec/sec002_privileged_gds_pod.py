@@ -105,6 +105,7 @@ RULE = Rule(
     summary="A GPU pod with GPUDirect Storage or FSx fast-load signs runs privileged or with host namespaces",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("security", "gpu", "storage"),
     precision="high",

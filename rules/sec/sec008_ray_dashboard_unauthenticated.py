@@ -88,6 +88,7 @@ RULE = Rule(
     summary="The Ray dashboard and Jobs API are exposed beyond the pod network without token authentication",
     kinds=("RayCluster", "RayJob", "RayService", "Service", "Ingress", "HTTPRoute"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("security", "ray", "network"),
     precision="high",

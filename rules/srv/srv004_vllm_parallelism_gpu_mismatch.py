@@ -103,6 +103,7 @@ RULE = Rule(
     summary="vLLM/SGLang tensor x pipeline x data parallelism does not match the GPUs the pod gets",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("serving", "gpu", "vllm"),
 )

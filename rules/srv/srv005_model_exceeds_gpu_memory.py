@@ -95,6 +95,7 @@ RULE = Rule(
     summary="The model's weights do not fit in the accelerator memory of any instance type the pod can use",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     options={"kv-cache-headroom": Option(0.1, "fraction of usable memory to keep for the KV cache", "number")},
     tags=("serving", "gpu", "memory"),

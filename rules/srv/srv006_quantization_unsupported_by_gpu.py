@@ -89,6 +89,7 @@ RULE = Rule(
     summary="NVFP4/FP4 weights or KV cache are served on GPUs without native FP4 (non-Blackwell)",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("serving", "gpu", "quantization"),
 )

@@ -91,6 +91,7 @@ RULE = Rule(
     summary="An InferencePool selects no or mixed model servers, targets a wrong port, mixes API versions or has a fragile EPP",
     kinds=("InferencePool",),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("serving", "gateway", "inference-extension"),
 )

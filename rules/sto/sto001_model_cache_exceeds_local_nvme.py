@@ -154,6 +154,7 @@ RULE = Rule(
     summary="A serving pod caches model weights on node-local storage that is smaller than the model",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("storage", "model-cache", "serving"),
     precision="medium",

@@ -142,6 +142,7 @@ RULE = Rule(
     summary="Serving pods download weights or recompile artifacts on every start into storage that dies with the pod",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     options={"minModelSize": Option("5G", "models known to be smaller than this are skipped", "string")},
     tags=("storage", "model-loading", "autoscaling", "cost"),

@@ -118,6 +118,7 @@ RULE = Rule(
     summary="A RayJob or Ray Train run has no retries (backoffLimit or FailureConfig.max_failures is 0)",
     kinds=("RayJob", "ConfigMap"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     options={"backoff_limit": Option(2, "backoffLimit the fix sets on a RayJob", "integer")},
     tags=("ray", "training", "reliability"),

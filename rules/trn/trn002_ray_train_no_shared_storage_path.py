@@ -116,6 +116,7 @@ RULE = Rule(
     summary="Multi-node Ray Train keeps checkpoints on local disk (storage_path unset or local)",
     kinds=("RayJob", "RayCluster"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.NEVER,
     tags=("ray", "training", "storage"),
 )

@@ -111,6 +111,7 @@ RULE = Rule(
     summary="Distributed training has no restart budget: the first failure ends the run",
     kinds=("PyTorchJob", "JobSet", "TrainingRuntime", "ClusterTrainingRuntime", "Job", "Pod"),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     options={"max_restarts": Option(3, "restart budget written by the fixes", "integer")},
     tags=("training", "reliability"),

@@ -91,6 +91,7 @@ RULE = Rule(
     summary="Processes per node or --nnodes do not match the GPUs per pod or the pods that run",
     kinds=POD_KINDS,
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("training", "gpu"),
 )

@@ -157,6 +157,7 @@ RULE = Rule(
         "TrainJob",
     ),
     scope=Scope.BUNDLE,
+    single_object=True,
     fix=FixAvailability.SOMETIMES,
     tags=("kueue", "scheduling", "training"),
 )
