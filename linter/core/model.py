@@ -144,6 +144,16 @@ class ObjectRef:
 
 
 @dataclass(frozen=True, slots=True)
+class RelatedLocation:
+    """A second place a finding concerns (SARIF `relatedLocations`): for a finding mapped
+    back from rendered Helm output, the values-file key the template line prints."""
+
+    file: str
+    span: Span
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     code: str
     name: str
@@ -154,6 +164,7 @@ class Finding:
     object_ref: ObjectRef | None = None
     path: Path = ()
     fix: Fix | None = None
+    related: tuple[RelatedLocation, ...] = ()  # e.g. the values-file line a template line prints
 
     def sort_key(self) -> tuple:
         return (self.file, self.span.line, self.span.col, self.code, self.message)

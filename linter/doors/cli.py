@@ -79,6 +79,13 @@ def cli() -> None:
 @click.option("--kube-version", default=None, help="Kubernetes version for schema validation (default 1.33).")
 @click.option("--no-schema", is_flag=True, help="Skip schema validation (SCH).")
 @click.option("--color/--no-color", default=None, help="Force colour on or off in text output.")
+@click.option("--helm", "helm_bin", metavar="PATH", help="helm binary for charts (default: helm on PATH).")
+@click.option("--kubectl", "kubectl_bin", metavar="PATH", help="kubectl binary for overlays (`kubectl kustomize`).")
+@click.option("--kustomize", "kustomize_bin", metavar="PATH", help="kustomize binary for overlays (`kustomize build`).")
+@click.option("--values", "values_files", multiple=True, metavar="FILE", help="Helm values file for every chart.")
+@click.option("--helm-set", "helm_sets", multiple=True, metavar="KEY=VALUE", help="Helm --set for every chart.")
+@click.option("--release", metavar="NAME", help="Helm release name for charts (default: release).")
+@click.option("--namespace", metavar="NS", help="Namespace to render charts into (default: default).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def check(
     paths: tuple[str, ...],
@@ -104,6 +111,13 @@ def check(
     kube_version: str | None,
     no_schema: bool,
     color: bool | None,
+    helm_bin: str | None,
+    kubectl_bin: str | None,
+    kustomize_bin: str | None,
+    values_files: tuple[str, ...],
+    helm_sets: tuple[str, ...],
+    release: str | None,
+    namespace: str | None,
     debug: bool,
 ) -> None:
     """Lint files and folders (recursive *.yaml, *.yml, *.json); `-` reads standard input."""
@@ -150,6 +164,13 @@ def _check(
     kube_version: str | None,
     no_schema: bool,
     color: bool | None,
+    helm_bin: str | None,
+    kubectl_bin: str | None,
+    kustomize_bin: str | None,
+    values_files: tuple[str, ...],
+    helm_sets: tuple[str, ...],
+    release: str | None,
+    namespace: str | None,
     debug: bool,
 ) -> int:
     import gc
@@ -183,6 +204,15 @@ def _check(
         settings.kube_version = kube_version
     if no_schema:
         settings.schema = False
+    settings.render_cli = {  # charts and overlays (ailint.engine.render)
+        "helm": helm_bin,
+        "kubectl": kubectl_bin,
+        "kustomize": kustomize_bin,
+        "values": list(values_files),
+        "sets": list(helm_sets),
+        "release": release,
+        "namespace": namespace,
+    }
     if fmt is None:
         fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     stdin_text = None

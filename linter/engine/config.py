@@ -37,6 +37,8 @@ class Settings:
     kube_version: str = "1.33"
     schema: bool = True
     respect_gitignore: bool = True
+    render: dict[str, Any] = field(default_factory=dict)  # `helm`, `kustomize`, `charts`, `render` (ailint.engine.render)
+    render_cli: dict[str, Any] = field(default_factory=dict)  # --helm, --values, --helm-set, ... (ailint.engine.render)
     config_path: str | None = None
     root: str = "."
     extra: dict[str, Any] = field(default_factory=dict)  # the config's data, for providers (registry.providers)
@@ -144,6 +146,7 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
     s.kube_version = str(data.get("kube-version", s.kube_version))
     s.schema = bool(data.get("schema", True))
     s.respect_gitignore = bool(data.get("respect-gitignore", True))
+    s.render = {k: data[k] for k in ("helm", "kustomize", "charts", "render") if k in data}
     lim = data.get("limits") or {}
     s.limits = Limits(
         max_file_bytes=int(lim.get("max-file-size", s.limits.max_file_bytes)),

@@ -38,6 +38,7 @@ class RunResult:
     sources: dict[str, SourceFile] = field(default_factory=dict)
     rules: list[RegisteredRule] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)  # files a folder walk passed over, by reason
+    render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     context_files: int = 0  # files loaded as context only (not reported)
 
     @property
@@ -195,6 +196,8 @@ def lint(
             skipped=skipped,
         )
     )
+    from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
+    render_plan, candidates = render_stage.plan(paths or ["."], candidates, settings, shown_root)
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
     extra = context_candidates(context, settings, shown_root, candidates)
@@ -210,7 +213,13 @@ def lint(
         file_results = run_parallel(candidates, settings, engine, jobs)
     else:
         file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
-    return finish(file_results, settings, engine, result)
+    if not render_plan.units:
+        return finish(file_results, settings, engine, result)
+    file_results += render_stage.render(render_plan, settings, engine)
+    result = finish(file_results, settings, engine, result)
+    result.render = render_plan
+    render_stage.remap(result, render_plan, settings)
+    return result
 
 
 def context_candidates(

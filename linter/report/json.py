@@ -44,6 +44,17 @@ def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
         "object": obj,
         "path": json_pointer(f.path) if f.path else "",
         "fix": fix,
+        "related": [
+            {
+                "file": r.file,
+                "line": r.span.line,
+                "column": r.span.col,
+                "end_line": r.span.end_line,
+                "end_column": r.span.end_col,
+                "message": r.message,
+            }
+            for r in f.related
+        ],
     }
 
 

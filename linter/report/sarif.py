@@ -176,6 +176,18 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
     )
     if f.code in index:
         res.rule_index = index[f.code]
+    if f.related:  # e.g. the values-file key a chart template prints (ailint.engine.render)
+        res.related_locations = [
+            om.Location(
+                id=i,
+                physical_location=om.PhysicalLocation(
+                    artifact_location=locate(r.file),
+                    region=_region(r.span.line, r.span.col, r.span.end_line, r.span.end_col),
+                ),
+                message=om.Message(text=r.message) if r.message else None,
+            )
+            for i, r in enumerate(f.related)
+        ]
     if f.fix is not None and f.fix.edits:
         src = sources.get(f.file)
         replacements = []

@@ -69,6 +69,9 @@ def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> st
                     if color
                     else f"    in {f.object_ref.label()}{tpl}"
                 )
+            for r in f.related:
+                rel = f"    related: {r.file}:{r.span.line}:{r.span.col}" + (f": {r.message}" if r.message else "")
+                out.append(_esc(rel) if color else rel)
             for line in _frame(f, result.sources):
                 out.append(_esc(line) if color else line)
             if f.code not in cache:
