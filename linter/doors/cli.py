@@ -21,6 +21,33 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+_POLICY_PATHS: list[str] = []  # --policies (a callback keeps them out of the long signatures)
+
+
+def _remember_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    _POLICY_PATHS[:] = [os.path.abspath(p) for p in value or ()]
+
+
+def _with_cli_policies(settings: Any) -> None:
+    """`--policies` paths join the config's `policies:` (read by the policy provider)."""
+    if _POLICY_PATHS:
+        given = settings.extra.get("policies") or []
+        settings.extra = {
+            **settings.extra,
+            "policies": [*([given] if isinstance(given, str) else given), *_POLICY_PATHS],
+        }
+
+
+def _config_rules(config_file: str | None, no_config: bool) -> None:
+    """Read the config so that its custom rules are listed and documented too."""
+    from ailint.engine.config import ConfigError, load_settings
+
+    try:
+        load_settings(config_file, no_config)
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
 def _csv(values: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for v in values:
@@ -86,6 +113,15 @@ def cli() -> None:
 @click.option("--helm-set", "helm_sets", multiple=True, metavar="KEY=VALUE", help="Helm --set for every chart.")
 @click.option("--release", metavar="NAME", help="Helm release name for charts (default: release).")
 @click.option("--namespace", metavar="NS", help="Namespace to render charts into (default: default).")
+@click.option(
+    "--policies",
+    multiple=True,
+    type=click.Path(exists=True),
+    expose_value=False,
+    callback=_remember_policies,
+    help="File or folder of ValidatingAdmissionPolicy objects (and their bindings, params, namespaces) "
+    "evaluated against the linted objects; not linted itself (repeatable).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def check(
     paths: tuple[str, ...],
@@ -186,6 +222,7 @@ def _check(
     try:
         settings = load_settings(config_file, no_config)
         settings.profile = parse_set(set_pairs, settings.profile)
+        _with_cli_policies(settings)
     except ConfigError as exc:
         _fail(str(exc))
     sel = _csv(select)
@@ -358,9 +395,15 @@ def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False)
 
 @cli.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def rules_cmd(fmt: str) -> None:
+@click.option(
+    "--config", "config_file", type=click.Path(dir_okay=False), help="Config file (its custom rules are listed)."
+)
+@click.option("--no-config", is_flag=True, help="Ignore config files.")
+def rules_cmd(fmt: str, config_file: str | None = None, no_config: bool = False) -> None:
     """List every rule."""
     from ailint.engine.registry import all_rules
+
+    _config_rules(config_file, no_config)
 
     rows = []
     for reg in all_rules().values():
@@ -388,9 +431,13 @@ def rules_cmd(fmt: str) -> None:
 
 @cli.command("rule")
 @click.argument("code")
-def rule_cmd(code: str) -> None:
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file (for custom rules).")
+@click.option("--no-config", is_flag=True, help="Ignore config files.")
+def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False) -> None:
     """Show a rule's full documentation (by code or name)."""
     from ailint.engine.registry import find_rule
+
+    _config_rules(config_file, no_config)
 
     reg = find_rule(code)
     if reg is None:

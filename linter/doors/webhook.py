@@ -253,9 +253,20 @@ class Reviewer:
         # the request: memory stays flat, and its garbage is young (no long full-GC pauses)
         out = self.engine.check_object(o, ctx)
         sups = self._suppress.annotation_suppressions(o)
-        out = out + self._alone_findings(o)
+        out = out + self._alone_findings(o) + self._provider_findings(o)
         res = self._suppress.apply(out, sups, self._selector_matches, lambda s: True, lambda s: False)
         return sorted(res.kept, key=lambda f: (-f.severity.rank, f.code, f.message))
+
+    def _provider_findings(self, o: Any) -> list[Any]:
+        """Providers' passes on `o` alone: the admission policies of the config's `policies:`
+        (custom rules are object rules, already in `self.engine`)."""
+        from ailint.engine import registry
+
+        enabled = {r.rule.code for r in self.engine.rules}
+        out: list[Any] = []
+        for provider in registry.providers():
+            out.extend(provider.run_pass([o], self.settings, enabled))
+        return out
 
     def _alone_findings(self, o: Any) -> list[Any]:
         """The single-object bundle rules on `o`, with a context that holds `o` only."""

@@ -95,6 +95,8 @@ def config_schema(base: dict) -> dict:
         "additionalProperties": False,
         "description": "Per-rule settings keyed by code or name: severity and the rule's options.",
         "properties": props,
+        # the codes of custom rules (`custom-rules`, entry points): checked when the config is read
+        "patternProperties": {"^[A-Z]{3}[0-9]{3}$": {"type": "object"}},
     }
     return schema
 
