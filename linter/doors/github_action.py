@@ -110,7 +110,7 @@ def _set_output(name: str, value: str) -> None:
             fh.write(f"{name}={value}\n")
 
 
-def annotations(result: Any) -> list[str]:
+def annotation_lines(result: Any) -> list[str]:
     """Workflow commands for at most 10 findings per level, most severe first."""
     from types import SimpleNamespace
 
@@ -234,7 +234,7 @@ def _run(sarif_file: str) -> int:
             scope = f"new findings since {base[:12]}"
     errors = sum(1 for f in result.findings if f.severity.value == "error")
     if want_annotations:
-        for line in annotations(result):
+        for line in annotation_lines(result):
             print(line)
     if want_summary and os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
