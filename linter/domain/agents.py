@@ -151,6 +151,9 @@ def _compiled() -> dict[str, Any]:
         "references": re.compile("|".join(f"(?:{p})" for p in d["references"])),  # any of them
         "long_lived": re.compile(d["long_lived_names"]),
     }
+        "mask_pem": re.compile(d["mask_shapes"]["pem_block"]),
+        "mask_url": re.compile(d["mask_shapes"]["url_password"]),
+        "mask_aws": re.compile(d["mask_shapes"]["aws_secret_key"]),
 
 
 def value_shape(value: str) -> str | None:
@@ -236,6 +239,30 @@ _CONFIG_LINE = re.compile(
 
 
 def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
+def _config_line_hit(line: str) -> tuple[str, str, SecretHit] | None:
+    """A `key: value` / `KEY=value` / `export KEY=value` line holding a literal secret, by
+    its key or its value's shape: (key, value, hit)."""
+    c = _compiled()
+    if line.lstrip().startswith("export "):
+        line = line.replace("export ", "", 1)
+    m = _CONFIG_LINE.match(line)
+    if not m:
+        return None
+    key, raw = m.group("key"), m.group("value").strip()
+    value = raw.strip("'\"")
+    if not value or value in ("|", ">", "|-", ">-", "{", "["):
+        return None
+    lk = key.lower()
+    hit = None
+    if c["config_keys"].search(lk) and not c["config_not"].search(lk):
+        hit = secret_kind("API_KEY" if not is_secret_name(key) else key, value)
+        if hit is not None and not value_shape(value):
+            hit = SecretHit("matched by its key", hit.placeholder)
+    else:
+        hit = secret_kind(key, value)
+    return None if hit is None else (key, value, hit)
+
+
     """Literal secrets in a config file's text (YAML, JSON, `.env`, shell `export`):
     (key, value, hit) per matching line, and value shapes anywhere."""
     if not isinstance(text, str):
@@ -249,25 +276,11 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", "//")):
             continue
-        if stripped.startswith("export "):
-            line = line.replace("export ", "", 1)
-        m = _CONFIG_LINE.match(line)
-        if m:
-            key, raw = m.group("key"), m.group("value").strip()
-            value = raw.strip("'\"")
-            if value and value not in ("|", ">", "|-", ">-", "{", "["):
-                lk = key.lower()
-                hit = None
-                if c["config_keys"].search(lk) and not c["config_not"].search(lk):
-                    hit = secret_kind("API_KEY" if not is_secret_name(key) else key, value)
-                    if hit is not None and not value_shape(value):
-                        hit = SecretHit("matched by its key", hit.placeholder)
-                else:
-                    hit = secret_kind(key, value)
-                if hit is not None:
-                    seen_values.add(value)
-                    yield key, value, hit
-                    continue
+        found = _config_line_hit(line)
+        if found is not None:
+            seen_values.add(found[1])
+            yield found
+            continue
         for name, rx in shapes:
             for mm in rx.finditer(line):
                 val = mm.group(1)
@@ -277,6 +290,74 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
 
 
 # ---------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------
+# Masking secrets in output (reports, webhook answers): the one detector, applied to text
+# ---------------------------------------------------------------------------------------
+_ENV_NAME = re.compile(r"""^\s*(?:-\s+)?\{?\s*["']?name["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?""")
+_ENV_VALUE = re.compile(r"""["']?value["']?\s*:\s*(["']?)([^"'\n#,}]*)\1""")
+_FAST_OUT = re.compile(r"[A-Za-z0-9_-]{16}|://|PRIVATE KEY|name|=|:")
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Offsets (start, end) of every secret value in `text`, any kind of file: what SEC007
+    recognises (value shapes, values of secret-named keys and env entries, URL passwords),
+    PEM private key blocks and AWS-style secret access keys. Placeholders found by name
+    (`changeme`, `${TOKEN}`) are not secrets and stay readable; a value shape is masked even
+    when it looks like an example."""
+    if not text or not _FAST_OUT.search(text):
+        return []
+    c = _compiled()
+    spans: list[tuple[int, int]] = []
+    if c["any_shape"].search(text):
+        spans.extend(m.span() for m in c["any_shape"].finditer(text))
+    if "PRIVATE KEY" in text:
+        spans.extend(m.span() for m in c["mask_pem"].finditer(text))
+    if "://" in text:
+        spans.extend(m.span(1) for m in c["mask_url"].finditer(text))
+    spans.extend(m.span() for m in c["mask_aws"].finditer(text))
+    pos = 0
+    pending: str | None = None  # an env entry's secret name, waiting for its `value:`
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        found = _config_line_hit(body) if ":" in body or "=" in body else None
+        if found is not None and not found[2].placeholder:
+            _mark(spans, body, pos, found[1])
+        m = _ENV_NAME.match(body)
+        if m:
+            pending = m.group(1) if is_secret_name(m.group(1)) or m.group(1).upper() in c["url_names"] else None
+        if pending is not None:
+            v = _ENV_VALUE.search(body, m.end() if m else 0)
+            if v is not None:
+                hit = secret_kind(pending, v.group(2).strip())
+                if hit is not None and not hit.placeholder:
+                    spans.append((pos + v.start(2), pos + v.end(2)))
+                pending = None
+            elif not m and body.strip().startswith("-"):
+                pending = None  # the next list item: this entry had no value
+        pos += len(line)
+    return spans
+
+
+def _mark(spans: list[tuple[int, int]], line: str, pos: int, value: str) -> None:
+    i = line.rfind(value)
+    if i >= 0:
+        spans.append((pos + i, pos + i + len(value)))
+
+
+def redact(text: str) -> str:
+    """`text` with every secret value masked by `*`, one for one (line breaks kept), so that
+    lines, columns and carets computed on the original text still point at the same places."""
+    spans = secret_spans(text)
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] not in "\r\n":
+                chars[i] = "*"
+    return "".join(chars)
+
+
 # Long-lived credentials (SEC006)
 # ---------------------------------------------------------------------------------------
 AWS_STATIC = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -291,15 +372,11 @@ def service_account_name(pod: PodTemplate) -> str:
     return sa if isinstance(sa, str) and sa else "default"
 
 
-def namespace_of(obj: K8sObject) -> str:
-    return obj.namespace or "default"
-
-
 def find_secret(ctx: Any, namespace: str, name: Any) -> K8sObject | None:
     if not isinstance(name, str):
         return None
     for s in ctx.of_kind("Secret"):
-        if s.name == name and namespace_of(s) == namespace:
+        if s.name == name and s.namespace_or_default == namespace:
             return s
     return None
 
@@ -322,7 +399,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     Secret is reported at its volume, and a `KUBECONFIG` env var pointing into that volume
     is named in the same credential (it is evidence, not a second credential)."""
     out: list[Credential] = []
-    ns = namespace_of(pod.obj)
+    ns = pod.obj.namespace_or_default
     # volume name -> (secret name, volume path, "legacy" | "kubeconfig" | None)
     secret_vols: dict[str, tuple[str, Path, str | None]] = {}
     for i, v in iter_dicts(pod.spec.get("volumes")):
@@ -379,7 +456,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     for s in ctx.of_kind("Secret"):
         if (
             s.data.get("type") == "kubernetes.io/service-account-token"
-            and namespace_of(s) == ns
+            and s.namespace_or_default == ns
             and s.annotations.get("kubernetes.io/service-account.name") == sa
         ):
             if not any(f"Secret {s.name} " in x.what for x in out):
@@ -403,14 +480,14 @@ def _secret_volume_at(c: Container, file_path: str, secret_vols: dict[str, Any])
 
 def short_lived_identity(pod: PodTemplate, ctx: Any) -> str | None:
     """IRSA, EKS Pod Identity or a projected service-account token of at most one hour."""
-    ns = namespace_of(pod.obj)
+    ns = pod.obj.namespace_or_default
     sa = service_account_name(pod)
     for o in ctx.of_kind("ServiceAccount"):
-        if o.name == sa and namespace_of(o) == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
+        if o.name == sa and o.namespace_or_default == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
             return "IRSA"
     for o in ctx.of_kind("PodIdentityAssociation"):
         spec = as_dict(o.data.get("spec"))
-        if spec.get("serviceAccount") == sa and (spec.get("namespace") or namespace_of(o)) == ns:
+        if spec.get("serviceAccount") == sa and (spec.get("namespace") or o.namespace_or_default) == ns:
             return "EKS Pod Identity"
     for o in ctx.of_kind("ClusterConfig"):
         iam = as_dict(o.get("iam"))

@@ -1,11 +1,14 @@
-"""Helpers every reporter shares: JSON Pointer paths and edit positions."""
+"""Helpers every reporter shares: JSON Pointer paths, edit positions, file modes, redaction."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
+import re
 from typing import Any
 
-from ailint.core.model import Edit, SourceFile
+from ailint.core.model import Edit, Finding, SourceFile
 
 
 def json_pointer(path: tuple[Any, ...]) -> str:
@@ -27,3 +30,67 @@ def umask_mode() -> int:
     old = os.umask(0o022)
     os.umask(old)
     return 0o666 & ~old
+
+
+def redact_text(text: str) -> str:
+    """Text shown in a report (code frames, messages, fix texts, HTML, webhook answers) with
+    every secret value masked by `*`, one character for one (lines and columns unchanged).
+
+    The detector is SEC007's (`ailint.domain.agents.redact`, shapes in data/secrets.json),
+    applied to any text, manifest or not."""
+    if not text:
+        return text
+    from ailint.domain.agents import redact
+
+    return redact(text)
+
+
+def redact_finding(f: Finding) -> Finding:
+    """`f` with its message, fix title and fix contents masked (a copy; `f` is unchanged)."""
+    fix = f.fix
+    if fix is not None:
+        edits = tuple(dataclasses.replace(e, content=redact_text(e.content)) for e in fix.edits)
+        fix = dataclasses.replace(fix, title=redact_text(fix.title), edits=edits)
+    message = redact_text(f.message)
+    if message == f.message and fix is f.fix:
+        return f
+    return dataclasses.replace(f, message=message, fix=fix)
+
+
+def redact_result(result: Any) -> Any:
+    """What a reporter may show of a run: a shallow copy with the findings masked
+    (`redact_finding`); code frames come from `frame_source`. The sources stay as they are
+    (positions of fix edits, SARIF locations)."""
+    out = copy.copy(result)
+    out.findings = [redact_finding(f) for f in result.findings]
+    out.frame_cache = {}
+    out.frame_files = {fs.path for fs in getattr(result, "files", ()) if getattr(fs, "objects", 0)}
+    return out
+
+
+_MANIFEST_HINT = re.compile(r"^(?:apiVersion|kind)\s*:", re.M)
+
+
+def frame_source(result: Any, file: str) -> SourceFile | None:
+    """The source a code frame (text, HTML) may quote for `file`: masked by `redact_text`,
+    and None for a file that holds no Kubernetes object and does not read like a manifest
+    (a values file, a credentials file behind a followed link: no frame at all)."""
+    cache = getattr(result, "frame_cache", None)
+    if cache is not None and file in cache:
+        return cache[file]  # type: ignore[no-any-return]
+    src = result.sources.get(file)
+    got: SourceFile | None = None
+    if src is not None:
+        holding = getattr(result, "frame_files", None)
+        if holding is None:
+            holding = {fs.path for fs in getattr(result, "files", ()) if getattr(fs, "objects", 0)}
+        holds = file in holding
+        if holds or len(_MANIFEST_HINT.findall(src.text, 0, 1 << 16)) >= 2:
+            masked = redact_text(src.text)
+            got = src
+            if masked != src.text:
+                got = SourceFile(src.path, src.display, masked)
+                got.template_paths = src.template_paths
+    if cache is not None:
+        cache[file] = got
+    return got

@@ -16,6 +16,9 @@ def _escape_prop(s: str) -> str:
 
 
 def render(result, **_: Any) -> str:
+    from ailint.report.common import redact_result
+
+    result = redact_result(result)  # no secret value in any output (public CI logs)
     lines = []
     for f in result.findings:
         props = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from ailint import __version__
 from ailint.core.model import Finding, Severity
-from ailint.report.common import edit_region, json_pointer
+from ailint.report.common import edit_region, json_pointer, redact_result
 
 
 def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
@@ -73,6 +73,7 @@ def render(result, **_: Any) -> str:
             "by_severity": by_sev,
             "fixable": sum(1 for f in result.findings if f.fix is not None),
             "context_files": getattr(result, "context_files", 0),
+    result = redact_result(result)  # no secret value in any output
             "skipped": {
                 "files": sum(getattr(result, "skipped", {}).values()),
                 "by_reason": dict(sorted(getattr(result, "skipped", {}).items())),

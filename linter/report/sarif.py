@@ -23,7 +23,8 @@ from ailint import __version__
 from ailint.core.model import Finding
 from ailint.engine.baseline import fingerprint
 from ailint.engine.registry import all_rules
-from ailint.report.common import edit_region
+from ailint.report.common import edit_region, redact_result
+from ailint.report.explain import severity_reason
 
 INFORMATION_URI = "https://github.com/ailint/ailint"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -233,4 +234,5 @@ def build(result: Any, root: str | None = None) -> dict[str, Any]:
 
 
 def render(result: Any, root: str | None = None, **_: Any) -> str:
+    result = redact_result(result)  # no secret value in any output
     return json.dumps(build(result, root), indent=2, ensure_ascii=False) + "\n"

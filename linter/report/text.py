@@ -10,32 +10,14 @@ import re
 from itertools import groupby
 from typing import Any
 
+from ailint.report.common import frame_source, redact_result
 from ailint.core.model import Finding
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _first_sentence(text: str, limit: int = 240) -> str:
-    text = re.sub(r"`([^`]*)`", r"\1", " ".join(text.split()))
-    m = re.match(r"(.+?[.!?])(\s|$)", text)
-    s = m.group(1) if m else text
-    if len(s) > limit:
-        s = s[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return s
-
-
-def _why_and_fix(code: str) -> tuple[str, str]:
-    from ailint.engine.registry import all_rules
-
-    reg = all_rules().get(code)
-    if reg is None:
-        return "", ""
-    sec = reg.sections
-    return _first_sentence(sec.get("Why is this bad?", "")), ""
-
-
-def _frame(f: Finding, sources: dict) -> list[str]:
-    src = sources.get(f.file)
+def _frame(f: Finding, result: Any) -> list[str]:
+    src = frame_source(result, f.file)  # masked; None for a file that is not a manifest
     if src is None:
         return []
     line = src.line_text(f.span.line)
@@ -47,8 +29,34 @@ def _frame(f: Finding, sources: dict) -> list[str]:
     return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}", f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
 
 
-def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> str:
-    cache: dict[str, tuple[str, str]] = {}
+def _fix_lines(f: Finding, result: Any) -> list[str]:
+    """`--show-fixes`: each edit of the finding's fix as removed (-) and added (+) lines."""
+    if f.fix is None:
+        return []
+    src = result.sources.get(f.file)
+    out: list[str] = []
+    for e in f.fix.edits:
+        if src is not None and e.end > e.start:
+            line, _ = src.position(e.start)
+            end_line, _ = src.position(max(e.start, e.end - 1))
+            out.extend(f"      - {src.line_text(n)}" for n in range(line, end_line + 1))
+        out.extend(f"      + {x}" for x in e.content.rstrip("\n").split("\n") if e.content)
+    return out
+
+
+def render(
+    result: Any,
+    color: bool = False,
+    show_fixes: bool = True,
+    verbose: bool = False,
+    show_fix_edits: bool = False,
+    **_: Any,
+) -> str:
+    """The text report; `verbose` gives each finding its rule's whole "why", `show_fix_edits`
+    (`--show-fixes`) the lines each fix removes and adds."""
+    from ailint.report.explain import explanation, severity_reason
+
+    result = redact_result(result)  # no secret value in any output (ailint.report.common)
     out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: f.file):
         findings = list(group)
@@ -72,7 +80,7 @@ def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> st
             for r in f.related:
                 rel = f"    related: {r.file}:{r.span.line}:{r.span.col}" + (f": {r.message}" if r.message else "")
                 out.append(_esc(rel) if color else rel)
-            for line in _frame(f, result.sources):
+            for line in _frame(f, result):
                 out.append(_esc(line) if color else line)
             if f.code not in cache:
                 cache[f.code] = _why_and_fix(f.code)

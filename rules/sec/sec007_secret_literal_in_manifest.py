@@ -7,7 +7,8 @@ Finds secrets written as literals: a container `env[].value` whose name is a sec
 a credential's shape, named for its issuer in the message: `sk-ant-…` (Anthropic),
 `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…` (OpenAI), other `sk-…` (OpenAI-style, as LiteLLM
 keys), `hf_…` (Hugging Face), `AKIA…`/`ASIA…` (AWS access key IDs, long-term/temporary),
-`nvapi-…` (NVIDIA), and GitHub, GitLab and Slack tokens. The same checks run over ConfigMap data (for example a LiteLLM config with
+`nvapi-…` (NVIDIA), GitHub, GitLab and Slack tokens, Google API keys (`AIza…`), JSON Web
+Tokens and PEM private keys. The same checks run over ConfigMap data (for example a LiteLLM config with
 `master_key: sk-…`), RayJob `runtimeEnvYAML` and RayService `serveConfigV2` `env_vars`.
 Placeholders and templating (`changeme`, `${HF_TOKEN}`, `<your-token>`) are reported as
 info; references (`$(VAR)`, `os.environ/VAR`, file paths) are not reported.
@@ -78,7 +79,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, Span, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, make_fix
-from ailint.domain.agents import env_value_to_secret_ref, scan_config_text, secret_kind
+from ailint.domain.agents import env_value_to_secret_ref, redact, scan_config_text, secret_kind
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers
 
@@ -99,6 +100,7 @@ def _short(value: str) -> str:
     return value if len(value) <= 24 else value[:21] + "..."
 
 
+    value = redact(value)  # a placeholder-looking real key is masked before it is cut short
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "ConfigMap":
         yield from _config_map(obj)
