@@ -365,13 +365,18 @@ def test_file_changed_on_disk_meanwhile_is_not_overwritten(tmp_path):
     assert any("changed on disk" in m for m in msgs)
 
 
-def test_mode_symlink_and_bom_are_kept(tmp_path):
+def test_mode_and_bom_are_kept_and_links_never_written_through(tmp_path):
     real = tmp_path / "real.yaml"
     real.write_bytes(b"\xef\xbb\xbf" + BAD.encode())
     os.chmod(real, 0o640)
     link = tmp_path / "link.yaml"
     link.symlink_to(real)
+    # a link is not written through (issue 19: a pull request's link must not make --fix
+    # rewrite its target), even when its target is in the same folder
     r = run(["--select", "GPU002", "--fix", str(link)])
+    assert r.exit_code == 1 and "not fixed: it is a symbolic link" in r.stderr
+    assert link.is_symlink() and real.read_bytes() == b"\xef\xbb\xbf" + BAD.encode()
+    r = run(["--select", "GPU002", "--fix", str(real)])
     assert r.exit_code == 0
     assert link.is_symlink()
     assert real.read_bytes().startswith(b"\xef\xbb\xbf") and b"limits:" in real.read_bytes()

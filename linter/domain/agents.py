@@ -150,10 +150,10 @@ def _compiled() -> dict[str, Any]:
         "placeholder_res": [re.compile(p) for p in d["placeholder_patterns"]],
         "references": re.compile("|".join(f"(?:{p})" for p in d["references"])),  # any of them
         "long_lived": re.compile(d["long_lived_names"]),
-    }
         "mask_pem": re.compile(d["mask_shapes"]["pem_block"]),
         "mask_url": re.compile(d["mask_shapes"]["url_password"]),
         "mask_aws": re.compile(d["mask_shapes"]["aws_secret_key"]),
+    }
 
 
 def value_shape(value: str) -> str | None:
@@ -238,7 +238,6 @@ _CONFIG_LINE = re.compile(
 )
 
 
-def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
 def _config_line_hit(line: str) -> tuple[str, str, SecretHit] | None:
     """A `key: value` / `KEY=value` / `export KEY=value` line holding a literal secret, by
     its key or its value's shape: (key, value, hit)."""
@@ -263,6 +262,7 @@ def _config_line_hit(line: str) -> tuple[str, str, SecretHit] | None:
     return None if hit is None else (key, value, hit)
 
 
+def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     """Literal secrets in a config file's text (YAML, JSON, `.env`, shell `export`):
     (key, value, hit) per matching line, and value shapes anywhere."""
     if not isinstance(text, str):
@@ -289,7 +289,6 @@ def _config_line_hit(line: str) -> tuple[str, str, SecretHit] | None:
                     yield "", val, SecretHit(f"the text holds {name}", is_placeholder(val))
 
 
-# ---------------------------------------------------------------------------------------
 # ---------------------------------------------------------------------------------------
 # Masking secrets in output (reports, webhook answers): the one detector, applied to text
 # ---------------------------------------------------------------------------------------
@@ -358,6 +357,7 @@ def redact(text: str) -> str:
     return "".join(chars)
 
 
+# ---------------------------------------------------------------------------------------
 # Long-lived credentials (SEC006)
 # ---------------------------------------------------------------------------------------
 AWS_STATIC = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -372,11 +372,15 @@ def service_account_name(pod: PodTemplate) -> str:
     return sa if isinstance(sa, str) and sa else "default"
 
 
+def namespace_of(obj: K8sObject) -> str:
+    return obj.namespace or "default"
+
+
 def find_secret(ctx: Any, namespace: str, name: Any) -> K8sObject | None:
     if not isinstance(name, str):
         return None
     for s in ctx.of_kind("Secret"):
-        if s.name == name and s.namespace_or_default == namespace:
+        if s.name == name and namespace_of(s) == namespace:
             return s
     return None
 
@@ -399,7 +403,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     Secret is reported at its volume, and a `KUBECONFIG` env var pointing into that volume
     is named in the same credential (it is evidence, not a second credential)."""
     out: list[Credential] = []
-    ns = pod.obj.namespace_or_default
+    ns = namespace_of(pod.obj)
     # volume name -> (secret name, volume path, "legacy" | "kubeconfig" | None)
     secret_vols: dict[str, tuple[str, Path, str | None]] = {}
     for i, v in iter_dicts(pod.spec.get("volumes")):
@@ -456,7 +460,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     for s in ctx.of_kind("Secret"):
         if (
             s.data.get("type") == "kubernetes.io/service-account-token"
-            and s.namespace_or_default == ns
+            and namespace_of(s) == ns
             and s.annotations.get("kubernetes.io/service-account.name") == sa
         ):
             if not any(f"Secret {s.name} " in x.what for x in out):
@@ -480,14 +484,14 @@ def _secret_volume_at(c: Container, file_path: str, secret_vols: dict[str, Any])
 
 def short_lived_identity(pod: PodTemplate, ctx: Any) -> str | None:
     """IRSA, EKS Pod Identity or a projected service-account token of at most one hour."""
-    ns = pod.obj.namespace_or_default
+    ns = namespace_of(pod.obj)
     sa = service_account_name(pod)
     for o in ctx.of_kind("ServiceAccount"):
-        if o.name == sa and o.namespace_or_default == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
+        if o.name == sa and namespace_of(o) == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
             return "IRSA"
     for o in ctx.of_kind("PodIdentityAssociation"):
         spec = as_dict(o.data.get("spec"))
-        if spec.get("serviceAccount") == sa and (spec.get("namespace") or o.namespace_or_default) == ns:
+        if spec.get("serviceAccount") == sa and (spec.get("namespace") or namespace_of(o)) == ns:
             return "EKS Pod Identity"
     for o in ctx.of_kind("ClusterConfig"):
         iam = as_dict(o.get("iam"))

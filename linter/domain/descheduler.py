@@ -442,9 +442,9 @@ def pod_traits(pod: PodTemplate, ctx: Any = None) -> list[Trait]:
 
 
 def has_pdb(pod: PodTemplate, ctx: Any) -> bool:
-    ns = pod.obj.namespace_or_default
+    ns = pod.obj.namespace or "default"
     for pdb in ctx.of_kind("PodDisruptionBudget"):
-        if (pdb.namespace_or_default) == ns and selector_matches(pdb.get("spec", "selector"), pod.labels):
+        if (pdb.namespace or "default") == ns and selector_matches(pdb.get("spec", "selector"), pod.labels):
             return True
     return False
 

@@ -46,9 +46,10 @@ INSTANCE_TYPE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/in
 CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
 _PROVIDER_PREFIXES = ("karpenter.k8s.aws/", "eks.amazonaws.com/")
 
-# Taints the kubelet, the node lifecycle controller or Karpenter put on nodes at run time:
-# a NodePool template never means these, and no workload is expected to tolerate them.
-RUNTIME_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/")
+# Accelerator instance families: NVIDIA (g*, gr*, p*), AMD (g4ad), Neuron (inf*, trn*),
+# Gaudi/Qualcomm (dl*). Matches the family part of a type or a family label value.
+_ACCEL_FAMILY = re.compile(r"^(g|gr|p|inf|trn|dl)\d+[a-z0-9-]*$")
+_ACCEL_CATEGORIES = {"g", "gr", "p", "inf", "trn", "dl"}
 ACCELERATOR_TAINT_KEYS = (
     "nvidia.com/gpu",
     "amd.com/gpu",
@@ -69,25 +70,19 @@ def is_nodepool(obj: K8sObject) -> bool:
 # ---------------------------------------------------------------------------------------
 # Durations
 # ---------------------------------------------------------------------------------------
-# Go's time.ParseDuration units (no `d`: `3d` is rejected by Karpenter and the API server)
 _DUR_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-NEVER = math.inf
 
 
 def parse_duration(value: Any) -> float | None:
-    """Seconds in a Go duration (`90s`, `1h30m`, `720h`); `Never` is infinity; None when not
-    a finite duration. A number counts as seconds; a string needs its units (`"0"` aside),
-    as in `time.ParseDuration`."""
+    """Seconds in a Go duration (`90s`, `1h30m`, `720h`); `Never` is infinity; None when invalid."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        return float(value)
     s = str(value).strip()
     if s == "Never":
-        return NEVER
-    if s == "0":
-        return 0.0
+        return math.inf
     if not s:
         return None
     pos, total = 0, 0.0
@@ -96,11 +91,11 @@ def parse_duration(value: Any) -> float | None:
             return None
         total += float(m.group(1)) * _UNIT[m.group(2)]
         pos = m.end()
-    return total if pos == len(s) and math.isfinite(total) else None
+    return total if pos == len(s) else None
 
 
 def format_duration(seconds: float) -> str:
-    if seconds == NEVER:
+    if seconds == math.inf:
         return "Never"
     if seconds >= 3600 and seconds % 3600 == 0:
         return f"{int(seconds // 3600)}h"
@@ -113,9 +108,8 @@ def format_duration(seconds: float) -> str:
 # Disruption
 # ---------------------------------------------------------------------------------------
 def is_static(pool: Any) -> bool:
-    """A static NodePool (`spec.replicas` set; `replicas: null` is a dynamic pool, the field
-    being a pointer): it never consolidates and takes only `limits.nodes`."""
-    return _obj(pool).get("spec", "replicas") is not None
+    """A static NodePool (`spec.replicas` set): it never consolidates and takes only `limits.nodes`."""
+    return "replicas" in as_dict(_obj(pool).get("spec"))
 
 
 def consolidation_policy(pool: Any) -> str:
@@ -387,6 +381,18 @@ def allowed_types(pool: Any) -> set[str] | None:
     return instances.matching_types(requirements(pool))
 
 
+def family_of(instance_type: str) -> str:
+    return instance_type.split(".", 1)[0]
+
+
+def is_accelerator_family(family: str) -> bool:
+    return bool(_ACCEL_FAMILY.match(family.lower()))
+
+
+def is_accelerator_type(instance_type: str) -> bool:
+    return is_accelerator_family(family_of(instance_type))
+
+
 def single_type_family_resolution(pool: Any) -> str | None:
     """The one table type a pool resolves to through family/size requirements whose families
     are all in the table (so no unknown type could match too); None otherwise."""
@@ -482,7 +488,7 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                 only = True
             continue
         if suffix == "instance-family" and r.operator == "In":
-            acc = [v for v in r.values if instances.is_accelerator_family(v)]
+            acc = [v for v in r.values if is_accelerator_family(v)]
             if acc:
                 reasons.append(f"{key_short} In {_fmt(r.values)}")
                 vendors.update(v for v in (_vendor_of_family(f) for f in acc) if v)
@@ -490,7 +496,7 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                     only = True
             continue
         if suffix == "instance-category" and r.operator == "In":
-            acc = [v for v in r.values if v in instances.ACCELERATOR_CATEGORIES]
+            acc = [v for v in r.values if v.lower() in _ACCEL_CATEGORIES]
             if acc:
                 reasons.append(f"{key_short} In {_fmt(r.values)}")
                 for v in acc:
@@ -501,10 +507,10 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                     only = True
             continue
         if r.key in INSTANCE_TYPE_KEYS and r.operator == "In":
-            acc = [v for v in r.values if instances.is_accelerator_type(v)]
+            acc = [v for v in r.values if is_accelerator_type(v)]
             if acc:
                 reasons.append(f"instance-type In {_fmt(r.values)}")
-                vendors.update(v for v in (_vendor_of_family(instances.family_of(t)) for t in acc) if v)
+                vendors.update(v for v in (_vendor_of_family(family_of(t)) for t in acc) if v)
                 if len(acc) == len(r.values):
                     only = True
     taints = [t for _, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints"))]
@@ -531,25 +537,14 @@ def is_accelerator_pool(pool: Any) -> bool:
     return accelerator_info(pool) is not None
 
 
-def scheduling_taints(pool: Any, *, tolerable: bool = False) -> list[tuple[int, dict[str, Any]]]:
+def scheduling_taints(pool: Any) -> list[tuple[int, dict[str, Any]]]:
     """(index, taint) of `template.spec.taints` with effect NoSchedule or NoExecute
-    (startupTaints are temporary and do not count). With `tolerable`, only the taints a
-    workload is expected to tolerate: a string key, not one of the RUNTIME_TAINT_PREFIXES."""
-    out = []
-    for i, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints")):
-        if t.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if tolerable:
-            key = t.get("key")
-            if not isinstance(key, str) or not key or key.startswith(RUNTIME_TAINT_PREFIXES):
-                continue
-        out.append((i, t))
-    return out
-
-
-def tolerable_taints(pool: Any) -> list[dict[str, Any]]:
-    """The taints a pod must tolerate to land on the pool's nodes (see scheduling_taints)."""
-    return [t for _, t in scheduling_taints(pool, tolerable=True)]
+    (startupTaints are temporary and do not count)."""
+    return [
+        (i, t)
+        for i, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints"))
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    ]
 
 
 def limits(pool: Any) -> dict[str, Any]:

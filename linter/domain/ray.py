@@ -231,8 +231,8 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
                 key = "args" if c.data.get("args") else "command"
                 out.append(CodeSource(text, c.path_of(key), f"container {c.name!r} command"))
     if ctx is not None and getattr(ctx, "bundle", False):
-        ns = obj.namespace_or_default
-        cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace_or_default) == ns}
+        ns = obj.namespace or "default"
+        cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace or "default") == ns}
         seen: set[str] = set()
         for pod in pod_templates(obj):
             for name, (i, vol) in volumes(pod).items():

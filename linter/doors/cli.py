@@ -105,7 +105,11 @@ def cli() -> None:
 @click.option("--stdin-filename", help="File name to report for standard input.")
 @click.option("--kube-version", default=None, help="Kubernetes version for schema validation (default 1.33).")
 @click.option("--no-schema", is_flag=True, help="Skip schema validation (SCH).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option(
+    "--follow-external-symlinks",
+    is_flag=True,
+    help="Read symbolic links that lead out of the project (default: YML013, not read).",
+)
 @click.option("--color/--no-color", default=None, help="Force colour on or off in text output.")
 @click.option("--helm", "helm_bin", metavar="PATH", help="helm binary for charts (default: helm on PATH).")
 @click.option("--kubectl", "kubectl_bin", metavar="PATH", help="kubectl binary for overlays (`kubectl kustomize`).")
@@ -147,7 +151,7 @@ def check(
     stdin_filename: str | None,
     kube_version: str | None,
     no_schema: bool,
-    no_cache: bool,
+    follow_external_symlinks: bool,
     color: bool | None,
     helm_bin: str | None,
     kubectl_bin: str | None,
@@ -201,7 +205,7 @@ def _check(
     stdin_filename: str | None,
     kube_version: str | None,
     no_schema: bool,
-    no_cache: bool,
+    follow_external_symlinks: bool,
     color: bool | None,
     helm_bin: str | None,
     kubectl_bin: str | None,
@@ -244,6 +248,8 @@ def _check(
         settings.kube_version = kube_version
     if no_schema:
         settings.schema = False
+    if follow_external_symlinks:
+        settings.follow_external_symlinks = True
     settings.render_cli = {  # charts and overlays (ailint.engine.render)
         "helm": helm_bin,
         "kubectl": kubectl_bin,
@@ -276,12 +282,12 @@ def _check(
         debug=debug,
         jobs=jobs,
         bounded=False if fixing else None,
-        cache=not (no_cache or fixing),  # fixes rewrite files: always from a fresh parse
         context=context_paths,
     )
     del files
     if fix or unsafe_fixes or diff:
         from ailint.fix.apply import run_fixes
+        from ailint.report.common import redact_text
 
         result, fix_messages = run_fixes(
             result,
@@ -297,11 +303,11 @@ def _check(
                 jobs=jobs,
                 bounded=False,
                 context=context_paths,
-                cache=False,
             ),
         )
         for msg in fix_messages:
-            click.echo(msg, err=not diff or msg.startswith("ailint:"))
+            # a diff quotes the file's lines: secrets in them are masked like in every report
+            click.echo(redact_text(msg), err=not diff or msg.startswith("ailint:"))
     if baseline:
         from ailint.engine import baseline as bl
 
@@ -454,23 +460,6 @@ def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False)
     if r.kinds and r.kinds != ("*",):
         click.echo("Kinds: " + ", ".join(r.kinds) + "\n")
     click.echo(reg.doc)
-
-
-@cli.command("clean")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file to use.")
-@click.option("--no-config", is_flag=True, help="Ignore config files.")
-def clean_cmd(config_file: str | None, no_config: bool) -> None:
-    """Remove the results cache (`cache-dir`, AILINT_CACHE_DIR or the user cache folder)."""
-    from ailint.engine.cache import clean, default_dir
-    from ailint.engine.config import ConfigError, load_settings
-
-    try:
-        settings = load_settings(config_file, no_config)
-    except ConfigError as exc:
-        _fail(str(exc))
-        return
-    where, existed = clean(settings.cache_dir or default_dir())
-    click.echo(f"ailint: removed the cache in {where}" if existed else f"ailint: no cache in {where}", err=True)
 
 
 @cli.group()

@@ -95,11 +95,18 @@ def pull_request_base() -> str | None:
 
 
 def _ensure_commit(ref: str) -> None:
-    """A shallow checkout (actions/checkout's default) lacks the base commit: fetch it."""
+    """A shallow checkout (actions/checkout's default) lacks the base commit: fetch it.
+
+    `ref` may come from the `since` input: one that starts with `-` would be read as a git
+    option (`--upload-pack=<command>` runs a command), so it is never passed to git."""
+    if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 32 for c in ref):
+        return
     have = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], capture_output=True, check=False)
     if have.returncode != 0:
         subprocess.run(
-            ["git", "fetch", "--no-tags", "--quiet", "--depth=1", "origin", ref], capture_output=True, check=False
+            ["git", "fetch", "--no-tags", "--quiet", "--depth=1", "--end-of-options", "origin", ref],
+            capture_output=True,
+            check=False,
         )
 
 

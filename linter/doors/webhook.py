@@ -23,6 +23,7 @@ Latency notes (bench/webhook_latency.py):
 from __future__ import annotations
 
 import gc
+import io
 import json
 import math
 import mmap
@@ -46,7 +47,18 @@ MAX_WARNINGS = 20
 MAX_WARNING_CHARS = 120
 ANALYSIS_TIMEOUT = 3.0  # seconds; the webhook configuration allows 5
 IDLE_TIMEOUT = 120.0  # seconds a keep-alive connection may stay silent (Go's client drops idle ones at 90)
-HANDSHAKE_TIMEOUT = 10.0
+HANDSHAKE_TIMEOUT = 10.0  # the whole TLS handshake (CPython's handshake keeps one deadline)
+HEADER_TIMEOUT = 10.0  # from a request's first byte to the end of its headers
+BODY_TIMEOUT = 15.0  # from the end of the headers to the end of the body (3 MiB at most)
+MAX_CONNECTIONS = 128  # connections served at once, each a thread; beyond: idle ones evicted, then 503
+EVICT_SLACK = 16  # connections admitted above the bound while the evicted ones close
+REJECT_THREADS = 8  # threads answering 503 at once (the TLS handshake needs one); beyond: closed
+REJECT_TIMEOUT = 2.0
+_BUSY_BODY = b'{"error": "too many connections; retry"}'
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+    b"Connection: close\r\nContent-Length: " + str(len(_BUSY_BODY)).encode() + b"\r\n\r\n" + _BUSY_BODY
+)
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _OUTCOMES = ("allowed", "denied", "http_400", "http_413")
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -221,8 +233,8 @@ class Reviewer:
         """Every code a finding of this reviewer can carry (the metrics layout)."""
         from ailint.engine.registry import all_rules
 
-        engine = {c for c, reg in all_rules().items() if reg.rule.engine and reg.rule.family in ("YML", "AIL")}
         own = {r.rule.code for r in self.engine.object_rules} | {r.rule.code for r in self.alone.bundle_rules}
+        engine = {c for c, reg in all_rules().items() if reg.rule.engine and reg.rule.family in ("YML", "AIL")}
         return sorted(own | engine)
 
     def warm(self) -> None:
@@ -332,7 +344,10 @@ class Reviewer:
 
 
 def _warning_line(f: Any) -> str:
-    text = " ".join(f"{f.code} {f.message}".split())
+    from ailint.report.common import redact_text
+
+    # masked before it is cut short: a secret cut in half would no longer be recognised
+    text = " ".join(redact_text(f"{f.code} {f.message}").split())
     return fit_warning(text, f.code, f.fix.title if getattr(f, "fix", None) is not None else None)
 
 
@@ -420,6 +435,11 @@ def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr, worker: i
 
         def setup(self) -> None:
             super().setup()
+            # every read runs against a deadline (idle, headers, body), not a per-read timeout
+            # that a client sending a byte at a time would reset forever
+            self.reader = DeadlineReader(self.connection)
+            self.rfile = io.BufferedReader(self.reader, 64 * 1024)
+            self.phase, self.since = "idle", time.monotonic()
             self.server.track(self)
 
         def finish(self) -> None:
@@ -430,12 +450,21 @@ def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr, worker: i
 
         def parse_request(self) -> bool:  # a request line arrived: this connection is busy
             stopping = self.server.mark(self, busy=True)
-            ok = super().parse_request()
+            ok = super().parse_request()  # reads the headers (under the header deadline)
+            self.phase = "body"
+            self.reader.deadline = time.monotonic() + self.server.body_timeout
             if stopping:
                 self.close_connection = True
             return ok
 
+        def _first_byte(self) -> None:  # a request begins: its headers must follow in time
+            self.phase = "head"
+            self.reader.deadline = time.monotonic() + self.server.header_timeout
+
         def handle_one_request(self) -> None:
+            self.phase, self.since = "idle", time.monotonic()
+            self.reader.deadline = self.since + (1.0 if self.server.stopping else self.server.idle_timeout)
+            self.reader.on_data = self._first_byte
             try:
                 super().handle_one_request()
             finally:
@@ -613,8 +642,42 @@ class ReloadingTLS:
         return self.context().wrap_socket(sock, server_side=server_side)
 
 
+class DeadlineReader(io.RawIOBase):
+    """A socket's read side where every read waits at most until `deadline` (monotonic
+    seconds): the idle, header and body limits hold however slowly a client sends.
+    `on_data` is called once, on the first bytes after it is set."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = time.monotonic() + IDLE_TIMEOUT
+        self.on_data: Any = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the connection's deadline passed")
+        self.sock.settimeout(left)
+        n = self.sock.recv_into(buffer)
+        if n and self.on_data is not None:
+            call, self.on_data = self.on_data, None
+            call()
+        return n
+
+
 class Server(ThreadingHTTPServer):
     """A thread per connection, on a listening socket it may share with other workers.
+
+    Under abuse (issue 19): the TLS handshake, the wait for a request on a kept-alive
+    connection, a request's headers and its body each have a deadline (`handshake_timeout`,
+    `idle_timeout`, `header_timeout`, `body_timeout`); at most `max_connections` are served
+    at once. A connection beyond the bound first evicts the longest-idle kept-alive one
+    (a client reconnects; a half-sent request is not idle and runs to its deadline), else
+    it is answered 503 by one of `REJECT_THREADS` threads, else closed. The thread count
+    stays below `max_connections + EVICT_SLACK + REJECT_THREADS` plus a few fixed ones.
 
     The socket is non-blocking: when several processes are woken for one connection, the
     ones that lose the race to accept it go back to waiting instead of blocking.
@@ -629,8 +692,19 @@ class Server(ThreadingHTTPServer):
         handler: Any,
         tls: ReloadingTLS | ssl.SSLContext | None = None,
         log: Any = sys.stderr,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout: float = IDLE_TIMEOUT,
+        header_timeout: float = HEADER_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
     ) -> None:
         super().__init__(sock.getsockname()[:2], handler, bind_and_activate=False)
+        self.max_connections = max(1, max_connections)
+        self.idle_timeout, self.header_timeout = idle_timeout, header_timeout
+        self.body_timeout, self.handshake_timeout = body_timeout, handshake_timeout
+        self._active = 0  # connections with a thread (handshake included)
+        self._rejecters = threading.BoundedSemaphore(REJECT_THREADS)
         self.socket.close()
         self.socket = sock
         sock.setblocking(False)
@@ -649,7 +723,7 @@ class Server(ThreadingHTTPServer):
             self.RequestHandlerClass(request, client_address, self)
             return
         try:
-            request.settimeout(HANDSHAKE_TIMEOUT)
+            request.settimeout(self.handshake_timeout)
             request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = self.tls.wrap_socket(request, server_side=True)
         except (OSError, ValueError):
@@ -659,6 +733,71 @@ class Server(ThreadingHTTPServer):
         finally:
             self.shutdown_request(conn)
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """In the accept loop: a thread for the connection, within the bound."""
+        victim = None
+        with self._conn_lock:
+            admit = self._active < self.max_connections
+            if not admit and self._active < self.max_connections + EVICT_SLACK:
+                idle = [h for h, busy in self._conns.items() if not busy and h.phase == "idle" and not h.evicted]
+                if idle:
+                    victim = min(idle, key=lambda h: h.since)
+                    victim.evicted = admit = True
+            if admit:
+                self._active += 1
+        if victim is not None:
+            try:  # its thread wakes, reads the end of the stream and leaves
+                socket.socket.shutdown(victim.connection, socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if not admit:
+            self._reject(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            with self._conn_lock:
+                self._active -= 1
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._conn_lock:
+                self._active -= 1
+
+    def active_connections(self) -> int:
+        with self._conn_lock:
+            return self._active
+
+    def _reject(self, request: socket.socket) -> None:
+        """Answer 503 in a short-lived thread of a small pool, or close when all are busy."""
+        if not self._rejecters.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+
+        def answer() -> None:
+            conn: Any = request
+            try:
+                request.settimeout(REJECT_TIMEOUT)
+                if self.tls is not None:
+                    conn = self.tls.wrap_socket(request, server_side=True)
+                conn.settimeout(0.2)  # read what was sent (no reset on close), not more
+                try:
+                    conn.recv(65536)
+                except (OSError, ValueError):
+                    pass
+                conn.settimeout(REJECT_TIMEOUT)
+                conn.sendall(_BUSY)
+            except (OSError, ValueError):
+                pass
+            finally:
+                self.shutdown_request(conn)
+                self._rejecters.release()
+
+        threading.Thread(target=answer, name="ailint-busy", daemon=True).start()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
@@ -666,6 +805,7 @@ class Server(ThreadingHTTPServer):
         _write_log(self.log, {"error": f"{type(exc).__name__}: {exc}", "client": str(client_address[0])})
 
     def track(self, handler: Any) -> None:
+        handler.evicted = False
         with self._conn_lock:
             self._conns[handler] = False
             if self.stopping:  # accepted while stopping: answer what was sent, then close
@@ -708,12 +848,14 @@ def build_server(
     insecure_http: bool = False,
     enforce: bool = False,
     log=sys.stderr,
+    **limits: Any,
 ) -> Server:
-    """A single-process server, bound and listening (port 0 picks a free port)."""
+    """A single-process server, bound and listening (port 0 picks a free port); `limits`:
+    the connection bounds of `Server` (max_connections, idle_timeout, header_timeout...)."""
     reviewer = Reviewer(settings, enforce=enforce)
     tls = None if insecure_http else ReloadingTLS(str(tls_cert), str(tls_key), log)
     sock = listen_socket(host, port)
-    server = Server(sock, make_handler(reviewer, Metrics(reviewer.codes()), log), tls, log)
+    server = Server(sock, make_handler(reviewer, Metrics(reviewer.codes()), log), tls, log, **limits)
     server.reviewer = reviewer
     return server
 

@@ -25,10 +25,9 @@ _STATE: dict[str, Any] = {}
 def _init(settings: Any, engine_args: tuple) -> None:
     from ailint.engine.run import Engine
 
-    rules, debug, bounded, *rest = engine_args
+    rules, debug, bounded = engine_args
     _STATE["settings"] = settings
-    # the results cache: a worker writes the entries of the files it parses
-    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True, cache=rest[0] if rest else None)
+    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True)
 
 
 def _work(chunk: list) -> list[FileResult]:
@@ -51,7 +50,7 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     order = {id(c): i for i, c in enumerate(candidates)}
     results: list[tuple[int, FileResult]] = []
     with ProcessPoolExecutor(
-        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded, engine.cache))
+        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded))
     ) as ex:
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
             for cand, fr in zip(chunk, res):

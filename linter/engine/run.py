@@ -17,6 +17,7 @@ from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
 from ailint.core.rule import Options
 from ailint.domain.context import Context
 from ailint.engine import registry, suppress
+from ailint.engine.boundary import Boundary, open_regular
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
@@ -40,6 +41,7 @@ class RunResult:
     skipped: dict[str, int] = field(default_factory=dict)  # files a folder walk passed over, by reason
     render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     context_files: int = 0  # files loaded as context only (not reported)
+    boundary: Boundary | None = None  # what the run may read and --fix may write (ailint.engine.boundary)
 
     @property
     def object_count(self) -> int:
@@ -58,7 +60,6 @@ class Engine:
     jobs: int = 1  # processes for the bundle rules and schema validation (ailint.engine.parallel)
     pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
     context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
-    cache: Any = None  # the run's results cache (ailint.engine.cache.RunCache), when on
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -122,7 +123,7 @@ class Engine:
 def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
     """Read, decode and parse one input; every failure is a YML finding on it."""
     if c.problem:
-        return FileResult(path=c.display, findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), c.problem)])
+        return FileResult(path=c.display, findings=[yml_finding(c.code, c.display, Span(1, 1, 1, 2), c.problem)])
     if c.path == "-":
         text = stdin_text or ""
         if len(text.encode("utf-8", "surrogateescape")) > settings.limits.max_file_bytes:
@@ -139,21 +140,10 @@ def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = No
             )
         source = SourceFile("-", c.display, text)
         return load_text(source, settings.limits)
-    raw, early = read_raw(c, settings)
-    if early is not None or raw is None:
-        return early or FileResult(path=c.display)
-    return parse_raw(c, raw, settings)
-
-
-def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult | None]:
-    """The bytes of a file candidate, or the YML finding that says why there are none."""
-    if c.problem:
-        problem = yml_finding("YML009", c.display, Span(1, 1, 1, 2), c.problem)
-        return None, FileResult(path=c.display, findings=[problem])
     try:
         size = os.path.getsize(c.path)
         if size > settings.limits.max_file_bytes:
-            return None, FileResult(
+            return FileResult(
                 path=c.display,
                 findings=[
                     yml_finding(
@@ -164,16 +154,12 @@ def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult
                     )
                 ],
             )
-        with open(c.path, "rb") as fh:
-            return fh.read(settings.limits.max_file_bytes + 1), None
+        raw = open_regular(c.path, settings.limits.max_file_bytes + 1)  # never a FIFO or device
     except OSError as exc:
-        return None, FileResult(
+        return FileResult(
             path=c.display,
             findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), f"cannot read: {exc.strerror or exc}")],
         )
-
-
-def parse_raw(c: Candidate, raw: bytes, settings: Settings) -> FileResult:
     text, problem = decode(raw, c.display)
     if problem is not None:
         return FileResult(path=c.display, findings=[problem])
@@ -192,7 +178,6 @@ def lint(
     bounded: bool | None = None,
     context: Sequence[str] = (),
     root: str | None = None,
-    cache: bool = False,
 ) -> RunResult:
     """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
     rules only. `root` overrides the folder report paths are relative to."""
@@ -203,6 +188,9 @@ def lint(
         provider.begin_run()
     shown_root = root or (settings.root if settings.config_path else os.getcwd())
     skipped: dict[str, int] = {}
+    boundary = Boundary.for_paths(
+        paths or ["."], settings.root if settings.config_path else None, settings.follow_external_symlinks
+    )
     candidates = list(
         discover(
             paths or ["."],
@@ -210,6 +198,7 @@ def lint(
             settings.exclude,
             settings.respect_gitignore,
             skipped=skipped,
+            boundary=boundary,
         )
     )
     from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
@@ -221,16 +210,7 @@ def lint(
     candidates += extra
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
     engine.jobs = jobs
-    result = RunResult(rules=rules, skipped=skipped, context_files=len(extra))
-    if cache and stdin_text is None and candidates and all(c.path != "-" for c in candidates):
-        # the results cache (`--no-cache` turns it off): unchanged files are not parsed again
-        from ailint.engine.cache import lint_cached, open_run_cache
-
-        engine.cache = open_run_cache(
-            settings, [r.rule.code for r in rules], [*(paths or ["."]), "\0", *context], engine.only_object_rules
-        )
-        if engine.cache is not None:
-            return lint_cached(engine.cache, candidates, settings, engine, result)  # type: ignore[no-any-return]
+    result = RunResult(rules=rules, skipped=skipped, context_files=len(extra), boundary=boundary)
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
         from ailint.engine.parallel import run_parallel
@@ -272,20 +252,10 @@ def context_candidates(
 
 def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
     """Parse one file and run the single-object rules on its objects (none on a context file)."""
-    key = None
-    if engine.cache is not None and c.path != "-" and not c.problem:
-        raw, early = read_raw(c, settings)
-        if early is not None or raw is None:
-            return early or FileResult(path=c.display)
-        key = engine.cache.file_key(c.display, raw, c.context)
-        fr = parse_raw(c, raw, settings)
-    else:
-        fr = read_candidate(c, settings, stdin_text)
+    fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in () if c.context else fr.objects:
         fr.findings.extend(engine.check_object(obj, ctx))
-    if key is not None:
-        engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
         from ailint.engine.bounded import spill
 
@@ -329,11 +299,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
     schema = bool(settings.schema and sch and judged)
     chunks = None
-    if engine.cache is not None:  # bundle rules again only where an edit can change them
-        from ailint.engine.tracking import bundle_phase
-
-        chunks = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
-    elif engine.jobs > 1 and len(objects) > 1:
+    if engine.jobs > 1 and len(objects) > 1:
         chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
     if chunks is None:
         chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch)]

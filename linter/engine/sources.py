@@ -23,6 +23,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ailint.engine.boundary import Boundary
+
 EXTENSIONS = (".yaml", ".yml", ".json")
 _PRE_COMMIT = {".pre-commit-config.yaml", ".pre-commit-config.yml", ".pre-commit-hooks.yaml", ".pre-commit-hooks.yml"}
 _AILINT_CONFIG = {".ailint.yaml", ".ailint.yml"}
@@ -83,6 +85,7 @@ class Candidate:
     display: str  # what reports call it
     problem: str | None = None  # why it cannot be read (then it becomes a YML009 finding)
     context: bool = False  # loaded for the bundle rules only; its own findings are not reported
+    code: str = "YML009"  # the finding `problem` becomes (YML013: a link out of the project)
 
 
 def display_path(path: str, root: str) -> str:
@@ -176,10 +179,14 @@ def discover(
     *,
     skipped: dict[str, int] | None = None,
     walked: bool = False,
+    boundary: Boundary | None = None,
 ) -> Iterator[Candidate]:
     """The files to lint under `paths`; `walked=True` treats named files as met in a walk
     (context files: non-manifests skipped silently, missing ones ignored)."""
     exclude = list(exclude)
+    paths = list(paths)
+    if boundary is None:  # the project boundary (ailint.engine.boundary) of these paths
+        boundary = Boundary.for_paths(paths)
     if skipped is None:
         skipped = {}
     seen_dirs: set[tuple[int, int]] = set()
@@ -194,8 +201,12 @@ def discover(
             if not walked:
                 yield Candidate(given, display_path(given, root), f"cannot read: {exc.strerror or exc}")
             continue
+        refused = boundary.refuse_read(given, named=not walked)
+        if refused:
+            yield Candidate(given, display_path(given, root), refused[1], code=refused[0])
+            continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk(given, root, exclude, respect_gitignore, seen_dirs, seen_files, skipped)
+            yield from _walk(given, root, exclude, respect_gitignore, seen_dirs, seen_files, skipped, boundary)
         elif stat.S_ISREG(st.st_mode):
             real = os.path.realpath(given)
             if walked:
@@ -220,6 +231,7 @@ def _walk(
     seen_dirs: set[tuple[int, int]],
     seen_files: set[str],
     skipped: dict[str, int],
+    boundary: Boundary,
 ) -> Iterator[Candidate]:
     ignore = _GitIgnore()
     if respect_gitignore:
@@ -268,6 +280,10 @@ def _walk(
                     continue
                 if (exclude and matches_any(shown + "/", exclude)) or matches_any(shown, exclude):
                     continue
+                refused = boundary.refuse_read(full) if entry.is_symlink() else None
+                if refused:  # a linked folder that leads out of the project: not walked
+                    yield Candidate(full, shown, refused[1], code=refused[0])
+                    continue
                 subdirs.append(full)
                 continue
             if not entry.name.lower().endswith(EXTENSIONS):
@@ -275,6 +291,11 @@ def _walk(
             if respect_gitignore and ignore.ignored(full, False):
                 continue
             if exclude and matches_any(shown, exclude):
+                continue
+            real = os.path.realpath(full)
+            refused = boundary.refuse_read(full, real)
+            if refused:  # checked before any stat or sniff of the target
+                yield Candidate(full, shown, refused[1], code=refused[0])
                 continue
             try:
                 st2 = os.stat(full)
@@ -284,7 +305,6 @@ def _walk(
             if not stat.S_ISREG(st2.st_mode):
                 yield Candidate(full, shown, "not a regular file (FIFO, socket or device); skipped")
                 continue
-            real = os.path.realpath(full)
             if real in seen_files:
                 continue
             why = not_a_manifest(full, shown)

@@ -445,15 +445,22 @@ def _diff(display: str, old: str, new: str) -> str:
     return "".join(lines).rstrip("\n")
 
 
-def write_atomic(path: str, text: str, expected: str | None = None) -> str | None:
+def write_atomic(path: str, text: str, expected: str | None = None, boundary: Any = None) -> str | None:
     """Replace the file at `path` with `text` atomically; return why not, or None.
 
     The new content goes to a temporary file in the same folder (same file system), is
     flushed to disk, gets the old file's mode, then `os.replace`s the old one: a reader or
-    a crash sees the old or the new file, never a mix. A symlink's target is replaced. A
-    UTF-8 byte-order mark is kept. When `expected` is given and the file no longer holds it
-    (edited meanwhile), nothing is written.
+    a crash sees the old or the new file, never a mix. Nothing is written through a
+    symbolic link, to anything but a regular file, or (with `boundary`, the run's
+    `ailint.engine.boundary.Boundary`) outside the project, whatever the run read: a hard
+    link is replaced, not written into. A UTF-8 byte-order mark is kept. When `expected`
+    is given and the file no longer holds it (edited meanwhile), nothing is written.
     """
+    from ailint.engine.boundary import refuse_write
+
+    why = refuse_write(path, boundary)
+    if why:
+        return why
     target = os.path.realpath(path)
     try:
         with open(target, "rb") as fh:
@@ -578,7 +585,7 @@ def run_fixes(
             continue
         if d not in changed_files:
             continue
-        why = write_atomic(s.source.path, s.text, expected=s.source.text)
+        why = write_atomic(s.source.path, s.text, expected=s.source.text, boundary=getattr(result, "boundary", None))
         if why:
             messages.append(f"ailint: {d}: not fixed: {why}")
         else:

@@ -59,6 +59,7 @@ def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
 
 
 def render(result, **_: Any) -> str:
+    result = redact_result(result)  # no secret value in any output
     by_sev = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)}
     for f in result.findings:
         by_sev[f.severity.value] += 1
@@ -73,7 +74,6 @@ def render(result, **_: Any) -> str:
             "by_severity": by_sev,
             "fixable": sum(1 for f in result.findings if f.fix is not None),
             "context_files": getattr(result, "context_files", 0),
-    result = redact_result(result)  # no secret value in any output
             "skipped": {
                 "files": sum(getattr(result, "skipped", {}).values()),
                 "by_reason": dict(sorted(getattr(result, "skipped", {}).items())),

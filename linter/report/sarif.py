@@ -24,7 +24,6 @@ from ailint.core.model import Finding
 from ailint.engine.baseline import fingerprint
 from ailint.engine.registry import all_rules
 from ailint.report.common import edit_region, redact_result
-from ailint.report.explain import severity_reason
 
 INFORMATION_URI = "https://github.com/ailint/ailint"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -217,6 +216,7 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
 def build(result: Any, root: str | None = None) -> dict[str, Any]:
     """The SARIF log; URIs relative to the git work tree of the current folder, else `root`
     (the config file's folder), else the current folder."""
+    result = redact_result(result)  # no secret value in any output
     rules, index = rule_descriptors()
     locate = _Locator(repository_root(os.getcwd()) or root or os.getcwd(), result.sources)
     driver = om.ToolComponent(
@@ -234,5 +234,4 @@ def build(result: Any, root: str | None = None) -> dict[str, Any]:
 
 
 def render(result: Any, root: str | None = None, **_: Any) -> str:
-    result = redact_result(result)  # no secret value in any output
     return json.dumps(build(result, root), indent=2, ensure_ascii=False) + "\n"

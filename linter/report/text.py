@@ -10,10 +10,29 @@ import re
 from itertools import groupby
 from typing import Any
 
-from ailint.report.common import frame_source, redact_result
 from ailint.core.model import Finding
+from ailint.report.common import frame_source, redact_result
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _first_sentence(text: str, limit: int = 240) -> str:
+    text = re.sub(r"`([^`]*)`", r"\1", " ".join(text.split()))
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    s = m.group(1) if m else text
+    if len(s) > limit:
+        s = s[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return s
+
+
+def _why_and_fix(code: str) -> tuple[str, str]:
+    from ailint.engine.registry import all_rules
+
+    reg = all_rules().get(code)
+    if reg is None:
+        return "", ""
+    sec = reg.sections
+    return _first_sentence(sec.get("Why is this bad?", "")), ""
 
 
 def _frame(f: Finding, result: Any) -> list[str]:
@@ -29,34 +48,9 @@ def _frame(f: Finding, result: Any) -> list[str]:
     return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}", f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
 
 
-def _fix_lines(f: Finding, result: Any) -> list[str]:
-    """`--show-fixes`: each edit of the finding's fix as removed (-) and added (+) lines."""
-    if f.fix is None:
-        return []
-    src = result.sources.get(f.file)
-    out: list[str] = []
-    for e in f.fix.edits:
-        if src is not None and e.end > e.start:
-            line, _ = src.position(e.start)
-            end_line, _ = src.position(max(e.start, e.end - 1))
-            out.extend(f"      - {src.line_text(n)}" for n in range(line, end_line + 1))
-        out.extend(f"      + {x}" for x in e.content.rstrip("\n").split("\n") if e.content)
-    return out
-
-
-def render(
-    result: Any,
-    color: bool = False,
-    show_fixes: bool = True,
-    verbose: bool = False,
-    show_fix_edits: bool = False,
-    **_: Any,
-) -> str:
-    """The text report; `verbose` gives each finding its rule's whole "why", `show_fix_edits`
-    (`--show-fixes`) the lines each fix removes and adds."""
-    from ailint.report.explain import explanation, severity_reason
-
+def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> str:
     result = redact_result(result)  # no secret value in any output (ailint.report.common)
+    cache: dict[str, tuple[str, str]] = {}
     out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: f.file):
         findings = list(group)

@@ -122,6 +122,7 @@ from ailint.domain.netpol import (
     cilium_policies_in,
     egress_rules,
     egress_summary,
+    namespace_of,
     peer_cidr,
     policies_selecting,
     rule_allows_port,
@@ -171,7 +172,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if not downloads:
             continue
         policies = policies_selecting(ctx, pod, "Egress")
-        if not policies or cilium_policies_in(ctx, obj.namespace_or_default):
+        if not policies or cilium_policies_in(ctx, namespace_of(obj)):
             continue
         if _https_allowed(policies):
             continue

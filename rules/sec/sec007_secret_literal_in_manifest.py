@@ -97,10 +97,10 @@ RULE = Rule(
 
 
 def _short(value: str) -> str:
+    value = redact(value)  # a placeholder-looking real key is masked before it is cut short
     return value if len(value) <= 24 else value[:21] + "..."
 
 
-    value = redact(value)  # a placeholder-looking real key is masked before it is cut short
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "ConfigMap":
         yield from _config_map(obj)
