@@ -307,25 +307,28 @@ def test_walk_skips_non_manifests_and_counts_them(tmp_path):
     (tmp_path / "chart" / "values.yaml").write_text("replicas: 2\n")
     (tmp_path / "chart" / "values-prod.yaml").write_text("replicas: 3\n")
     (tmp_path / "pod.json").write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}))
+    (tmp_path / "values-dev.yaml").write_text("replicas: 1\n")
     (tmp_path / "stray.yaml").write_text("replicas: 3\n")  # not known to be something else: YML008
     proc = ailint(tmp_path, "check", "--format", "json", ".")
     report = json.loads(proc.stdout)
-    assert sorted(f["path"] for f in report["files"]) == ["pod.json", "stray.yaml"]
+    # a chart folder is rendered as a whole when rendering is available (chart/Chart.yaml)
+    assert sorted(f["path"] for f in report["files"] if f["path"] != "chart/Chart.yaml") == ["pod.json", "stray.yaml"]
     assert [f["code"] for f in report["findings"] if f["file"] == "stray.yaml"] == ["YML008"]
+    assert not [f for f in report["findings"] if f["code"] == "YML008" and f["file"] != "stray.yaml"]
     skipped = report["summary"]["skipped"]
-    assert skipped["files"] == 10
+    assert skipped["files"] == 11
     assert skipped["by_reason"] == {
         "Compose file": 1,
         "GitHub workflow": 1,
         "Helm chart file": 1,
-        "Helm values file": 2,
+        "Helm values file": 3,
         "JSON without apiVersion and kind": 1,
         "ailint baseline": 1,
         "ailint config": 1,
         "pre-commit file": 2,
     }
-    named = codes(ailint(tmp_path, "check", "--no-config", "--format", "json", "package.json", "chart/values.yaml"))
-    assert sorted(named) == [("YML008", "chart/values.yaml"), ("YML008", "package.json")]
+    named = codes(ailint(tmp_path, "check", "--no-config", "--format", "json", "package.json", "values-dev.yaml"))
+    assert sorted(named) == [("YML008", "package.json"), ("YML008", "values-dev.yaml")]
 
 
 # -- fingerprints --------------------------------------------------------------------------
