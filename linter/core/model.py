@@ -154,6 +154,41 @@ class RelatedLocation:
 
 
 @dataclass(frozen=True, slots=True)
+class Anchor:
+    """A path step standing for what a controller builds from fewer fields than it writes
+    (a KubeAI Model's `server` container, a KAITO preset pod, a NIMService's container).
+
+    The steps after it name fields of the built object that have no place in the file:
+    `resolve` maps them to the field the user wrote, by the longest matching prefix in
+    `fields` (`(steps, written path, keep the remaining steps)`), else to `at`. Spans and
+    finding paths resolve it, and no edit finds a position under it, so no fix is offered."""
+
+    at: Path
+    fields: tuple[tuple[Path, Path, bool], ...] = ()
+
+    def resolve(self, rest: Path) -> Path:
+        best: tuple[Path, Path, bool] | None = None
+        for entry in self.fields:
+            pre = entry[0]
+            if rest[: len(pre)] == pre and (best is None or len(pre) > len(best[0])):
+                best = entry
+        if best is None:
+            return self.at
+        pre, real, keep = best
+        return real + rest[len(pre) :] if keep else real
+
+
+def real_path(path: Sequence[Any]) -> Path:
+    """`path` with its last `Anchor` step resolved to the written field (else unchanged)."""
+    path = tuple(path)
+    for i in range(len(path) - 1, -1, -1):
+        step = path[i]
+        if type(step) is Anchor:
+            return step.resolve(path[i + 1 :])
+    return path
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     code: str
     name: str
@@ -165,6 +200,12 @@ class Finding:
     path: Path = ()
     fix: Fix | None = None
     related: tuple[RelatedLocation, ...] = ()  # e.g. the values-file line a template line prints
+
+    def __post_init__(self) -> None:
+        if any(type(step) is Anchor for step in self.path):
+            # a finding on a synthesized field names the written one; a fix cannot edit it
+            object.__setattr__(self, "path", real_path(self.path))
+            object.__setattr__(self, "fix", None)
 
     def sort_key(self) -> tuple:
         return (self.file, self.span.line, self.span.col, self.code, self.message)
@@ -305,6 +346,7 @@ class K8sObject:
 
     def value_span(self, path: Sequence[Any]) -> Span:
         """The span of the value at `path` (for a missing path, its nearest ancestor's key)."""
+        path = real_path(path)
         p = self._pos(path)
         if p is None:
             return self.key_span(path)
@@ -317,7 +359,7 @@ class K8sObject:
         `spec.backoffLimit` points at `spec:`. List items and the document root have no
         key; their span is the first line of the value.
         """
-        path = tuple(path)
+        path = real_path(path)
         while True:
             p = self._pos(path)
             if p is not None:
@@ -334,7 +376,7 @@ class K8sObject:
         A scalar on its key's line gives `key: value` whole; a block value gives the key;
         a missing field gives the key of its nearest existing parent.
         """
-        path = tuple(path)
+        path = real_path(path)
         p = self._pos(path)
         if p is not None and path and isinstance(path[-1], str) and p[4] == p[0] and p[6] == p[4]:
             return Span(p[0], p[1], p[6], p[7])

@@ -22,7 +22,8 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Edit, K8sObject, Path, as_dict, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, is_agent_pod, pod_templates
+from ailint.domain.extract import Container, PodTemplate, pod_templates
+from ailint.domain.roles import is_agent_pod
 
 CODE_EXEC_ANNOTATION = "ailint.io/code-execution"
 

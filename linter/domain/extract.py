@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
-from ailint.domain.quantities import parse_quantity, to_int
+from ailint.domain.quantities import parse_quantity
 
 # ---------------------------------------------------------------------------------------
 # Kinds
@@ -21,31 +21,7 @@ from ailint.domain.quantities import parse_quantity, to_int
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController")
 KSERVE_LLM_KINDS = ("LLMInferenceService", "LLMInferenceServiceConfig")  # templates in ailint.domain.kserve
 KSERVE_SERVING_ROLES = ("main", "worker", "prefill", "prefill-worker")  # the pods that run vLLM
-POD_KINDS = (
-    "Pod",
-    *WORKLOAD_KINDS,
-    "CronJob",
-    "LeaderWorkerSet",
-    "RayCluster",
-    "RayJob",
-    "RayService",
-    "PyTorchJob",
-    "MPIJob",
-    "TFJob",
-    "XGBoostJob",
-    "PaddleJob",
-    "JAXJob",
-    "JobSet",
-    "TrainJob",
-    "TrainingRuntime",
-    "ClusterTrainingRuntime",
-    "Volcano/Job",
-    "InferenceService",
-    "PodTemplate",
-    "Sandbox",
-    "SandboxTemplate",
-    *KSERVE_LLM_KINDS,
-)
+POD_KINDS: tuple[str, ...]  # every workload kind, as a rule's `kinds=` lists it (from the adapters)
 BATCH_KINDS = (
     "Job",
     "CronJob",
@@ -75,7 +51,36 @@ ROLE_ANNOTATION = "ailint.io/role"
 
 
 def is_pod_kind(obj: K8sObject) -> bool:
-    return obj.kind in POD_KINDS or (obj.kind == "Job" and obj.group.startswith("batch.volcano.sh"))
+    """A workload kind that some adapter reads (its pods may still be none)."""
+    from ailint.domain import workloads
+
+    return workloads.is_workload(obj)
+
+
+_ROLES = (
+    "SERVING_ENGINES",
+    "serving_engine",
+    "role_override",
+    "serving_containers",
+    "is_serving_pod",
+    "is_training_pod",
+    "is_agent_pod",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "POD_KINDS":  # computed from the workload adapters on first use
+        from ailint.domain import workloads
+
+        value: Any = workloads.rule_kinds()
+    elif name in _ROLES:  # moved to ailint.domain.roles; re-exported while rules move over
+        from ailint.domain import roles
+
+        value = getattr(roles, name)
+    else:
+        raise AttributeError(name)
+    globals()[name] = value
+    return value
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,11 +120,15 @@ class PodTemplate(_Memo):
     role: str = ""
     replicas: int | None = None
     group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
+    synthetic: dict[str, Any] | None = None  # a PodSpec the controller builds (spec_path holds an Anchor)
+    open: bool = False  # an input not in the run (a runtime) may add any field to the pod and its first container
     _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
     _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
 
     @property
     def spec(self) -> dict[str, Any]:
+        if self.synthetic is not None:
+            return self.synthetic
         return as_dict(self.obj.get(*self.spec_path))
 
     @property
@@ -149,174 +158,11 @@ class PodTemplate(_Memo):
         yield from containers_of(self, include_init)
 
 
-def _template(
-    obj: K8sObject, tpl_path: Path, role: str = "", replicas: int | None = None, group_path: Path = ()
-) -> PodTemplate | None:
-    """A PodTemplateSpec at `tpl_path` (with `metadata` and `spec`)."""
-    if not isinstance(obj.get(*tpl_path, "spec"), dict):
-        return None
-    return PodTemplate(obj, tpl_path + ("spec",), tpl_path + ("metadata",), role, replicas, group_path)
-
-
-def _ray_cluster(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
-    head = _template(obj, base + ("headGroupSpec", "template"), "head", 1, base + ("headGroupSpec",))
-    if head:
-        yield head
-    for i, group in iter_dicts(obj.get(*base, "workerGroupSpecs")):
-        gpath = base + ("workerGroupSpecs", i)
-        replicas = to_int(group.get("replicas"))
-        if replicas is None:
-            replicas = to_int(group.get("minReplicas"))
-        hosts = to_int(group.get("numOfHosts")) or 1
-        t = _template(
-            obj,
-            gpath + ("template",),
-            str(group.get("groupName") or f"worker{i}"),
-            None if replicas is None else replicas * hosts,
-            gpath,
-        )
-        if t:
-            yield t
-
-
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
-    """Every pod template of every supported kind (see spec section 0).
+    """Every pod template of `obj`, from its family's workload adapter (ailint.domain.workloads)."""
+    from ailint.domain import workloads
 
-    Computed once per object and kept in the object's memo: the single-object rules, the
-    bundle rules and the context's pod index share one set of templates (and their per-pod
-    memos), which die with the object. Objects are never mutated during a run.
-    """
-    memo = obj.memo
-    found = memo.get("pod_templates") if memo is not None else None
-    if found is None:
-        try:
-            found = obj.cached("pod_templates", lambda: list(_pod_templates(obj)))
-        except Exception:
-            return _pod_templates(obj)  # the error surfaces where the rule reads it
-    return iter(found)
-
-
-def _pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
-    kind = obj.kind
-    spec = as_dict(obj.data.get("spec"))
-    if kind == "Pod":
-        if spec:
-            yield PodTemplate(obj, ("spec",), None, "", 1)
-    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"):
-        replicas = to_int(spec.get("replicas"))
-        t = _template(obj, ("spec", "template"), "", 1 if "replicas" not in spec else replicas)
-        if t:
-            yield t
-    elif kind == "DaemonSet":
-        t = _template(obj, ("spec", "template"), "", None)
-        if t:
-            yield t
-    elif kind == "PodTemplate":
-        t = _template(obj, ("template",), "", None)
-        if t:
-            yield t
-    elif kind == "Job" and obj.group.startswith("batch.volcano.sh"):
-        for i, task in iter_dicts(spec.get("tasks")):
-            t = _template(
-                obj,
-                ("spec", "tasks", i, "template"),
-                str(task.get("name") or f"task{i}"),
-                to_int(task.get("replicas")),
-                ("spec", "tasks", i),
-            )
-            if t:
-                yield t
-    elif kind == "Job":
-        par = to_int(spec.get("parallelism"))
-        t = _template(obj, ("spec", "template"), "", 1 if "parallelism" not in spec else par)
-        if t:
-            yield t
-    elif kind == "CronJob":
-        t = _template(obj, ("spec", "jobTemplate", "spec", "template"), "", None)
-        if t:
-            yield t
-    elif kind == "LeaderWorkerSet":
-        lwt = as_dict(spec.get("leaderWorkerTemplate"))
-        size = to_int(lwt.get("size"))
-        size = 1 if size is None and "size" not in lwt else size
-        groups = to_int(spec.get("replicas")) if "replicas" in spec else 1
-        base = ("spec", "leaderWorkerTemplate")
-        if isinstance(lwt.get("leaderTemplate"), dict):
-            t = _template(obj, base + ("leaderTemplate",), "leader", groups, base)
-            if t:
-                yield t
-            workers = None if size is None or groups is None else groups * (size - 1)
-        else:
-            workers = None if size is None or groups is None else groups * size
-        t = _template(obj, base + ("workerTemplate",), "worker", workers, base)
-        if t:
-            yield t
-    elif kind == "RayCluster":
-        yield from _ray_cluster(obj, ("spec",))
-    elif kind == "RayJob":
-        if isinstance(spec.get("rayClusterSpec"), dict):
-            yield from _ray_cluster(obj, ("spec", "rayClusterSpec"))
-        t = _template(obj, ("spec", "submitterPodTemplate"), "submitter", 1)
-        if t:
-            yield t
-    elif kind == "RayService":
-        if isinstance(spec.get("rayClusterConfig"), dict):
-            yield from _ray_cluster(obj, ("spec", "rayClusterConfig"))
-    elif kind in ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"):
-        key = {
-            "PyTorchJob": "pytorchReplicaSpecs",
-            "MPIJob": "mpiReplicaSpecs",
-            "TFJob": "tfReplicaSpecs",
-            "XGBoostJob": "xgbReplicaSpecs",
-            "PaddleJob": "paddleReplicaSpecs",
-            "JAXJob": "jaxReplicaSpecs",
-        }[kind]
-        for role, rs in as_dict(spec.get(key)).items():
-            if isinstance(rs, dict):
-                t = _template(
-                    obj,
-                    ("spec", key, role, "template"),
-                    str(role),
-                    to_int(rs.get("replicas")) if "replicas" in rs else 1,
-                    ("spec", key, role),
-                )
-                if t:
-                    yield t
-    elif kind == "JobSet":
-        yield from _jobset_templates(obj, ("spec",))
-    elif kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
-        yield from _jobset_templates(obj, ("spec", "template", "spec"))
-    elif kind in ("Sandbox", "SandboxTemplate") and "agents.x-k8s.io" in obj.group:
-        t = _template(obj, ("spec", "podTemplate"), "", 1 if kind == "Sandbox" else None)
-        if t:
-            yield t
-    elif kind == "InferenceService":
-        for comp in ("predictor", "transformer", "explainer"):
-            c = as_dict(spec.get(comp))
-            if c and ("containers" in c or any(isinstance(v, dict) for v in c.values())):
-                if "containers" in c:
-                    yield PodTemplate(obj, ("spec", comp), None, comp, to_int(c.get("minReplicas")))
-    elif kind in KSERVE_LLM_KINDS and obj.group.startswith("serving.kserve.io"):
-        from ailint.domain.kserve import templates as kserve_templates  # bare PodSpecs, merged over presets
-
-        yield from kserve_templates(obj, spec)
-
-
-def _jobset_templates(obj: K8sObject, base: Path) -> Iterator[PodTemplate]:
-    for i, rj in iter_dicts(obj.get(*base, "replicatedJobs")):
-        jspec = as_dict(get_in(rj, ("template", "spec")))
-        reps = to_int(rj.get("replicas")) if "replicas" in rj else 1
-        par = to_int(jspec.get("parallelism")) if "parallelism" in jspec else 1
-        pods = None if reps is None or par is None else reps * par
-        t = _template(
-            obj,
-            base + ("replicatedJobs", i, "template", "spec", "template"),
-            str(rj.get("name") or f"job{i}"),
-            pods,
-            base + ("replicatedJobs", i),
-        )
-        if t:
-            yield t
+    return workloads.pod_templates(obj)
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,13 +255,11 @@ class Container(_Memo):
 
 
 def _preset_tokens(c: Container) -> list[str] | None:
-    """The command a controller preset runs in `c` when the file sets none (KServe
-    LLMInferenceService, see ailint.domain.kserve), else None."""
-    if c.pod.obj.kind not in KSERVE_LLM_KINDS:
-        return None
-    from ailint.domain.kserve import preset_tokens
+    """The command a controller preset runs in `c` when the file sets none (from the
+    workload adapter, e.g. KServe LLMInferenceService), else None."""
+    from ailint.domain import workloads
 
-    return preset_tokens(c)
+    return workloads.preset_tokens(c)
 
 
 def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Container]:
@@ -573,57 +417,6 @@ def flag_token_index(container: dict[str, Any], *flags: str) -> tuple[str, int] 
     return None
 
 
-SERVING_ENGINES = {
-    "vllm": (
-        re.compile(r"(^|/)vllm[^/:]*(:|$)|vllm-openai|/vllm|vllm-tpu|vllm-neuron|llm-d"),
-        ("vllm", "vllm.entrypoints"),
-    ),
-    "sglang": (re.compile(r"sglang"), ("sglang.launch_server", "sglang")),
-    "tgi": (re.compile(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
-    "triton": (re.compile(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
-    "lmdeploy": (re.compile(r"lmdeploy"), ("lmdeploy",)),
-    "llama.cpp": (re.compile(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
-    "ray-serve": (re.compile(r"$^"), ("serve",)),
-}
-
-
-def serving_engine(c: Container) -> str | None:
-    """Which inference server a container runs: by image or entrypoint (spec decision 3)."""
-    if isinstance(c, Container):
-        return c._cached("serving_engine", lambda: _serving_engine(c))
-    return _serving_engine(c)
-
-
-def _serving_engine(c: Container) -> str | None:
-    image = c.image.lower()
-    toks = c.tokens
-    head = " ".join(toks[:8]).lower()
-    for engine, (img_re, entry) in SERVING_ENGINES.items():
-        if engine == "ray-serve":
-            if re.search(r"(^|\s|/)serve (run|deploy|start)\b", " ".join(toks).lower()):
-                return engine
-            continue
-        if engine == "vllm":
-            if re.search(r"(^|\s|/)vllm serve\b|vllm\.entrypoints", " ".join(toks).lower()):
-                return engine
-            if img_re.search(image) and not any(
-                x in image
-                for x in (
-                    "vllm-router",
-                    "production-stack-router",
-                    "inference-scheduler",
-                    "routing-sidecar",
-                    "llm-d-router",
-                    "latency-predictor",
-                )
-            ):
-                return engine
-            continue
-        if img_re.search(image) or any(e in head for e in entry):
-            return engine
-    return None
-
-
 def model_id(c: Container) -> str | None:
     """The model a serving container loads: vLLM `--model`/positional, TGI `--model-id`, SGLang `--model-path`."""
     toks = c.tokens
@@ -643,28 +436,8 @@ def model_id(c: Container) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------
-# Roles
+# Accelerators of a pod
 # ---------------------------------------------------------------------------------------
-_TRAIN_CMD = re.compile(
-    r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
-    r"torch\.distributed\.launch|mpirun|horovodrun)\b"
-)
-_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
-# Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
-_INFRA_AGENT_RE = re.compile(
-    r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
-    r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
-    r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
-    r"azure-pipelines|teleport|tailscale|in-place-restart|restart|efa|neuron|dcgm)[-_]?agent|"
-    r"agent[-_]?(scheduler|injector)"
-)
-
-
-def role_override(pod: PodTemplate) -> str | None:
-    v = pod.all_annotations().get(ROLE_ANNOTATION)
-    return str(v).strip().lower() if v else None
-
-
 def is_accelerator_pod(pod: PodTemplate) -> bool:
     return any(c.accelerators() for c in pod.containers())
 
@@ -683,94 +456,6 @@ def pod_accelerators(pod: PodTemplate) -> dict[str, float]:
     for k, v in init_max.items():
         total[k] = max(total.get(k, 0), v)
     return total
-
-
-def serving_containers(pod: PodTemplate) -> list[tuple[Container, str]]:
-    out = []
-    for c in pod.containers(include_init=False):
-        eng = serving_engine(c)
-        if eng:
-            out.append((c, eng))
-    return out
-
-
-def is_serving_pod(pod: PodTemplate) -> bool:
-    """A pod running an inference server (by image or command), or annotated `serving`."""
-    return pod._cached("serving", lambda: _is_serving_pod(pod))
-
-
-def _is_serving_pod(pod: PodTemplate) -> bool:
-    ov = role_override(pod)
-    if ov:
-        return ov == "serving"
-    if pod.obj.kind == "RayService":
-        return True
-    if pod.obj.kind in KSERVE_LLM_KINDS and pod.role in KSERVE_SERVING_ROLES:
-        return True  # KServe runs vLLM there even when the template names no image
-    return bool(serving_containers(pod))
-
-
-def is_training_pod(pod: PodTemplate) -> bool:
-    """A pod of a training job kind, a GPU batch Job, or one running a launcher (torchrun, ...)."""
-    return pod._cached("training", lambda: _is_training_pod(pod))
-
-
-def _is_training_pod(pod: PodTemplate) -> bool:
-    ov = role_override(pod)
-    if ov:
-        return ov == "training"
-    if pod.obj.kind in (
-        "PyTorchJob",
-        "MPIJob",
-        "TFJob",
-        "XGBoostJob",
-        "PaddleJob",
-        "JAXJob",
-        "TrainJob",
-        "JobSet",
-        "RayJob",
-        "TrainingRuntime",
-        "ClusterTrainingRuntime",
-    ):
-        return pod.role != "submitter" or True
-    if pod.obj.kind in ("Job", "CronJob") and is_accelerator_pod(pod):
-        return True
-    for c in pod.containers(include_init=False):
-        if _TRAIN_CMD.search(" ".join(c.tokens)):
-            return True
-    return False
-
-
-def is_agent_pod(pod: PodTemplate) -> bool:
-    """An AI agent's pod: agent-sandbox kinds, or agent/MCP/sandbox words in its names and
-    labels once infrastructure agents (log shippers, monitoring) are taken out."""
-    return pod._cached("agent", lambda: _is_agent_pod(pod))
-
-
-def _is_agent_pod(pod: PodTemplate) -> bool:
-    ov = role_override(pod)
-    if ov:
-        return ov == "agent"
-    obj = pod.obj
-    if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
-        return True
-    if obj.kind in KSERVE_LLM_KINDS:
-        return False  # model servers and their endpoint picker
-    if obj.kind == "DaemonSet":
-        return False  # node agents (log shippers, device plugins, exporters)
-    names = [
-        obj.name or "",
-        *[
-            f"{k}={v}"
-            for k, v in {**obj.labels, **pod.labels}.items()
-            if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")
-        ],
-    ]
-    for c in pod.containers():
-        names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
-        names.append(c.name)
-    text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
-    return bool(_AGENT_RE.search(text))
 
 
 # ---------------------------------------------------------------------------------------

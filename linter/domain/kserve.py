@@ -150,8 +150,17 @@ def open_spec(pod: PodTemplate) -> bool:
 
 
 def preset_supplies(c: Container | PodTemplate, field: str) -> bool:
-    """True when a controller preset may fill `field` into this container (or pod) before it
-    runs, so its absence in the file is no defect. `field` is a container key (`image`,
+    """True when a controller (its preset, or a runtime not in the run) may fill `field`
+    into this container (or pod) before it runs, so its absence in the file is no defect;
+    the workload adapter of the object decides (ailint.domain.workloads.supplies)."""
+    from ailint.domain import workloads
+
+    return workloads.supplies(c, field)
+
+
+def llm_preset_supplies(c: Container | PodTemplate, field: str) -> bool:
+    """`preset_supplies` for KServe LLMInferenceService(Config): True when a preset may fill
+    `field` into this container (or pod) before it runs. `field` is a container key (`image`,
     `imagePullPolicy` (IfNotPresent), `command`, `readinessProbe`, `livenessProbe`,
     `startupProbe`, `securityContext`, `terminationMessagePolicy`, `resources`), `preStop`,
     `/dev/shm` (a Memory emptyDir mount) or, for a pod, `terminationGracePeriodSeconds` or

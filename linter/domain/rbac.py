@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
-from ailint.domain.extract import POD_KINDS, PodTemplate, is_agent_pod, pod_templates, role_override
+from ailint.domain.extract import PodTemplate, is_pod_kind, pod_templates
+from ailint.domain.roles import is_agent_pod, role_override
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 BUILTIN_BROAD_ROLES = {
@@ -84,7 +85,7 @@ def agent_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     if obj.kind in SANDBOX_KINDS:
         yield from sandbox_templates(obj)
         return
-    if obj.kind not in POD_KINDS:
+    if not is_pod_kind(obj):
         return
     for pod in pod_templates(obj):
         ov = role_override(pod)

@@ -16,9 +16,10 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, serving_engine
+from ailint.domain.extract import Container, PodTemplate
 from ailint.domain.kserve import preset_source
 from ailint.domain.quantities import parse_quantity, to_int
+from ailint.domain.roles import serving_engine
 from ailint.fix import edits
 
 

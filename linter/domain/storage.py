@@ -28,8 +28,9 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, serving_engine, volumes
+from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, volumes
 from ailint.domain.quantities import parse_quantity, to_int
+from ailint.domain.roles import serving_engine
 
 GiB = 2**30
 FSX = "fsx.csi.aws.com"

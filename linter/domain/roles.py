@@ -1,0 +1,304 @@
+"""What a pod does: serving, training, agent (and, from the adapters, batch and infra).
+
+The decision is made here once. A model server is recognised by what the container runs
+(its command, args and env, then its image); the `ailint.io/role` annotation on the object
+or the pod template overrides every heuristic.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ailint.domain.extract import (
+    KSERVE_LLM_KINDS,
+    KSERVE_SERVING_ROLES,
+    ROLE_ANNOTATION,
+    Container,
+    PodTemplate,
+    is_accelerator_pod,
+)
+
+SERVING_ENGINES = {
+    "vllm": (
+        re.compile(r"(^|/)vllm[^/:]*(:|$)|vllm-openai|/vllm|vllm-tpu|vllm-neuron|llm-d"),
+        ("vllm", "vllm.entrypoints"),
+    ),
+    "sglang": (re.compile(r"sglang"), ("sglang.launch_server", "sglang")),
+    "tgi": (re.compile(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
+    "triton": (re.compile(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
+    "lmdeploy": (re.compile(r"lmdeploy"), ("lmdeploy",)),
+    "llama.cpp": (re.compile(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
+    "ray-serve": (re.compile(r"$^"), ("serve",)),
+}
+
+
+# What a command runs, matched on one shell command (a segment between `&&`, `;`, `|`...):
+# the server it starts, or why it is no model server.
+_SERVER_CMD = (
+    (
+        "vllm",
+        re.compile(
+            r"(^|\s|/)vllm serve\b|vllm\.entrypoints\.(openai\.api_server|api_server)\b|/vllm/inference_api\.py"
+        ),
+    ),
+    ("sglang", re.compile(r"\bsglang\.launch_server\b|(^|\s|/)sglang serve\b")),
+    ("trtllm", re.compile(r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b")),
+    ("triton", re.compile(r"(^|\s|/)tritonserver\b")),
+    ("tgi", re.compile(r"(^|\s|/)text-generation-launcher\b")),
+    ("nim", re.compile(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim_serve\b")),
+    ("ollama", re.compile(r"(^|\s|/)ollama serve\b")),
+    ("llama.cpp", re.compile(r"(^|\s|/)llama-server\b|\bllama_cpp\.server\b")),
+    ("lmdeploy", re.compile(r"(^|\s|/)lmdeploy serve\b")),
+    ("dynamo", re.compile(r"\bdynamo\.(vllm|sglang|trtllm|llama_cpp)\b|(^|\s|/)dynamo serve\b")),
+    ("ray-serve", re.compile(r"(^|\s|/)serve (run|deploy|start)\b")),
+)
+_NOT_SERVER = (
+    # benchmark and load clients
+    (
+        "client",
+        re.compile(
+            r"(^|\s|/)(genai-perf|perf_analyzer|aiperf|locust|guidellm|llmperf|hey|wrk|ab|vegeta)(\s|$)|"
+            r"(^|\s|/)k6 run\b|(^|\s|/)vllm (bench|chat|complete)\b|\bbenchmark_(serving|throughput|latency)\.py\b|"
+            r"\bsglang\.(bench_\w+|check_env)\b|\btoken_benchmark_ray\.py\b|\bvllm\.entrypoints\.cli\.benchmark\b"
+        ),
+    ),
+    ("batch", re.compile(r"(^|\s|/)vllm run-batch\b|\bvllm\.entrypoints\.openai\.run_batch\b")),
+    ("router", re.compile(r"\bsglang_router\b|(^|\s|/)(sgl-model-gateway|smg|mini_lb)(\s|$)|\bdynamo\.frontend\b")),
+    (
+        "download",
+        re.compile(
+            r"(^|\s|/)(huggingface-cli|hf) download\b|\bsnapshot_download\b|(^|\s|/)modelscope download\b|"
+            r"(^|\s|/)aws s3 (cp|sync)\b|(^|\s|/)(gsutil|s5cmd|tosutil)\b|(^|\s|/)git lfs\b|"
+            r"(^|\s|/)(download-to-cache|list-model-profiles|nim_download_to_cache)\b|(^|\s|/)ollama pull\b"
+        ),
+    ),
+    ("ray-node", re.compile(r"^(ray|/\S*/ray) start\b|\$\{?kuberay_gen_ray_start_cmd\b")),
+    ("idle", re.compile(r"^(/bin/|/usr/bin/)?(sleep|pause)\b|^tail -f /dev/null\b|^(while|until)\b")),
+)
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "do", "done", "then", "fi", "else", "elif", "{", "}"})
+_IMAGE_ONLY = (  # servers an image starts by its own entrypoint (no command in the manifest)
+    ("nim", re.compile(r"(^|/)nvcr\.io/nim/")),
+    ("ollama", re.compile(r"(^|/)ollama/ollama(:|@|$)")),
+)
+
+
+def segments(tokens: list[str]) -> list[str]:
+    """The shell commands of a container's command line, one string each."""
+    out: list[str] = []
+    cur: list[str] = []
+    for tok in tokens:
+        if tok in _SEPARATORS:
+            if cur:
+                out.append(" ".join(cur))
+            cur = []
+            continue
+        if tok.endswith(";") and tok != ";":
+            cur.append(tok[:-1])
+            out.append(" ".join(cur))
+            cur = []
+            continue
+        cur.append(tok)
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def what_runs(c: Container) -> tuple[str, str | None]:
+    """("server", engine), (reason, None) for a command that is no model server (`client`,
+    `batch`, `router`, `download`, `idle`), or ("unknown", None)."""
+    if isinstance(c, Container):
+        return c._cached("what_runs", lambda: _what_runs(c))  # type: ignore[no-any-return]
+    return _what_runs(c)
+
+
+def _what_runs(c: Container) -> tuple[str, str | None]:
+    segs = [seg.lower() for seg in segments(list(c.tokens))]
+    server: str | None = None
+    last: str | None = None  # the last command's verdict
+    for seg in segs:
+        verdict: str | None = None
+        for engine, rx in _SERVER_CMD:
+            if rx.search(seg):
+                verdict = "server"
+                server = server or engine
+                break
+        if verdict is None:
+            for reason, rx in _NOT_SERVER:
+                if rx.search(seg):
+                    verdict = reason
+                    break
+        if verdict is not None:
+            last = verdict
+    if last is not None and last != "server" and (server is None or last in ("client", "batch", "download")):
+        return last, None  # the container ends in a client, a download or an idle loop
+    if server is not None:
+        return "server", server
+    return "unknown", None
+
+
+def serving_engine(c: Container) -> str | None:
+    """Which model server a container runs (vllm, sglang, trtllm, triton, tgi, nim, ollama,
+    llama.cpp, lmdeploy, dynamo, ray-serve), by what it runs: the command, args and env
+    first; a container that sleeps, loops, downloads, routes or runs a benchmark client is
+    no server even in a server image; else its image's entrypoint."""
+    if isinstance(c, Container):
+        return c._cached("serving_engine", lambda: _serving_engine(c))  # type: ignore[no-any-return]
+    return _serving_engine(c)
+
+
+def _serving_engine(c: Container) -> str | None:
+    verdict, engine = what_runs(c)
+    if verdict == "server":
+        return engine
+    if verdict != "unknown":
+        return None
+    image = c.image.lower()
+    if not c.data.get("command"):
+        for name, rx in _IMAGE_ONLY:
+            if rx.search(image):
+                return name
+    return _by_image(c, image)
+
+
+def _by_image(c: Container, image: str) -> str | None:
+    toks = c.tokens
+    head = " ".join(toks[:8]).lower()
+    for engine, (img_re, entry) in SERVING_ENGINES.items():
+        if engine == "ray-serve":
+            continue
+        if engine == "vllm":
+            if img_re.search(image) and not any(
+                x in image
+                for x in (
+                    "vllm-router",
+                    "production-stack-router",
+                    "inference-scheduler",
+                    "routing-sidecar",
+                    "llm-d-router",
+                    "latency-predictor",
+                )
+            ):
+                return engine
+            continue
+        if img_re.search(image) or any(e in head for e in entry):
+            return engine
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Roles
+# ---------------------------------------------------------------------------------------
+_TRAIN_CMD = re.compile(
+    r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
+    r"torch\.distributed\.launch|mpirun|horovodrun)\b"
+)
+_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+# Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
+_INFRA_AGENT_RE = re.compile(
+    r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
+    r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
+    r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
+    r"azure-pipelines|teleport|tailscale|in-place-restart|restart|efa|neuron|dcgm)[-_]?agent|"
+    r"agent[-_]?(scheduler|injector)"
+)
+
+
+def role_override(pod: PodTemplate) -> str | None:
+    v = pod.all_annotations().get(ROLE_ANNOTATION)
+    return str(v).strip().lower() if v else None
+
+
+def serving_containers(pod: PodTemplate) -> list[tuple[Container, str]]:
+    out = []
+    for c in pod.containers(include_init=False):
+        eng = serving_engine(c)
+        if eng:
+            out.append((c, eng))
+    return out
+
+
+def is_serving_pod(pod: PodTemplate) -> bool:
+    """A pod running an inference server (by image or command), or annotated `serving`."""
+    return pod._cached("serving", lambda: _is_serving_pod(pod))
+
+
+def declared_role(pod: PodTemplate) -> str | None:
+    """The `ailint.io/role` annotation, else the role the workload adapter knows the pod has
+    (a KubeAI Model's server, a KAITO tuning job, a Dynamo frontend), else None."""
+    ov = role_override(pod)
+    if ov:
+        return ov
+    from ailint.domain import workloads
+
+    return workloads.pod_role(pod)
+
+
+def _is_serving_pod(pod: PodTemplate) -> bool:
+    ov = declared_role(pod)
+    if ov:
+        return ov == "serving"
+    if pod.obj.kind == "RayService":
+        return True
+    if pod.obj.kind in KSERVE_LLM_KINDS and pod.role in KSERVE_SERVING_ROLES:
+        return True  # KServe runs vLLM there even when the template names no image
+    return bool(serving_containers(pod))
+
+
+def is_training_pod(pod: PodTemplate) -> bool:
+    """A pod of a training job kind, a GPU batch Job, or one running a launcher (torchrun, ...)."""
+    return pod._cached("training", lambda: _is_training_pod(pod))
+
+
+def _is_training_pod(pod: PodTemplate) -> bool:
+    ov = declared_role(pod)
+    if ov:
+        return ov == "training"
+    if pod.obj.kind in (
+        "PyTorchJob",
+        "MPIJob",
+        "TFJob",
+        "XGBoostJob",
+        "PaddleJob",
+        "JAXJob",
+        "TrainJob",
+        "JobSet",
+        "RayJob",
+        "TrainingRuntime",
+        "ClusterTrainingRuntime",
+    ):
+        return pod.role != "submitter" or True
+    if pod.obj.kind in ("Job", "CronJob") and is_accelerator_pod(pod):
+        return True
+    return any(_TRAIN_CMD.search(" ".join(c.tokens)) for c in pod.containers(include_init=False))
+
+
+def is_agent_pod(pod: PodTemplate) -> bool:
+    """An AI agent's pod: agent-sandbox kinds, or agent/MCP/sandbox words in its names and
+    labels once infrastructure agents (log shippers, monitoring) are taken out."""
+    return pod._cached("agent", lambda: _is_agent_pod(pod))
+
+
+def _is_agent_pod(pod: PodTemplate) -> bool:
+    ov = declared_role(pod)
+    if ov:
+        return ov == "agent"
+    obj = pod.obj
+    if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
+        return True
+    if obj.kind in KSERVE_LLM_KINDS:
+        return False  # model servers and their endpoint picker
+    if obj.kind == "DaemonSet":
+        return False  # node agents (log shippers, device plugins, exporters)
+    names = [
+        obj.name or "",
+        *[
+            f"{k}={v}"
+            for k, v in {**obj.labels, **pod.labels}.items()
+            if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")
+        ],
+    ]
+    for c in pod.containers():
+        names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
+        names.append(c.name)
+    text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
+    return bool(_AGENT_RE.search(text))

@@ -1,0 +1,183 @@
+"""Workload adapters: one module per custom-resource family declares the kinds it understands
+(by API group and kind) and turns each object into the pod templates its controller runs and
+the facts of the workload. Rules call `pod_templates(obj)`; kind groups (`rule_kinds()`) and
+the dispatch table (`kinds()`) come from the families, so a new family is one module here
+(a `FAMILY = Family(...)`) plus fixtures.
+
+A kind declared with a group is chosen by that group (`InferenceService` of ome.io is OME's,
+of serving.kserve.io KServe's; `Service` of inference.llmaz.io is llmaz's, never core v1); a
+kind declared with group None matches any group not claimed by another family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from typing import Any
+
+from ailint.core.model import K8sObject
+from ailint.domain.extract import PodTemplate
+from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
+
+__all__ = [
+    "Catalog",
+    "Facts",
+    "Family",
+    "catalogue_kinds",
+    "families",
+    "family_for",
+    "is_catalogue",
+    "is_inventory_workload",
+    "is_workload",
+    "kinds",
+    "pod_templates",
+    "rule_kinds",
+    "workload_kinds",
+]
+
+_FAMILIES: list[Family] | None = None
+_BY_KIND: dict[str, list[tuple[str | None, Family]]] = {}
+_CATALOGUE: dict[str, list[tuple[str | None, Family]]] = {}
+
+
+def families() -> list[Family]:
+    """Every family module's FAMILY, in module-name order (imported once)."""
+    global _FAMILIES
+    if _FAMILIES is None:
+        found: list[Family] = []
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            if info.name.startswith("_") or info.name == "base":
+                continue
+            fam = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FAMILY", None)
+            if isinstance(fam, Family):
+                found.append(fam)
+        for fam in found:
+            for group, kind in (*fam.kinds, *fam.template_kinds):
+                _BY_KIND.setdefault(kind, []).append((group, fam))
+            for group, kind in fam.catalogue:
+                _CATALOGUE.setdefault(kind, []).append((group, fam))
+        _FAMILIES = found
+    return _FAMILIES
+
+
+def kinds() -> list[Kind]:
+    """(group, kind) of every kind with pod templates: workloads, and the catalogue kinds
+    whose templates rules judge (group None: any group). The dispatch table by kind."""
+    return [k for fam in families() for k in (*fam.kinds, *fam.template_kinds)]
+
+
+def workload_kinds() -> list[Kind]:
+    """(group, kind) of the workload kinds (`inventory` lists their objects)."""
+    return [k for fam in families() for k in fam.kinds]
+
+
+def catalogue_kinds() -> list[Kind]:
+    """(group, kind) of the kinds that run no pods but feed workload facts."""
+    return [k for fam in families() for k in fam.catalogue]
+
+
+def rule_kinds() -> tuple[str, ...]:
+    """Every workload kind in a rule's `kinds=` notation ("Kind" or "group/Kind")."""
+    return tuple(dict.fromkeys(kind if group is None else f"{group}/{kind}" for group, kind in kinds()))
+
+
+def _pick(table: dict[str, list[tuple[str | None, Family]]], obj: K8sObject) -> Family | None:
+    entries = table.get(obj.kind)
+    if not entries:
+        return None
+    group = obj.group
+    wildcard = None
+    for g, fam in entries:
+        if g == group:
+            return fam
+        if g is None:
+            wildcard = fam
+    return wildcard
+
+
+def family_for(obj: K8sObject) -> Family | None:
+    """The family whose workload kinds include `obj` (None: not a workload ailint reads)."""
+    families()
+    return _pick(_BY_KIND, obj)
+
+
+def is_workload(obj: K8sObject) -> bool:
+    return family_for(obj) is not None
+
+
+def is_catalogue(obj: K8sObject) -> bool:
+    """A runtime, model catalogue entry, autoscaler or claim that feeds workload facts."""
+    families()
+    if _pick(_CATALOGUE, obj) is not None:
+        return True
+    fam = family_for(obj)
+    return fam is not None and any(k == obj.kind and g in (None, obj.group) for g, k in fam.template_kinds)
+
+
+def is_inventory_workload(obj: K8sObject) -> bool:
+    """A workload object (`inventory` lists it), not a catalogue entry with templates."""
+    return is_workload(obj) and not is_catalogue(obj)
+
+
+def _templates(obj: K8sObject, catalog: Catalog | None) -> Iterator[PodTemplate]:
+    fam = family_for(obj)
+    if fam is None:
+        return iter(())
+    if fam.takes_catalog:
+        return iter(fam.templates(obj, catalog))
+    return iter(fam.templates(obj))
+
+
+def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
+    """Every pod template of `obj` (none for a kind no family reads). With `catalog`, the
+    runtimes and models it names are merged in (not cached). Without, the templates are
+    computed once and kept in the object's memo (`K8sObject.cached`): every rule, the bundle
+    rules and the context's pod index share them, and they die with the object. Objects are
+    never mutated during a run, so they stay valid."""
+    if catalog is not None:
+        return _templates(obj, catalog)
+    memo = obj.memo
+    found = memo.get("pod_templates") if memo is not None else None
+    if found is None:
+        try:
+            found = obj.cached("pod_templates", lambda: list(_templates(obj, None)))
+        except Exception:
+            return _templates(obj, None)  # the rule that asked reports the crash (AIL003)
+    return iter(found)
+
+
+def preset_tokens(c: Any) -> list[str] | None:
+    """The command a controller runs in container `c` when the file states none (else None)."""
+    fam = family_for(c.pod.obj)
+    if fam is None or fam.preset_tokens is None:
+        return None
+    return fam.preset_tokens(c)
+
+
+def supplies(c: Any, field: str) -> bool:
+    """True when the controller (a preset, or a runtime or config not in the run) may fill
+    `field` into container `c` (or pod `c`) before it runs, so its absence in the file is no
+    defect. The family decides first; an `open` pod (its runtime is not in the run) may get
+    any field in the pod and its first app container."""
+    pod = c if isinstance(c, PodTemplate) else c.pod
+    fam = family_for(pod.obj)
+    if fam is not None and fam.supplies is not None:
+        got = fam.supplies(c, field)
+        if got is not None:
+            return got
+    if pod.synthetic is not None and not written(pod, field):
+        return True  # the controller builds this field; the object offers no way to set it
+    if not pod.open:
+        return False
+    if c is pod:
+        return True
+    return not c.init and c.path == pod.spec_path + ("containers", 0)
+
+
+def pod_role(pod: PodTemplate) -> str | None:
+    """The role the pod's family knows it has (serving, training, batch, infra), or None."""
+    fam = family_for(pod.obj)
+    if fam is None or fam.role is None:
+        return None
+    return fam.role(pod)

@@ -1,0 +1,72 @@
+"""Dynamic Resource Allocation (resource.k8s.io v1, v1beta2, v1beta1, v1alpha3): a pod's
+`resourceClaims` name a ResourceClaim or ResourceClaimTemplate whose device requests name a
+DeviceClass; a GPU class (`gpu.nvidia.com`, `mig.nvidia.com`, `neuron.aws.com`, ...) makes
+the pod an accelerator pod with the requested device count (`exactly.count` in v1beta2/v1,
+`count` on the request in v1beta1; ExactCount 1 by default; allocationMode All counts as 1
+here). These objects run no pods: they are catalogue entries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ailint.core.model import K8sObject, as_dict, iter_dicts
+from ailint.domain.extract import PodTemplate
+from ailint.domain.workloads.base import Catalog, Family, as_int
+
+GROUP = "resource.k8s.io"
+# DeviceClass name (or prefix) -> the extended resource it stands for
+GPU_CLASSES = {
+    "gpu.nvidia.com": "nvidia.com/gpu",
+    "mig.nvidia.com": "nvidia.com/gpu",
+    "vfio.gpu.nvidia.com": "nvidia.com/gpu",
+    "gpu.amd.com": "amd.com/gpu",
+    "neuron.aws.com": "aws.amazon.com/neuron",
+    "gpu.example.com": "nvidia.com/gpu",
+}
+
+
+def _requests(claim_spec: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for _, req in iter_dicts(as_dict(claim_spec.get("devices")).get("requests")):
+        exact = as_dict(req.get("exactly")) or req  # v1beta1 has the fields on the request
+        cls = exact.get("deviceClassName")
+        if not isinstance(cls, str):
+            first = next((r for _, r in iter_dicts(req.get("firstAvailable"))), {})
+            cls = first.get("deviceClassName")
+            exact = first
+        res = GPU_CLASSES.get(cls) if isinstance(cls, str) else None
+        if res is None:
+            continue
+        count = as_int(exact.get("count")) if exact.get("allocationMode", "ExactCount") == "ExactCount" else 1
+        out[res] = out.get(res, 0) + float(count or 1)
+    return out
+
+
+def claimed_devices(pod: PodTemplate, catalog: Catalog) -> dict[str, float]:
+    """Accelerators a pod gets through DRA claims in the run (per pod)."""
+    out: dict[str, float] = {}
+    ns = pod.obj.namespace
+    for _, ref in iter_dicts(pod.spec.get("resourceClaims")):
+        spec: dict[str, Any] = {}
+        if isinstance(ref.get("resourceClaimTemplateName"), str):
+            rct = catalog.get(GROUP, "ResourceClaimTemplate", ref["resourceClaimTemplateName"], ns)
+            spec = as_dict(rct.get("spec", "spec")) if rct is not None else {}
+        elif isinstance(ref.get("resourceClaimName"), str):
+            rc = catalog.get(GROUP, "ResourceClaim", ref["resourceClaimName"], ns)
+            spec = as_dict(rc.get("spec")) if rc is not None else {}
+        for k, v in _requests(spec).items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _no_templates(obj: K8sObject) -> list[PodTemplate]:
+    return []
+
+
+FAMILY = Family(
+    "dra",
+    (),
+    _no_templates,
+    catalogue=((GROUP, "ResourceClaimTemplate"), (GROUP, "ResourceClaim"), (GROUP, "DeviceClass")),
+)

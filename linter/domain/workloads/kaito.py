@@ -1,0 +1,192 @@
+"""KAITO (kaito.sh): Workspace, InferenceSet, RAGEngine and MultiRoleInference.
+
+A Workspace has no `spec`: `resource` (instanceType, count, labelSelector), `inference`
+(preset or a pod `template`) and `tuning` sit at the top. With a preset, KAITO builds a
+StatefulSet whose pod this adapter synthesizes (kaito-project/kaito
+pkg/workspace/inference/preset_inferences.go): one container named after the Workspace
+running the vLLM preset (`python3 /workspace/vllm/inference_api.py`, tensor parallel = the
+SKU's GPU count), GPU requests = limits = the SKU's GPU count, tolerations
+`nvidia.com/gpu` Exists and `sku=gpu`, probes on /health:5000 and a /dev/shm emptyDir. The
+SKU table is KAITO's (pkg/sku/azure_sku_handler.go); findings on the synthesized pod point
+at `resource.instanceType` or `inference.preset`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ailint.core.model import K8sObject, Path, as_dict
+from ailint.domain.extract import PodTemplate
+from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized, template
+
+GROUP = "kaito.sh"
+# SKU -> (GPU count, total GPU memory GiB, GPU model): kaito pkg/sku/azure_sku_handler.go,
+# plus the NCv3 (V100 16 GB) sizes of the tuning samples (Azure's size tables)
+SKUS: dict[str, tuple[int, float, str]] = {
+    "Standard_NC4as_T4_v3": (1, 16, "T4"),
+    "Standard_NC8as_T4_v3": (1, 16, "T4"),
+    "Standard_NC16as_T4_v3": (1, 16, "T4"),
+    "Standard_NC64as_T4_v3": (4, 64, "T4"),
+    "Standard_NV36ads_A10_v5": (1, 24, "A10"),
+    "Standard_NV72ads_A10_v5": (2, 48, "A10"),
+    "Standard_NC24ads_A100_v4": (1, 80, "A100"),
+    "Standard_NC48ads_A100_v4": (2, 160, "A100"),
+    "Standard_NC96ads_A100_v4": (4, 320, "A100"),
+    "Standard_ND96asr_A100_v4": (8, 320, "A100"),
+    "Standard_ND96amsr_A100_v4": (8, 640, "A100"),
+    "Standard_NC40ads_H100_v5": (1, 94, "H100"),
+    "Standard_NC80adis_H100_v5": (2, 188, "H100"),
+    "Standard_ND96isr_H100_v5": (8, 640, "H100"),
+    "Standard_NCC40ads_H100_v5": (1, 94, "H100"),
+    "Standard_ND96isr_H200_v5": (8, 1128, "H200"),
+    "Standard_NC6s_v3": (1, 16, "V100"),
+    "Standard_NC12s_v3": (2, 32, "V100"),
+    "Standard_NC24s_v3": (4, 64, "V100"),
+}
+PORT = 5000
+
+
+def sku(instance_type: Any) -> tuple[int, float, str] | None:
+    return SKUS.get(instance_type) if isinstance(instance_type, str) else None
+
+
+def _preset_pod(obj: K8sObject, base: Path, res_path: Path, preset_path: Path, replicas: int | None) -> PodTemplate:
+    res = as_dict(obj.get(*res_path))
+    preset = as_dict(obj.get(*preset_path))
+    known = sku(res.get("instanceType"))
+    part = as_dict(res.get("partition"))
+    gpus = known[0] if known else None
+    name = obj.name or "workspace"
+    c: dict[str, Any] = {
+        "name": name,
+        "command": ["python3", "/workspace/vllm/inference_api.py", f"--model={preset.get('name') or ''}"],
+        "ports": [{"containerPort": PORT}],
+        "startupProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 10},
+        "livenessProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": PORT},
+            "initialDelaySeconds": 30,
+            "periodSeconds": 10,
+        },
+    }
+    image = as_dict(preset.get("presetOptions")).get("image")
+    if isinstance(image, str) and image:
+        c["image"] = image  # else KAITO's base image, which this file does not choose
+    if gpus:
+        c["command"].append(f"--tensor-parallel-size={gpus}")
+        if part.get("mode") == "mig" and part.get("profile"):
+            key = f"nvidia.com/mig-{part['profile']}"
+            c["resources"] = {
+                "requests": {key: str(as_int(part.get("count")) or 1)},
+                "limits": {key: str(as_int(part.get("count")) or 1)},
+            }
+        else:
+            c["resources"] = {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+    spec: dict[str, Any] = {
+        "containers": [c],
+        "tolerations": [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+        ],
+    }
+    if isinstance(res.get("instanceType"), str):
+        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": res["instanceType"]}
+    at_res = res_path + ("instanceType",) if "instanceType" in res else res_path
+    fields: list[tuple[Path, Path, bool]] = [
+        (("containers", 0, "resources"), at_res, False),
+        (("nodeSelector",), at_res, False),
+        (("containers", 0, "command"), preset_path, False),
+        (("containers", 0, "image"), preset_path, False),
+    ]
+    return synthesized(obj, preset_path, spec, "inference", replicas, fields)
+
+
+def _nodes(res: dict[str, Any]) -> int | None:
+    return as_int(res.get("count")) if "count" in res else 1
+
+
+def templates(obj: K8sObject) -> Iterator[PodTemplate]:
+    kind = obj.kind
+    if kind == "Workspace":
+        res = as_dict(obj.data.get("resource"))
+        inf = as_dict(obj.data.get("inference"))
+        if isinstance(inf.get("template"), dict):
+            t = template(obj, ("inference", "template"), "inference", _nodes(res), ("inference",))
+            if t:
+                yield t
+        elif isinstance(inf.get("preset"), dict):
+            yield _preset_pod(obj, ("inference",), ("resource",), ("inference", "preset"), _nodes(res))
+    elif kind == "InferenceSet":
+        base = ("spec", "template")
+        inf = as_dict(obj.get(*base, "inference"))
+        replicas = as_int(obj.get("spec", "replicas")) if obj.has(("spec", "replicas")) else 1
+        if isinstance(inf.get("template"), dict):
+            t = template(obj, base + ("inference", "template"), "inference", replicas, base)
+            if t:
+                yield t
+        elif isinstance(inf.get("preset"), dict):
+            yield _preset_pod(obj, base, base + ("resource",), base + ("inference", "preset"), replicas)
+
+
+def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | None:
+    kind = obj.kind
+    out = Facts()
+    if kind in ("Workspace", "InferenceSet"):
+        top: Path = () if kind == "Workspace" else ("spec", "template")
+        res = as_dict(obj.get(*top, "resource")) if top else as_dict(obj.data.get("resource"))
+        inf = as_dict(obj.get(*top, "inference")) if top else as_dict(obj.data.get("inference"))
+        tuning = as_dict(obj.data.get("tuning")) if kind == "Workspace" else {}
+        preset = as_dict(inf.get("preset")) or as_dict(tuning.get("preset"))
+        out.roles = ["training"] if tuning else ["serving"]
+        if preset.get("name"):
+            out.model = str(preset["name"])
+            out.engine = "vllm" if not tuning else "other"
+        known = sku(res.get("instanceType"))
+        if known:
+            out.accelerators = {"nvidia.com/gpu": float(known[0])}
+            out.parallelism["tensor"] = known[0]
+        out.replicas = (_nodes(res) or 1) if kind == "Workspace" else as_int(obj.get("spec", "replicas")) or 1
+        return out
+    if kind == "RAGEngine":
+        spec = as_dict(obj.data.get("spec"))
+        out.roles = ["serving"]
+        emb = as_dict(as_dict(spec.get("embedding")).get("local"))
+        out.model = str(emb["modelID"]) if emb.get("modelID") else None
+        known = sku(as_dict(spec.get("compute")).get("instanceType"))
+        if known:
+            out.accelerators = {"nvidia.com/gpu": float(known[0])}
+        out.engine = "other"
+        return out
+    if kind == "MultiRoleInference":
+        spec = as_dict(obj.data.get("spec"))
+        out.model = str(as_dict(spec.get("model")).get("name") or "") or None
+        out.roles = ["serving"]
+        out.engine = "vllm"
+        types = {as_dict(r).get("instanceType") for r in spec.get("roles") or [] if isinstance(r, dict)}
+        known = [sku(t) for t in types if sku(t)]
+        if known:
+            out.accelerators = {"nvidia.com/gpu": float(max(k[0] for k in known if k))}
+        return out
+    return None
+
+
+def supplies(c: Any, field: str) -> bool | None:
+    pod = c if isinstance(c, PodTemplate) else c.pod
+    if pod.synthetic is not None and field == "resources":
+        return True  # KAITO provisions a node of the instance type for the preset: it sets only the GPUs
+    return None
+
+
+def _role(pod: PodTemplate) -> str:
+    return "training" if isinstance(pod.obj.data.get("tuning"), dict) else "serving"
+
+
+FAMILY = Family(
+    "kaito",
+    ((GROUP, "Workspace"), (GROUP, "InferenceSet"), (GROUP, "RAGEngine"), (GROUP, "MultiRoleInference")),
+    templates,
+    facts,
+    role=_role,
+    supplies=supplies,
+)

@@ -1,0 +1,232 @@
+"""KServe (serving.kserve.io): InferenceService components and LLMInferenceService(Config).
+
+An InferenceService component (`predictor`, `transformer`, `explainer`) inlines a PodSpec plus
+component fields (minReplicas, ...). The `predictor.model` form (and the older framework keys
+`huggingface`, `sklearn`, `triton`, ...) names one container that KServe strategic-merges over
+the `kserve-container` of the ServingRuntime named by `model.runtime` (a namespaced
+ServingRuntime first, then a ClusterServingRuntime), or of the runtime whose
+`supportedModelFormats` serve `modelFormat.name` (autoSelect, highest priority); the runtime's
+args come first and the InferenceService's are appended (kserve
+pkg/controller/v1beta1/inferenceservice/utils/utils.go `MergeRuntimeContainers`). Without the
+runtime in the run, the pod holds what the InferenceService states.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
+from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized
+
+GROUP = "serving.kserve.io"
+FRAMEWORKS = (
+    "model",
+    "huggingface",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "pmml",
+    "lightgbm",
+    "paddle",
+)
+# ModelSpec fields that are not container fields
+_MODEL_ONLY = ("modelFormat", "runtime", "runtimeVersion", "protocolVersion", "storageUri", "storage")
+# component extension fields that are not PodSpec fields
+_COMPONENT_ONLY = (
+    "minReplicas",
+    "maxReplicas",
+    "scaleTarget",
+    "scaleMetric",
+    "scaleMetricType",
+    "autoScaling",
+    "containerConcurrency",
+    "timeout",
+    "canaryTrafficPercent",
+    "logger",
+    "batcher",
+    "labels",
+    "annotations",
+    "deploymentStrategy",
+    "workerSpec",
+    "storageUris",
+    *FRAMEWORKS,
+)
+RUNTIME_CONTAINER = "kserve-container"
+
+
+def framework(component: dict[str, Any]) -> str | None:
+    """The framework key a component uses (`model`, `huggingface`, ...), if any."""
+    for key in FRAMEWORKS:
+        if isinstance(component.get(key), dict):
+            return key
+    return None
+
+
+def find_runtime(obj: K8sObject, model: dict[str, Any], catalog: Catalog | None) -> K8sObject | None:
+    """The ServingRuntime/ClusterServingRuntime that serves `model`, when it is in the run."""
+    if catalog is None:
+        return None
+    ns = obj.namespace
+    name = model.get("runtime")
+    if isinstance(name, str) and name:
+        return catalog.get(GROUP, "ServingRuntime", name, ns) or catalog.get(GROUP, "ClusterServingRuntime", name)
+    fmt = as_dict(model.get("modelFormat")).get("name")
+    if not isinstance(fmt, str):
+        return None
+    best: tuple[int, K8sObject] | None = None
+    for kind in ("ServingRuntime", "ClusterServingRuntime"):
+        for rt in catalog.of_kind(GROUP, kind):
+            if kind == "ServingRuntime" and (rt.namespace_or_default) != (ns or "default"):
+                continue
+            for _, f in iter_dicts(rt.get("spec", "supportedModelFormats")):
+                if f.get("name") == fmt and f.get("autoSelect") is True:
+                    prio = as_int(f.get("priority")) or 0
+                    if best is None or prio > best[0]:
+                        best = (prio, rt)
+    return best[1] if best else None
+
+
+def merge_container(runtime: dict[str, Any], isvc: dict[str, Any]) -> dict[str, Any]:
+    """`isvc` over `runtime` as KServe merges them: scalars and maps replaced (resources per
+    key), env merged by name, args appended."""
+    out = copy.deepcopy(runtime)
+    for k, v in isvc.items():
+        if k == "args":
+            out["args"] = as_list(runtime.get("args")) + as_list(v)
+        elif k == "env":
+            env = {e.get("name"): e for e in as_list(runtime.get("env")) if isinstance(e, dict)}
+            for e in as_list(v):
+                if isinstance(e, dict):
+                    env[e.get("name")] = e
+            out["env"] = list(env.values())
+        elif k == "resources" and isinstance(v, dict):
+            res = copy.deepcopy(as_dict(runtime.get("resources")))
+            for which, vals in v.items():
+                if isinstance(vals, dict):
+                    res.setdefault(which, {})
+                    if isinstance(res[which], dict):
+                        res[which].update(vals)
+                else:
+                    res[which] = vals
+            out["resources"] = res
+        else:
+            out[k] = v
+    if not out.get("name"):
+        out["name"] = runtime.get("name") or RUNTIME_CONTAINER
+    return out
+
+
+def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catalog: Catalog | None) -> PodTemplate:
+    model = as_dict(comp.get(key))
+    mine = {k: v for k, v in model.items() if k not in _MODEL_ONLY}
+    runtime = find_runtime(obj, model, catalog) if key == "model" else None
+    spec: dict[str, Any] = {}
+    containers: list[dict[str, Any]] = []
+    fields: list[tuple[Path, Path, bool]] = []
+    if runtime is not None:
+        rspec = as_dict(runtime.get("spec"))
+        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in ("containers", "supportedModelFormats")})
+        rts = [c for _, c in iter_dicts(rspec.get("containers"))]
+        main = next((c for c in rts if c.get("name") == RUNTIME_CONTAINER), rts[0] if rts else {})
+        containers.append(merge_container(main, mine))
+        containers += [copy.deepcopy(c) for c in rts if c is not main]
+    else:
+        containers.append({"name": RUNTIME_CONTAINER, **mine})
+    fields.append((("containers", 0), base + (key,), True))
+    for i, c in iter_dicts(comp.get("containers")):
+        fields.append((("containers", len(containers)), base + ("containers", i), True))
+        containers.append(c)
+    spec.update({k: v for k, v in comp.items() if k not in _COMPONENT_ONLY and k != "containers"})
+    spec["containers"] = containers
+    fields.append(((), base, True))
+    pod = synthesized(obj, base, spec, base[-1], as_int(comp.get("minReplicas")), fields)
+    pod.open = runtime is None  # the runtime (named or auto-selected) supplies image, command, probes...
+    return pod
+
+
+def isvc_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
+    spec = as_dict(obj.data.get("spec"))
+    for comp in ("predictor", "transformer", "explainer"):
+        c = as_dict(spec.get(comp))
+        if not c:
+            continue
+        key = framework(c)
+        if key is not None:
+            yield _model_pod(obj, ("spec", comp), c, key, catalog)
+        elif "containers" in c:
+            yield PodTemplate(obj, ("spec", comp), None, comp, as_int(c.get("minReplicas")))
+        worker = c.get("workerSpec")
+        if isinstance(worker, dict) and isinstance(worker.get("containers"), list):
+            yield PodTemplate(obj, ("spec", comp, "workerSpec"), None, "worker", None, ("spec", comp))
+
+
+def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
+    if obj.kind == "InferenceService":
+        yield from isvc_templates(obj, catalog)
+    elif obj.kind in KSERVE_LLM_KINDS and obj.group.startswith(GROUP):
+        from ailint.domain.kserve import templates as llm_templates  # bare PodSpecs, merged over presets
+
+        yield from llm_templates(obj, as_dict(obj.data.get("spec")))
+
+
+_FORMAT_ENGINE = {"huggingface": "vllm", "triton": "triton", "tensorrt": "triton", "onnx": "triton"}
+
+
+def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | None:
+    if obj.kind != "InferenceService":
+        return None
+    pred = as_dict(obj.get("spec", "predictor"))
+    key = framework(pred)
+    if key is None:
+        return None
+    model = as_dict(pred.get(key))
+    out = Facts()
+    uri = model.get("storageUri")
+    if isinstance(uri, str) and uri:
+        out.model = uri
+    fmt = str(as_dict(model.get("modelFormat")).get("name") or ("" if key == "model" else key)).lower()
+    if fmt.startswith("nvidia-nim"):
+        out.engine = "nim"
+    elif fmt in _FORMAT_ENGINE:
+        out.engine = _FORMAT_ENGINE[fmt]
+    elif fmt:
+        out.engine = "other"
+    tp = as_int(as_dict(pred.get("workerSpec")).get("tensorParallelSize"))
+    if tp:
+        out.parallelism["tensor"] = tp
+    return out
+
+
+def supplies(c: Any, field: str) -> bool | None:
+    pod = c if isinstance(c, PodTemplate) else c.pod
+    if pod.obj.kind not in KSERVE_LLM_KINDS:
+        return None
+    from ailint.domain.kserve import llm_preset_supplies
+
+    return llm_preset_supplies(c, field)
+
+
+def preset_tokens(c: Any) -> list[str] | None:
+    if c.pod.obj.kind not in KSERVE_LLM_KINDS:
+        return None
+    from ailint.domain.kserve import preset_tokens as llm_preset_tokens
+
+    return llm_preset_tokens(c)
+
+
+FAMILY = Family(
+    "kserve",
+    ((None, "InferenceService"), (None, "LLMInferenceService"), (None, "LLMInferenceServiceConfig")),
+    templates,
+    facts,
+    catalogue=((GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime"), (GROUP, "InferenceGraph")),
+    preset_tokens=preset_tokens,
+    takes_catalog=True,
+    supplies=supplies,
+)

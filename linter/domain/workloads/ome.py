@@ -1,0 +1,142 @@
+"""OME (ome.io/v1beta1): InferenceService engine/decoder/router components over a
+ClusterServingRuntime/ServingRuntime's engineConfig/decoderConfig/routerConfig, and the
+BaseModel/ClusterBaseModel they serve.
+
+Each component is an inlined PodSpec plus `runner` (the main container), `leader` and
+`worker{size}` for multi-node. The controller merges the runtime's config under the
+InferenceService's (the InferenceService's runner wins; sgl-project/ome
+pkg/controller/v1beta1/inferenceservice/utils `MergeRuntimeContainers`, components/engine.go)
+and adds env MODEL_PATH from the base model's `storage.path`. OME adds no probes: the
+runtimes carry them, so the runtime's templates are judged as the pods of every
+InferenceService that selects it. Without the runtime in the run, an InferenceService's
+pods hold only what it states (and are `open`: the runtime may add any field).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from ailint.core.model import K8sObject, as_dict
+from ailint.domain.extract import PodTemplate
+from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, runner_pod
+from ailint.domain.workloads.kserve import merge_container
+
+GROUP = "ome.io"
+COMPONENTS = (("engine", "engineConfig"), ("decoder", "decoderConfig"), ("router", "routerConfig"))
+
+
+def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
+    if catalog is None:
+        return None
+    name = obj.get("spec", "runtime", "name")
+    if isinstance(name, str) and name:
+        return catalog.get(GROUP, "ServingRuntime", name, obj.namespace) or catalog.get(
+            GROUP, "ClusterServingRuntime", name
+        )
+    return None
+
+
+def base_model(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
+    if catalog is None:
+        return None
+    name = obj.get("spec", "model", "name")
+    kind = obj.get("spec", "model", "kind") or "ClusterBaseModel"
+    if kind == "BaseModel":
+        return catalog.get(GROUP, "BaseModel", name, obj.namespace)
+    return catalog.get(GROUP, "ClusterBaseModel", name)
+
+
+def _merge(runtime: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(runtime)
+    for k, v in mine.items():
+        if k == "runner" and isinstance(v, dict) and isinstance(runtime.get("runner"), dict):
+            out["runner"] = merge_container(runtime["runner"], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _component_pods(
+    obj: K8sObject, base: tuple[str, ...], role: str, comp: dict[str, Any] | None, replicas: int | None
+) -> Iterator[PodTemplate]:
+    c = comp if comp is not None else as_dict(obj.get(*base))
+    size = as_int(as_dict(c.get("worker")).get("size"))
+    if isinstance(c.get("leader"), dict):
+        t = runner_pod(obj, base + ("leader",), f"{role}-leader", replicas, c.get("leader"))
+        if t:
+            yield t
+        if isinstance(c.get("worker"), dict):
+            w = runner_pod(
+                obj,
+                base + ("worker",),
+                f"{role}-worker",
+                None if replicas is None or size is None else replicas * size,
+                c.get("worker"),
+            )
+            if w:
+                yield w
+        return
+    t = runner_pod(obj, base, role, replicas, c)
+    if t:
+        yield t
+
+
+def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
+    spec = as_dict(obj.data.get("spec"))
+    if obj.kind in ("ServingRuntime", "ClusterServingRuntime"):
+        for role, key in COMPONENTS:
+            if isinstance(spec.get(key), dict):
+                yield from _component_pods(obj, ("spec", key), role, None, None)
+        return
+    if obj.kind != "InferenceService":
+        return
+    runtime = find_runtime(obj, catalog)
+    rspec = as_dict(runtime.get("spec")) if runtime is not None else {}
+    model = base_model(obj, catalog)
+    model_path = model.get("spec", "storage", "path") if model is not None else None
+    for role, key in COMPONENTS:
+        mine = spec.get(role)
+        if not isinstance(mine, dict):
+            continue
+        replicas = as_int(mine.get("minReplicas")) if "minReplicas" in mine else 1
+        comp = _merge(as_dict(rspec.get(key)), mine) if runtime is not None else mine
+        if isinstance(model_path, str) and isinstance(comp.get("runner"), dict):
+            r = comp["runner"] = copy.deepcopy(comp["runner"])
+            env = [e for e in r.get("env") or [] if isinstance(e, dict)]
+            if not any(e.get("name") == "MODEL_PATH" for e in env):
+                r["env"] = [*env, {"name": "MODEL_PATH", "value": model_path}]
+        for pod in _component_pods(obj, ("spec", role), role, comp, replicas):
+            pod.open = runtime is None
+            yield pod
+
+
+def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | None:
+    if obj.kind != "InferenceService":
+        return None
+    out = Facts(roles=["serving"])
+    name = obj.get("spec", "model", "name")
+    model = base_model(obj, catalog)
+    uri = model.get("spec", "storage", "storageUri") if model is not None else None
+    if isinstance(uri, str) and uri:
+        out.model = uri[len("hf://") :] if uri.startswith("hf://") else uri
+    elif isinstance(name, str):
+        out.model = name
+    return out
+
+
+def _role(pod: PodTemplate) -> str:
+    return "infra" if pod.role.startswith("router") else "serving"
+
+
+FAMILY = Family(
+    "ome",
+    ((GROUP, "InferenceService"),),
+    templates,
+    facts,
+    catalogue=((GROUP, "BaseModel"), (GROUP, "ClusterBaseModel")),
+    takes_catalog=True,
+    template_kinds=((GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
+    role=_role,
+)
