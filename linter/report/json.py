@@ -25,7 +25,7 @@ def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
             obj["template"] = ref.template
     fix = None
     if f.fix is not None:
-        src = sources.get(f.file)
+        src = sources.get(getattr(f.fix, "target_display", "") or f.file)  # a chart fix may edit values.yaml
         fix = {
             "title": f.fix.title,
             "applicability": f.fix.applicability.value,

@@ -189,7 +189,8 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
             for i, r in enumerate(f.related)
         ]
     if f.fix is not None and f.fix.edits:
-        src = sources.get(f.file)
+        fix_file = getattr(f.fix, "target_display", "") or f.file  # a chart fix may edit values.yaml
+        src = sources.get(fix_file)
         replacements = []
         for e in f.fix.edits:
             r = edit_region(e, src)
@@ -204,7 +205,7 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
                 description=om.Message(text=f"{f.fix.title} ({f.fix.applicability.value})"),
                 artifact_changes=[
                     om.ArtifactChange(
-                        artifact_location=locate(f.file),
+                        artifact_location=locate(fix_file),
                         replacements=replacements,
                     )
                 ],

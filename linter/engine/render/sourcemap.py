@@ -606,6 +606,20 @@ def _at_key(
                 related.append(Related(f, kp[0], kp[1], kp[2], f"values key `{'.'.join(map(str, full))}`"))
                 if single and len(refs) == 1:
                     vfile, vpath, direct = f, full, True
+    if not ln.actions and not value_text:
+        # a block filled by one directive that prints values: that values key is related
+        end_b = block_end(tpl, idx, item=bool(ln.dashes) and ln.key is None)
+        emitters = [
+            i
+            for i in range(idx + 1, end_b)
+            if tpl.lines[i].directive_only and any(_EMITS.search(a) for a in tpl.lines[i].actions)
+        ]
+        literal = [i for i in range(idx + 1, end_b) if tpl.lines[i].content]
+        if len(emitters) == 1 and not literal:
+            em = _emitter(cm, tpl, tfile, emitters[0], path, len(path), MISSING)
+            if em.related:
+                related.extend(em.related)
+                vfile, vpath = em.values_file, em.values_path
     end = len(ln.text) + 1
     return Located(
         tfile,

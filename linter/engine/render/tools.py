@@ -35,9 +35,12 @@ def find_tool(name: str, configured: str | None = None) -> str | None:
     """The binary to run for `name`: `configured` (a path, or a name looked up on PATH), else PATH."""
     if configured:
         if os.sep in configured or (os.altsep and os.altsep in configured):
-            return configured if os.path.isfile(configured) and os.access(configured, os.X_OK) else None
-        return shutil.which(configured)
-    return shutil.which(name)
+            ok = os.path.isfile(configured) and os.access(configured, os.X_OK)
+            return os.path.abspath(configured) if ok else None
+        found = shutil.which(configured)
+    else:
+        found = shutil.which(name)
+    return os.path.abspath(found) if found else None
 
 
 def offline_env(home: str) -> dict[str, str]:

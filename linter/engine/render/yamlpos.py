@@ -18,6 +18,7 @@ KeyPos = tuple[int, int, int, int, int]
 class Doc:
     data: Any
     positions: dict[tuple[Any, ...], KeyPos] = field(default_factory=dict)
+    text: str = ""  # the whole text the document was read from (lines as in `positions`)
 
 
 def documents(text: str, first_line: int = 1, col_offset: int = 0) -> list[Doc]:
@@ -31,7 +32,7 @@ def documents(text: str, first_line: int = 1, col_offset: int = 0) -> list[Doc]:
     except Exception:
         return out
     for node, data in zip(nodes, datas):
-        d = Doc(data)
+        d = Doc(data, text=text)
         if node is not None:
             _walk(node, (), None, d.positions, first_line - 1, col_offset)
         out.append(d)
