@@ -117,10 +117,16 @@ def _assert_whole_words(line: str, code: str, message: str, fix_title: str | Non
     if line == " ".join(f"{code} {message}".split()):
         return
     body = line[len(code) :].strip()
+    title = f" fix: {' '.join(fix_title.split())}" if fix_title else None
+    if title and body.endswith(title) and "…" not in body:  # the whole fact and the fix's title
+        assert body[: -len(title)] == " ".join(words), line
+        return
     assert "…" in body, line
     kept, _, after = body.partition("…")
-    if after:
-        assert fix_title is not None and after == f" fix: {' '.join(fix_title.split())}", line
+    if after.startswith("; "):  # the message's last clause, what to do
+        assert fix_title is None and message.endswith(after), line
+    elif after:
+        assert after == title, line
     got = kept.split()
     n = len(got)
     whole = got == words[:n]

@@ -357,16 +357,25 @@ _CUT_TRAILING = " ,;:([{-–—"
 def fit_warning(text: str, code: str, fix_title: str | None = None, limit: int = MAX_WARNING_CHARS) -> str:
     """`CODE message` within `limit` characters, cut at a word boundary, never mid-word.
 
-    What is kept, in order: the code, the start of the message (the fact) and, when the
-    finding has a fix, its title (what to do) after ` fix: `. A cut message ends in `…`;
-    the full text stays in the audit annotation `ailint.io/messages`."""
+    What is kept, in order: the code, the start of the message (the fact) and what to do:
+    the fix's title after ` fix: ` when the finding has a fix, else the message's last
+    `; ` clause, where messages say what to do. A cut fact ends in `…`; the full text
+    stays in the audit annotation `ailint.io/messages`."""
     if len(text) <= limit:
         return text
     message = text[len(code) :].strip() if text.startswith(code) else text
-    tail = f" fix: {' '.join(fix_title.split())}" if fix_title else ""
+    tail = ""
+    if fix_title:
+        tail = f" fix: {' '.join(fix_title.split())}"
+    elif "; " in message:
+        fact, advice = message.rsplit("; ", 1)
+        if advice and len(advice) <= limit // 2:
+            message, tail = fact, f"; {advice}"
     if len(code) + 1 + 24 + 1 + len(tail) > limit:  # no room for a useful fact beside the fix
-        tail = ""
+        message, tail = (message + tail if tail.startswith(";") else message), ""
     room = limit - len(code) - 1 - 1 - len(tail)  # the space after the code, the ellipsis
+    if len(message) < room:  # the fact is whole (only a fix title was added)
+        return f"{code} {message}{tail}"
     return f"{code} {_cut_words(message, room)}…{tail}".replace(" …", "…")
 
 
