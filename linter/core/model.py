@@ -304,6 +304,13 @@ class K8sObject:
         return str(n) if n is not None else None
 
     @property
+    def namespace_or_default(self) -> str:
+        """The namespace the object lands in: its own, else `default` (what `kubectl apply`
+        without `-n` does in a default context). Every namespace comparison of a rule uses it."""
+        n = self.metadata.get("namespace")
+        return str(n) if n is not None and n != "" else "default"
+
+    @property
     def labels(self) -> dict[str, Any]:
         v = self.metadata.get("labels")
         return v if isinstance(v, dict) else {}

@@ -373,15 +373,11 @@ def service_account_name(pod: PodTemplate) -> str:
     return sa if isinstance(sa, str) and sa else "default"
 
 
-def namespace_of(obj: K8sObject) -> str:
-    return obj.namespace or "default"
-
-
 def find_secret(ctx: Any, namespace: str, name: Any) -> K8sObject | None:
     if not isinstance(name, str):
         return None
     for s in ctx.of_kind("Secret"):
-        if s.name == name and namespace_of(s) == namespace:
+        if s.name == name and s.namespace_or_default == namespace:
             return s
     return None
 
@@ -404,7 +400,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     Secret is reported at its volume, and a `KUBECONFIG` env var pointing into that volume
     is named in the same credential (it is evidence, not a second credential)."""
     out: list[Credential] = []
-    ns = namespace_of(pod.obj)
+    ns = pod.obj.namespace_or_default
     # volume name -> (secret name, volume path, "legacy" | "kubeconfig" | None)
     secret_vols: dict[str, tuple[str, Path, str | None]] = {}
     for i, v in iter_dicts(pod.spec.get("volumes")):
@@ -461,7 +457,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
     for s in ctx.of_kind("Secret"):
         if (
             s.data.get("type") == "kubernetes.io/service-account-token"
-            and namespace_of(s) == ns
+            and s.namespace_or_default == ns
             and s.annotations.get("kubernetes.io/service-account.name") == sa
         ):
             if not any(f"Secret {s.name} " in x.what for x in out):
@@ -485,14 +481,14 @@ def _secret_volume_at(c: Container, file_path: str, secret_vols: dict[str, Any])
 
 def short_lived_identity(pod: PodTemplate, ctx: Any) -> str | None:
     """IRSA, EKS Pod Identity or a projected service-account token of at most one hour."""
-    ns = namespace_of(pod.obj)
+    ns = pod.obj.namespace_or_default
     sa = service_account_name(pod)
     for o in ctx.of_kind("ServiceAccount"):
-        if o.name == sa and namespace_of(o) == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
+        if o.name == sa and o.namespace_or_default == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
             return "IRSA"
     for o in ctx.of_kind("PodIdentityAssociation"):
         spec = as_dict(o.data.get("spec"))
-        if spec.get("serviceAccount") == sa and (spec.get("namespace") or namespace_of(o)) == ns:
+        if spec.get("serviceAccount") == sa and (spec.get("namespace") or o.namespace_or_default) == ns:
             return "EKS Pod Identity"
     for o in ctx.of_kind("ClusterConfig"):
         iam = as_dict(o.get("iam"))
@@ -633,10 +629,6 @@ def pods_of(ctx: Any) -> Iterator[tuple[K8sObject, PodTemplate]]:
         if is_pod_kind(o):
             for p in pod_templates(o):
                 yield o, p
-
-
-def container_names(c: Container) -> str:
-    return c.name or c.image or "?"
 
 
 __all__ = [

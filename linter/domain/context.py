@@ -234,7 +234,7 @@ class Context:
             for o in self._by_kind.get(k, ()):
                 if group is not None and not o.group.startswith(group):
                     continue
-                if namespace is not None and (o.namespace or "default") != namespace:
+                if namespace is not None and (o.namespace_or_default) != namespace:
                     continue
                 yield o
 
@@ -334,15 +334,11 @@ class Context:
         by_ns: dict[str, list[tuple[K8sObject, PodTemplate]]] = {}
         for o in self.objects:
             if is_pod_kind(o):
-                ns = o.namespace or "default"
+                ns = o.namespace_or_default
                 for pod in pod_templates(o):
                     pods.append((o, pod))
                     by_ns.setdefault(ns, []).append((o, pod))
         return pods, by_ns
-
-
-def namespace_of(obj: K8sObject) -> str:
-    return obj.namespace or "default"
 
 
 def objects_selected_by(
@@ -351,4 +347,4 @@ def objects_selected_by(
     return [(o, p) for o, p in candidates if selector_matches(selector, p.labels)]
 
 
-__all__ = ["Context", "NodePoolView", "get_in", "namespace_of", "objects_selected_by", "selector_matches"]
+__all__ = ["Context", "NodePoolView", "get_in", "objects_selected_by", "selector_matches"]

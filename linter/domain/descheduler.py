@@ -17,7 +17,7 @@ point inside a literal block (`policy.yaml: |`) and fixes can edit it in place.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +25,11 @@ import yaml
 from ailint.core.model import Edit, K8sObject, Path, SourceFile, Span, as_dict, as_list, iter_dicts
 from ailint.core.yamldata import Converter, Limits
 from ailint.domain.context import selector_matches
-from ailint.domain.extract import PodTemplate, pod_templates
+from ailint.domain.extract import PodTemplate
 
 TSC_PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 EVICTOR = "DefaultEvictor"
 DEFAULT_PROTECTIONS = ("PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods")
-EXTRA_PROTECTIONS = ("PodsWithPVC", "PodsWithoutPDB", "PodsWithResourceClaims", "PodsWithPDBBlockingSingleReplicaOwner")
 # deprecated DefaultEvictor booleans -> (protection, True when the flag lifts a default one)
 LEGACY_FLAGS = {
     "evictLocalStoragePods": ("PodsWithLocalStorage", True),
@@ -442,9 +441,9 @@ def pod_traits(pod: PodTemplate, ctx: Any = None) -> list[Trait]:
 
 
 def has_pdb(pod: PodTemplate, ctx: Any) -> bool:
-    ns = pod.obj.namespace or "default"
+    ns = pod.obj.namespace_or_default
     for pdb in ctx.of_kind("PodDisruptionBudget"):
-        if (pdb.namespace or "default") == ns and selector_matches(pdb.get("spec", "selector"), pod.labels):
+        if (pdb.namespace_or_default) == ns and selector_matches(pdb.get("spec", "selector"), pod.labels):
             return True
     return False
 
@@ -455,10 +454,6 @@ def protected_by(profile: Profile, pod: PodTemplate, ctx: Any = None) -> list[Tr
         return []
     prot = profile.protections()
     return [t for t in pod_traits(pod, ctx if "PodsWithoutPDB" in prot else None) if t.protection in prot]
-
-
-def workload_pods(obj: K8sObject) -> Iterator[PodTemplate]:
-    yield from pod_templates(obj)
 
 
 __all__ = [

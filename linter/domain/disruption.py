@@ -14,54 +14,16 @@ unscheduled `nodes: "0"` budget blocks, and `spec.replicas` pools never consolid
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from ailint.core.model import as_dict, iter_dicts
 from ailint.domain.context import NodePoolView
 from ailint.domain.extract import PodTemplate
+from ailint.domain.karpenter import NEVER, format_duration, is_static, parse_duration
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 REMOVED_ANNOTATIONS = ("karpenter.sh/do-not-evict", "karpenter.sh/do-not-consolidate")
 DURATION_ANNOTATION = "ailint.io/expected-duration"
-NEVER = math.inf
-
-_DUR_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(value: Any) -> float | None:
-    """Seconds in a Go duration (`720h`, `1h30m`, `90s`), `Never` as infinity, None if unreadable.
-
-    A bare integer counts as seconds (the form of `*Seconds` fields and annotations).
-    """
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    s = str(value).strip()
-    if s == "Never":
-        return NEVER
-    if s.isdigit():
-        v = float(s)
-        return v if math.isfinite(v) else None
-    pos, total = 0, 0.0
-    for m in _DUR_RE.finditer(s):
-        if m.start() != pos:
-            return None
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    return total if pos == len(s) and pos > 0 and math.isfinite(total) else None
-
-
-def format_duration(seconds: float) -> str:
-    if seconds == NEVER:
-        return "Never"
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return f"{int(seconds // 3600)}h"
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)}m"
-    return f"{seconds:g}s"
 
 
 # ---------------------------------------------------------------------------------------
@@ -69,10 +31,6 @@ def format_duration(seconds: float) -> str:
 # ---------------------------------------------------------------------------------------
 def _disruption(pool: NodePoolView) -> dict[str, Any]:
     return as_dict(pool.obj.get("spec", "disruption"))
-
-
-def is_static(pool: NodePoolView) -> bool:
-    return pool.obj.get("spec", "replicas") is not None
 
 
 def budget_blocks(pool: NodePoolView, reason: str) -> bool:

@@ -36,10 +36,6 @@ from ailint.fix import edits
 # ---------------------------------------------------------------------------------------
 # Instance families and node labels
 # ---------------------------------------------------------------------------------------
-# Every EC2 family whose name starts like this carries GPUs, Neuron devices or Gaudi/Qualcomm
-# accelerators (p2..p6e, g3..g7e, gr6, inf1/2, trn1/2, dl1/dl2q).
-_ACCEL_FAMILY = re.compile(r"^(p\d+[a-z0-9-]*|g\d+[a-z]*|gr\d+[a-z]*|inf\d+[a-z]*|trn\d+[a-z]*|dl\d+[a-z]*)$")
-_ACCEL_CATEGORIES = {"p", "g", "gr", "inf", "trn", "dl"}
 TYPE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 FAMILY_KEYS = ("karpenter.k8s.aws/instance-family", "eks.amazonaws.com/instance-family")
 CATEGORY_KEYS = ("karpenter.k8s.aws/instance-category", "eks.amazonaws.com/instance-category")
@@ -61,22 +57,7 @@ _GPU_DISCOVERY_KEYS = re.compile(
     r"feature\.node\.kubernetes\.io/pci-(10de|1002)[._-])"
 )
 
-# Taints the kubelet, the node lifecycle controller or Karpenter put on nodes at run time:
-# a NodePool template never means these, and no workload is expected to tolerate them.
-_RUNTIME_TAINT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/")
 _GPU_WORDS = re.compile(r"gpu|nvidia|accelerat|neuron|inferentia|trainium|cuda", re.I)
-
-
-def family_of(instance_type: str) -> str:
-    return str(instance_type).split(".", 1)[0]
-
-
-def is_accelerator_family(family: str) -> bool:
-    return bool(_ACCEL_FAMILY.match(str(family)))
-
-
-def is_accelerator_type(instance_type: str) -> bool:
-    return is_accelerator_family(family_of(instance_type))
 
 
 @lru_cache(maxsize=1)
@@ -120,11 +101,11 @@ def requirement_selects_accelerators(r: Requirement, ctx: Any = None) -> bool:
     if op != "In" or not vals:
         return op == "Exists" and is_gpu_discovery_key(key)
     if key in TYPE_KEYS:
-        return all(is_accelerator_type(v) for v in vals)
+        return all(instances.is_accelerator_type(v) for v in vals)
     if key in FAMILY_KEYS:
-        return all(is_accelerator_family(v) for v in vals)
+        return all(instances.is_accelerator_family(v) for v in vals)
     if key in CATEGORY_KEYS:
-        return all(v in _ACCEL_CATEGORIES for v in vals)
+        return all(v in instances.ACCELERATOR_CATEGORIES for v in vals)
     if key == NODEPOOL_KEY and ctx is not None:
         pools = [ctx.nodepool(v) for v in vals]
         return all(p is not None and pool_capability(p) == "yes" for p in pools)
@@ -214,30 +195,15 @@ def _pool_capability(pool: Any) -> str:
                 return "no"
         if op != "In" or not vals:
             continue
-        if key in TYPE_KEYS and not any(is_accelerator_type(v) for v in vals):
+        if key in TYPE_KEYS and not any(instances.is_accelerator_type(v) for v in vals):
             return "no"
-        if key in FAMILY_KEYS and not any(is_accelerator_family(v) for v in vals):
+        if key in FAMILY_KEYS and not any(instances.is_accelerator_family(v) for v in vals):
             return "no"
-        if key in CATEGORY_KEYS and not any(v in _ACCEL_CATEGORIES for v in vals):
+        if key in CATEGORY_KEYS and not any(v in instances.ACCELERATOR_CATEGORIES for v in vals):
             return "no"
     # A pool whose requirements merely allow some accelerator types (instance-cpu > 64, an
     # instance-family list mixing GPU and CPU families) is not an accelerator pool.
     return "maybe"
-
-
-def scheduling_taints(pool: Any) -> list[dict[str, Any]]:
-    """The pool's `NoSchedule`/`NoExecute` template taints (never `startupTaints`), without
-    the run-time taints that no manifest is expected to tolerate."""
-    out = []
-    for t in pool.taints:
-        key = t.get("key")
-        if not isinstance(key, str) or not key:
-            continue
-        if key.startswith(_RUNTIME_TAINT_PREFIXES):
-            continue
-        if t.get("effect") in ("NoSchedule", "NoExecute"):
-            out.append(t)
-    return out
 
 
 def taint_text(t: dict[str, Any]) -> str:
@@ -444,7 +410,7 @@ def eksctl_accelerator_nodegroups(ctx: Any) -> list[str]:
                     + as_list(as_dict(ng.get("instancesDistribution")).get("instanceTypes"))
                 )
                 types = [t for t in types if isinstance(t, str)]
-                if types and all(is_accelerator_type(t) for t in types):
+                if types and all(instances.is_accelerator_type(t) for t in types):
                     out.append(str(ng.get("name") or key))
     return out
 
@@ -552,13 +518,10 @@ __all__ = [
     "describe_types",
     "device_count",
     "hosting_pools",
-    "is_accelerator_family",
-    "is_accelerator_type",
     "line_span_in_value",
     "pod_may_use_spot",
     "pool_capability",
     "requirement_selects_accelerators",
-    "scheduling_taints",
     "taint_text",
     "target_types",
     "toleration_item",

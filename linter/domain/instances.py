@@ -6,6 +6,7 @@ these node requirements" so that rules can compute a pod's target instance set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -13,6 +14,41 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.domain.extract import Requirement
+
+# -- instance families ----------------------------------------------------------------------
+# Karpenter's `instanceTypeScheme` (aws/karpenter-provider-aws, pkg/providers/instancetype/
+# types.go: `(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`) gives a type's `instance-category` (the
+# leading letters: `gr` for gr6, `inf` for inf2) and `instance-generation` (the number after).
+_TYPE_SCHEME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+)")
+# The categories whose every family carries GPUs, Neuron devices or Gaudi/Qualcomm
+# accelerators: p2..p6e, g3..g7e, gr6, inf1/2, trn1/2, dl1/dl2q.
+ACCELERATOR_CATEGORIES = frozenset({"p", "g", "gr", "inf", "trn", "dl"})
+
+
+def family_of(instance_type: str) -> str:
+    """The family of an instance type (`p4d` of `p4d.24xlarge`); a family is its own."""
+    return str(instance_type).split(".", 1)[0]
+
+
+def category_of(family: str) -> str | None:
+    """Karpenter's `instance-category` of a family or type (`gr` of `gr6`), None when the
+    name does not have the EC2 shape. Label values match exactly: `G5` is no family."""
+    m = _TYPE_SCHEME.match(str(family))
+    return m.group(1) if m else None
+
+
+def generation_of(family: str) -> str | None:
+    """Karpenter's `instance-generation` of a family or type (`6` of `p6-b200`)."""
+    m = _TYPE_SCHEME.match(str(family))
+    return m.group(3) if m else None
+
+
+def is_accelerator_family(family: str) -> bool:
+    return category_of(family) in ACCELERATOR_CATEGORIES
+
+
+def is_accelerator_type(instance_type: str) -> bool:
+    return is_accelerator_family(family_of(instance_type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +80,10 @@ class InstanceType:
 
     def labels(self) -> dict[str, str]:
         """The well-known node labels Karpenter (and Auto Mode) set for this type."""
-        got = _LABELS.get(id(self))
-        if got is None or got[0] is not self:  # built once per type: pool matching asks often
-            got = _LABELS[id(self)] = (self, self._labels())
-        return dict(got[1])
+        got = _LABELS.get(self.type)
+        if got is None:  # built once per type: pool matching asks often
+            got = _LABELS[self.type] = self._labels()
+        return dict(got)
 
     def _labels(self) -> dict[str, str]:
         out = {
@@ -58,8 +94,8 @@ class InstanceType:
             "karpenter.k8s.aws/instance-memory": str(self.memory_gib * 1024),
             "karpenter.k8s.aws/instance-local-nvme": str(self.local_nvme_gb),
             "kubernetes.io/arch": "amd64",
-            "karpenter.k8s.aws/instance-category": self.family[0],
-            "karpenter.k8s.aws/instance-generation": "".join(ch for ch in self.family if ch.isdigit())[:1] or "0",
+            "karpenter.k8s.aws/instance-category": category_of(self.family) or self.family,
+            "karpenter.k8s.aws/instance-generation": generation_of(self.family) or "0",
         }
         if self.is_gpu:
             out.update(
@@ -84,7 +120,7 @@ class InstanceType:
         return out
 
 
-_LABELS: dict[int, tuple[InstanceType, dict[str, str]]] = {}  # id -> (the type, its labels)
+_LABELS: dict[str, dict[str, str]] = {}  # type name -> its labels (the table is fixed)
 
 
 @lru_cache(maxsize=1)
@@ -103,10 +139,6 @@ def get(type_name: str) -> InstanceType | None:
 
 def blackwell_gpu_names() -> tuple[str, ...]:
     return tuple(_data()["blackwell_gpu_names"])
-
-
-def blackwell_families() -> tuple[str, ...]:
-    return tuple(_data()["blackwell_families"])
 
 
 # Keys whose values the table can answer; requirements on other keys do not narrow types.
@@ -137,10 +169,6 @@ INSTANCE_KEYS = {
 ACCELERATOR_LABEL_PREFIXES = tuple(
     p + s for p in ("karpenter.k8s.aws/", "eks.amazonaws.com/") for s in ("instance-gpu-", "instance-accelerator-")
 )
-
-
-def constrains_types(reqs: Iterable[Requirement]) -> bool:
-    return any(r.key in INSTANCE_KEYS for r in reqs)
 
 
 def matching_types(reqs: Iterable[Requirement]) -> set[str] | None:

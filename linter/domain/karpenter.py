@@ -40,16 +40,20 @@ AUTO_MODE_GROUP = "eks.amazonaws.com"
 
 CONSOLIDATING_POLICIES = ("WhenEmptyOrUnderutilized", "Balanced")
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
-DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
-
-INSTANCE_TYPE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+INSTANCE_TYPE_KEYS = (
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+)
 CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
 _PROVIDER_PREFIXES = ("karpenter.k8s.aws/", "eks.amazonaws.com/")
 
-# Accelerator instance families: NVIDIA (g*, gr*, p*), AMD (g4ad), Neuron (inf*, trn*),
-# Gaudi/Qualcomm (dl*). Matches the family part of a type or a family label value.
-_ACCEL_FAMILY = re.compile(r"^(g|gr|p|inf|trn|dl)\d+[a-z0-9-]*$")
-_ACCEL_CATEGORIES = {"g", "gr", "p", "inf", "trn", "dl"}
+# Taints the kubelet, the node lifecycle controller or Karpenter put on nodes at run time:
+# a NodePool template never means these, and no workload is expected to tolerate them.
+RUNTIME_TAINT_PREFIXES = (
+    "node.kubernetes.io/",
+    "node.cloudprovider.kubernetes.io/",
+    "karpenter.sh/",
+)
 ACCELERATOR_TAINT_KEYS = (
     "nvidia.com/gpu",
     "amd.com/gpu",
@@ -63,26 +67,28 @@ def _obj(pool: Any) -> K8sObject:
     return pool.obj if hasattr(pool, "obj") and not isinstance(pool, K8sObject) else pool
 
 
-def is_nodepool(obj: K8sObject) -> bool:
-    return obj.kind == "NodePool" and obj.group == NODEPOOL_GROUP
-
-
 # ---------------------------------------------------------------------------------------
 # Durations
 # ---------------------------------------------------------------------------------------
+# Go's time.ParseDuration units (no `d`: `3d` is rejected by Karpenter and the API server)
 _DUR_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+NEVER = math.inf
 
 
 def parse_duration(value: Any) -> float | None:
-    """Seconds in a Go duration (`90s`, `1h30m`, `720h`); `Never` is infinity; None when invalid."""
+    """Seconds in a Go duration (`90s`, `1h30m`, `720h`); `Never` is infinity; None when not
+    a finite duration. A number counts as seconds; a string needs its units (`"0"` aside),
+    as in `time.ParseDuration`."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value) if math.isfinite(value) else None
     s = str(value).strip()
     if s == "Never":
-        return math.inf
+        return NEVER
+    if s == "0":
+        return 0.0
     if not s:
         return None
     pos, total = 0, 0.0
@@ -91,11 +97,11 @@ def parse_duration(value: Any) -> float | None:
             return None
         total += float(m.group(1)) * _UNIT[m.group(2)]
         pos = m.end()
-    return total if pos == len(s) else None
+    return total if pos == len(s) and math.isfinite(total) else None
 
 
 def format_duration(seconds: float) -> str:
-    if seconds == math.inf:
+    if seconds == NEVER:
         return "Never"
     if seconds >= 3600 and seconds % 3600 == 0:
         return f"{int(seconds // 3600)}h"
@@ -108,8 +114,9 @@ def format_duration(seconds: float) -> str:
 # Disruption
 # ---------------------------------------------------------------------------------------
 def is_static(pool: Any) -> bool:
-    """A static NodePool (`spec.replicas` set): it never consolidates and takes only `limits.nodes`."""
-    return "replicas" in as_dict(_obj(pool).get("spec"))
+    """A static NodePool (`spec.replicas` set; `replicas: null` is a dynamic pool, the field
+    being a pointer): it never consolidates and takes only `limits.nodes`."""
+    return _obj(pool).get("spec", "replicas") is not None
 
 
 def consolidation_policy(pool: Any) -> str:
@@ -168,7 +175,15 @@ def budgets(pool: Any) -> list[Budget]:
         reasons = tuple(str(r) for r in as_list(b.get("reasons")))
         sched = b.get("schedule")
         dur = b.get("duration")
-        out.append(Budget(i, str(nodes), reasons, str(sched) if sched else None, str(dur) if dur else None))
+        out.append(
+            Budget(
+                i,
+                str(nodes),
+                reasons,
+                str(sched) if sched else None,
+                str(dur) if dur else None,
+            )
+        )
     return out
 
 
@@ -220,26 +235,17 @@ def node_class_ref(pool: Any) -> NodeClassRef | None:
     ref = _obj(pool).get("spec", "template", "spec", "nodeClassRef")
     if not isinstance(ref, dict):
         return None
-    return NodeClassRef(str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or ""))
+    return NodeClassRef(
+        str(ref.get("group") or ""),
+        str(ref.get("kind") or ""),
+        str(ref.get("name") or ""),
+    )
 
 
 def is_auto_mode(pool: Any) -> bool:
     """An EKS Auto Mode NodePool: its `nodeClassRef.group` is `eks.amazonaws.com`."""
     ref = node_class_ref(pool)
     return ref is not None and ref.is_auto_mode
-
-
-def node_class_for(pool: Any, ctx: Any) -> K8sObject | None:
-    """The EC2NodeClass (or Auto Mode NodeClass) a NodePool references, when it is in the run."""
-    ref = node_class_ref(pool)
-    if ref is None or not ref.name:
-        return None
-    kind = "NodeClass" if ref.group == AUTO_MODE_GROUP else "EC2NodeClass"
-    group = AUTO_MODE_GROUP if ref.group == AUTO_MODE_GROUP else EC2_NODECLASS_GROUP
-    for o in ctx.of_kind(kind):
-        if o.group == group and o.name == ref.name:
-            return o
-    return None
 
 
 def nodepools_for_node_class(node_class: K8sObject, ctx: Any) -> list[K8sObject]:
@@ -253,9 +259,6 @@ def nodepools_for_node_class(node_class: K8sObject, ctx: Any) -> list[K8sObject]
         if ref and ref.name == node_class.name and ref.group == group and ref.kind == node_class.kind:
             out.append(o)
     return out
-
-
-AMI_ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
 
 
 def parse_ami_alias(alias: Any) -> tuple[str, str] | None:
@@ -322,7 +325,11 @@ def auto_mode_key(key: str) -> str | None:
 
 # Default root (or data) volume that holds images and emptyDirs, per AMI family (GiB).
 DEFAULT_CONTAINER_VOLUME_GIB = {"al2023": 20, "al2": 20, "bottlerocket": 20}
-DEFAULT_ROOT_DEVICE = {"al2023": "/dev/xvda", "al2": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
+DEFAULT_ROOT_DEVICE = {
+    "al2023": "/dev/xvda",
+    "al2": "/dev/xvda",
+    "bottlerocket": "/dev/xvdb",
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -367,7 +374,9 @@ def uses_reserved_capacity(pool: Any) -> bool:
     return any((provider_suffix(r.key) or "").startswith("capacity-reservation") for r in requirements(pool))
 
 
-def instance_type_requirement(pool: Any) -> tuple[int, dict[str, Any], tuple[str, ...]] | None:
+def instance_type_requirement(
+    pool: Any,
+) -> tuple[int, dict[str, Any], tuple[str, ...]] | None:
     """The `node.kubernetes.io/instance-type In [...]` requirement: (index, raw, values)."""
     for i, r in requirement_items(pool):
         if r.get("key") in INSTANCE_TYPE_KEYS and (r.get("operator") or "In") == "In":
@@ -379,18 +388,6 @@ def instance_type_requirement(pool: Any) -> tuple[int, dict[str, Any], tuple[str
 def allowed_types(pool: Any) -> set[str] | None:
     """Table types (spec section 11) the pool's requirements allow; None when unconstrained."""
     return instances.matching_types(requirements(pool))
-
-
-def family_of(instance_type: str) -> str:
-    return instance_type.split(".", 1)[0]
-
-
-def is_accelerator_family(family: str) -> bool:
-    return bool(_ACCEL_FAMILY.match(family.lower()))
-
-
-def is_accelerator_type(instance_type: str) -> bool:
-    return is_accelerator_family(family_of(instance_type))
 
 
 def single_type_family_resolution(pool: Any) -> str | None:
@@ -488,7 +485,7 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                 only = True
             continue
         if suffix == "instance-family" and r.operator == "In":
-            acc = [v for v in r.values if is_accelerator_family(v)]
+            acc = [v for v in r.values if instances.is_accelerator_family(v)]
             if acc:
                 reasons.append(f"{key_short} In {_fmt(r.values)}")
                 vendors.update(v for v in (_vendor_of_family(f) for f in acc) if v)
@@ -496,7 +493,7 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                     only = True
             continue
         if suffix == "instance-category" and r.operator == "In":
-            acc = [v for v in r.values if v.lower() in _ACCEL_CATEGORIES]
+            acc = [v for v in r.values if v in instances.ACCELERATOR_CATEGORIES]
             if acc:
                 reasons.append(f"{key_short} In {_fmt(r.values)}")
                 for v in acc:
@@ -507,10 +504,10 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
                     only = True
             continue
         if r.key in INSTANCE_TYPE_KEYS and r.operator == "In":
-            acc = [v for v in r.values if is_accelerator_type(v)]
+            acc = [v for v in r.values if instances.is_accelerator_type(v)]
             if acc:
                 reasons.append(f"instance-type In {_fmt(r.values)}")
-                vendors.update(v for v in (_vendor_of_family(family_of(t)) for t in acc) if v)
+                vendors.update(v for v in (_vendor_of_family(instances.family_of(t)) for t in acc) if v)
                 if len(acc) == len(r.values):
                     only = True
     taints = [t for _, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints"))]
@@ -537,14 +534,25 @@ def is_accelerator_pool(pool: Any) -> bool:
     return accelerator_info(pool) is not None
 
 
-def scheduling_taints(pool: Any) -> list[tuple[int, dict[str, Any]]]:
+def scheduling_taints(pool: Any, *, tolerable: bool = False) -> list[tuple[int, dict[str, Any]]]:
     """(index, taint) of `template.spec.taints` with effect NoSchedule or NoExecute
-    (startupTaints are temporary and do not count)."""
-    return [
-        (i, t)
-        for i, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints"))
-        if t.get("effect") in ("NoSchedule", "NoExecute")
-    ]
+    (startupTaints are temporary and do not count). With `tolerable`, only the taints a
+    workload is expected to tolerate: a string key, not one of the RUNTIME_TAINT_PREFIXES."""
+    out = []
+    for i, t in iter_dicts(_obj(pool).get("spec", "template", "spec", "taints")):
+        if t.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if tolerable:
+            key = t.get("key")
+            if not isinstance(key, str) or not key or key.startswith(RUNTIME_TAINT_PREFIXES):
+                continue
+        out.append((i, t))
+    return out
+
+
+def tolerable_taints(pool: Any) -> list[dict[str, Any]]:
+    """The taints a pod must tolerate to land on the pool's nodes (see scheduling_taints)."""
+    return [t for _, t in scheduling_taints(pool, tolerable=True)]
 
 
 def limits(pool: Any) -> dict[str, Any]:

@@ -56,10 +56,6 @@ def is_network_policy(obj: K8sObject) -> bool:
     return obj.kind == NETPOL_KIND and obj.group.startswith("networking.k8s.io")
 
 
-def namespace_of(obj: K8sObject) -> str:
-    return obj.namespace or "default"
-
-
 # ---------------------------------------------------------------------------------------
 # Policy types and selection
 # ---------------------------------------------------------------------------------------
@@ -77,7 +73,7 @@ def policy_types(np: K8sObject) -> set[str]:
 
 def selects_pod(np: K8sObject, pod: PodTemplate) -> bool:
     """Does the policy's `podSelector` select this pod template (same namespace)?"""
-    if namespace_of(np) != namespace_of(pod.obj):
+    if np.namespace_or_default != pod.obj.namespace_or_default:
         return False
     sel = as_dict(np.data.get("spec")).get("podSelector")
     if sel is None:
@@ -106,14 +102,14 @@ def cilium_policies_in(ctx: Any, namespace: str) -> list[K8sObject]:
     """Cilium policies that may add allowances the linter cannot evaluate (FQDN rules)."""
     out = []
     for o in ctx.of_kind(*CILIUM_KINDS):
-        if o.kind == "CiliumClusterwideNetworkPolicy" or namespace_of(o) == namespace:
+        if o.kind == "CiliumClusterwideNetworkPolicy" or o.namespace_or_default == namespace:
             out.append(o)
     return out
 
 
 def selected_pods(ctx: Any, np: K8sObject) -> list[tuple[K8sObject, PodTemplate]]:
     """Pod templates of the run that this policy selects."""
-    return [(o, p) for o, p in ctx.pods_in(namespace_of(np)) if selects_pod(np, p)]
+    return [(o, p) for o, p in ctx.pods_in(np.namespace_or_default) if selects_pod(np, p)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,7 +311,6 @@ __all__ = [
     "is_network_policy",
     "is_private_cidr",
     "isolates",
-    "namespace_of",
     "peer_cidr",
     "peer_is_cluster_internal",
     "peer_may_be_external",

@@ -23,7 +23,6 @@ Rules import this module as `ailint.domain.ray`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,8 +230,8 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
                 key = "args" if c.data.get("args") else "command"
                 out.append(CodeSource(text, c.path_of(key), f"container {c.name!r} command"))
     if ctx is not None and getattr(ctx, "bundle", False):
-        ns = obj.namespace or "default"
-        cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace or "default") == ns}
+        ns = obj.namespace_or_default
+        cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace_or_default) == ns}
         seen: set[str] = set()
         for pod in pod_templates(obj):
             for name, (i, vol) in volumes(pod).items():
@@ -284,7 +283,3 @@ def is_remote_uri(path: str) -> bool:
 def mentions_remote_uri(text: str) -> bool:
     low = text.lower()
     return any(s in low for s in REMOTE_SCHEMES)
-
-
-def iter_ray_objects(ctx: Any) -> Iterator[K8sObject]:
-    yield from ctx.of_kind(*RAY_KINDS)

@@ -114,7 +114,7 @@ def service_account(pod: PodTemplate) -> tuple[str, str]:
     """(namespace, name) of the ServiceAccount the pod runs as."""
     spec = pod.spec
     name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-    return pod.obj.namespace or "default", str(name)
+    return pod.obj.namespace_or_default, str(name)
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def subject_covers(binding: K8sObject, subject: dict[str, Any], sa: tuple[str, s
     ns, name = sa
     kind = subject.get("kind")
     if kind == "ServiceAccount":
-        sns = subject.get("namespace") or (binding.namespace or "default" if binding.kind == "RoleBinding" else None)
+        sns = subject.get("namespace") or (binding.namespace_or_default if binding.kind == "RoleBinding" else None)
         return str(subject.get("name")) == name and sns == ns
     if kind == "Group":
         g = str(subject.get("name"))
@@ -170,7 +170,7 @@ def subject_covers(binding: K8sObject, subject: dict[str, Any], sa: tuple[str, s
 
 
 def binding_grants_to(binding: K8sObject, sa: tuple[str, str]) -> bool:
-    if binding.kind == "RoleBinding" and (binding.namespace or "default") != sa[0]:
+    if binding.kind == "RoleBinding" and (binding.namespace_or_default) != sa[0]:
         return False
     return any(subject_covers(binding, s, sa) for _, s in iter_dicts(binding.get("subjects")))
 
@@ -199,9 +199,9 @@ def role_ref(binding: K8sObject) -> tuple[str, str]:
 def resolve_role(ctx: Any, binding: K8sObject) -> K8sObject | None:
     kind, name = role_ref(binding)
     if kind == "Role":
-        ns = binding.namespace or "default"
+        ns = binding.namespace_or_default
         for r in ctx.of_kind("Role"):
-            if is_role(r) and r.name == name and (r.namespace or "default") == ns:
+            if is_role(r) and r.name == name and (r.namespace_or_default) == ns:
                 return r
     elif kind == "ClusterRole":
         for r in ctx.of_kind("ClusterRole"):
@@ -234,7 +234,7 @@ def _bindings_of_role(bindings: Any, role: K8sObject) -> list[K8sObject]:
         kind, name = role_ref(b)
         if kind != role.kind or name != role.name:
             continue
-        if kind == "Role" and (b.namespace or "default") != (role.namespace or "default"):
+        if kind == "Role" and (b.namespace_or_default) != (role.namespace_or_default):
             continue
         out.append(b)
     return out
@@ -315,7 +315,7 @@ def automount_disabled(pod: PodTemplate, ctx: Any) -> bool:
         return v is False
     ns, name = service_account(pod)
     for sa in ctx.of_kind("ServiceAccount"):
-        if sa.name == name and (sa.namespace or "default") == ns:
+        if sa.name == name and (sa.namespace_or_default) == ns:
             return sa.get("automountServiceAccountToken") is False
     return False
 

@@ -405,7 +405,12 @@ def append_arg_edit(obj: K8sObject, c: Container, text: str) -> Edit | None:
             # a shell script as one string: not a place to append an argv item
             if (len(items) >= 2 and items[-2] in ("-c", "-lc", "-ec")) or any("\n" in t for t in items):
                 return None
-            if key == "command" and items[0].rsplit("/", 1)[-1] in ("sh", "bash", "zsh", "dash"):
+            if key == "command" and items[0].rsplit("/", 1)[-1] in (
+                "sh",
+                "bash",
+                "zsh",
+                "dash",
+            ):
                 return None
             return edits.append_item(obj, c.path_of(key), text)
     return None
@@ -503,7 +508,9 @@ def llm_configs(obj: K8sObject) -> list[LLMConfig]:
 # ---------------------------------------------------------------------------------------
 # Ray clusters
 # ---------------------------------------------------------------------------------------
-def ray_worker_gpus(pods: Sequence[PodTemplate]) -> list[tuple[PodTemplate, int, int | None]]:
+def ray_worker_gpus(
+    pods: Sequence[PodTemplate],
+) -> list[tuple[PodTemplate, int, int | None]]:
     """(worker template, GPUs per pod, max pods) for Ray worker groups with GPUs."""
     out = []
     for pod in pods:
@@ -559,12 +566,6 @@ def iter_serving(pod: PodTemplate) -> Iterator[tuple[Container, str]]:
         eng = serving_engine(c)
         if eng:
             yield c, eng
-
-
-def workload_pods(obj: K8sObject) -> list[PodTemplate]:
-    from ailint.domain.extract import pod_templates
-
-    return list(pod_templates(obj))
 
 
 def flag_span(obj: K8sObject, c: Container, names: Sequence[str]) -> Span | None:

@@ -48,10 +48,6 @@ def fsx_table() -> dict[str, Any]:
     return pkgdata.load_json("ailint.data", "fsx.json")
 
 
-def namespace_of(obj: K8sObject) -> str:
-    return obj.namespace or "default"
-
-
 # ---------------------------------------------------------------------------------------
 # PVC -> StorageClass -> provisioner
 # ---------------------------------------------------------------------------------------
@@ -183,7 +179,7 @@ def provisioner_of(ctx: Any, claim_spec: dict[str, Any]) -> str | None:
 
 def pvc_named(ctx: Any, namespace: str, name: str) -> K8sObject | None:
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
-        if pvc.name == name and namespace_of(pvc) == namespace:
+        if pvc.name == name and pvc.namespace_or_default == namespace:
             return pvc
     return None
 
@@ -193,7 +189,7 @@ def claim_of_volume(ctx: Any, pod: PodTemplate, volume: dict[str, Any]) -> K8sOb
     name = as_dict(volume.get("persistentVolumeClaim")).get("claimName")
     if not isinstance(name, str):
         return None
-    return pvc_named(ctx, namespace_of(pod.obj), name)
+    return pvc_named(ctx, pod.obj.namespace_or_default, name)
 
 
 @dataclass(slots=True)
@@ -211,10 +207,6 @@ class ClaimTemplate:
     @property
     def storage_request(self) -> Any:
         return as_dict(as_dict(self.spec.get("resources")).get("requests")).get("storage")
-
-    @property
-    def access_modes(self) -> list[str]:
-        return [str(m) for m in as_list(self.spec.get("accessModes"))]
 
 
 def claim_templates(obj: K8sObject) -> Iterator[ClaimTemplate]:
@@ -254,10 +246,6 @@ class FsxParams:
     @property
     def is_scratch(self) -> bool:
         return self.deployment_type in fsx_table()["scratch_types"]
-
-    @property
-    def is_persistent(self) -> bool:
-        return self.deployment_type in fsx_table()["persistent_types"]
 
     @property
     def intelligent_tiering(self) -> bool:
@@ -539,11 +527,11 @@ class Scaling:
 def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
     """The HPA or KEDA ScaledObject (in the run) that scales `obj`, with the API defaults
     (HPA `minReplicas` 1; KEDA `minReplicaCount` 0 and `maxReplicaCount` 100)."""
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     for hpa in ctx.of_kind("HorizontalPodAutoscaler"):
         spec = as_dict(hpa.data.get("spec"))
         ref = as_dict(spec.get("scaleTargetRef"))
-        if namespace_of(hpa) == ns and ref.get("name") == obj.name and ref.get("kind") == obj.kind:
+        if hpa.namespace_or_default == ns and ref.get("name") == obj.name and ref.get("kind") == obj.kind:
             lo = to_int(spec.get("minReplicas"))
             hi = to_int(spec.get("maxReplicas"))
             if hi is not None:
@@ -552,7 +540,7 @@ def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
         spec = as_dict(so.data.get("spec"))
         ref = as_dict(spec.get("scaleTargetRef"))
         kind = ref.get("kind") or "Deployment"
-        if namespace_of(so) == ns and ref.get("name") == obj.name and kind == obj.kind:
+        if so.namespace_or_default == ns and ref.get("name") == obj.name and kind == obj.kind:
             lo = to_int(spec.get("minReplicaCount"))
             hi = to_int(spec.get("maxReplicaCount"))
             return Scaling(0 if lo is None else lo, 100 if hi is None else hi, so)

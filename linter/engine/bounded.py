@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import FileResult, K8sObject, Path, Pos, SourceFile
+from ailint.core.model import FileResult, Path, Pos, SourceFile
 
 # How many re-read texts and re-parsed files stay in memory at once. Bundle rules and the
 # reporters work through findings file by file, so a small window has a high hit rate.
@@ -85,7 +85,12 @@ class SpilledSource(SourceFile):
 
 def _restore(path: str, display: str, ref: _TextRef, template_paths: dict[int, str]) -> SpilledSource:
     src = SpilledSource.__new__(SpilledSource)
-    src.path, src.display, src.template_paths, src._line_starts = path, display, template_paths, None
+    src.path, src.display, src.template_paths, src._line_starts = (
+        path,
+        display,
+        template_paths,
+        None,
+    )
     _TEXT_SLOT.__set__(src, ref)
     return src
 
@@ -131,7 +136,10 @@ class _FileTables:
         if hit is None or hit[0] is not self:
             from ailint.engine.load import load_text
 
-            fr = load_text(SourceFile(self.source.path, self.source.display, self.source.text), self.limits)
+            fr = load_text(
+                SourceFile(self.source.path, self.source.display, self.source.text),
+                self.limits,
+            )
             if len(fr.objects) != self.count:
                 raise FileChangedError(
                     f"{self.source.display}: re-parsing gave {len(fr.objects)} objects, not {self.count}"
@@ -228,12 +236,3 @@ def pack(fr: FileResult) -> None:
     for obj in fr.objects:
         if obj.positions.__class__ is dict:
             obj.positions = LazyPositions(marshal.dumps(obj.positions), 0)
-
-
-def spilled(obj: K8sObject) -> bool:
-    return isinstance(obj.positions, LazyPositions)
-
-
-def clear_caches() -> None:
-    _TEXTS.clear()
-    _TABLES.clear()

@@ -35,10 +35,6 @@ MAX_PASSES = 5
 _HELM_SOURCE = re.compile(r"^# Source: \S", re.M)
 
 
-def select_fixes(fixes: Iterable[Fix], unsafe: bool) -> list[Fix]:
-    return [f for f in fixes if f.applicability == Applicability.SAFE or unsafe]
-
-
 def _own_edits(fix: Fix) -> list[Edit] | None:
     """A fix's edits in order, insertions at one point joined in the fix's order; None when
     two of its edits overlap otherwise (the fix is then never applied)."""
@@ -247,15 +243,24 @@ def _without_added(
         if e.start != e.end:
             return "a fix that adds documents may only insert text", new_docs
         if len(docs) != e.documents or any(d.data is None or d.problems for d in docs):
-            return f"the fix declares {e.documents} added document(s) but its text holds {len(docs)}", new_docs
+            return (
+                f"the fix declares {e.documents} added document(s) but its text holds {len(docs)}",
+                new_docs,
+            )
         declared.append((e.start, docs))
     want = len(old_docs) + sum(len(d) for _, d in declared)
     if len(new_docs) != want:
-        return f"the result would have {len(new_docs)} documents instead of {want}", new_docs
+        return (
+            f"the result would have {len(new_docs)} documents instead of {want}",
+            new_docs,
+        )
     try:
         starts = _document_starts(old)
     except (yaml.YAMLError, RecursionError):
-        return "the file does not parse as a whole; fixes are applied only to files that do", new_docs
+        return (
+            "the file does not parse as a whole; fixes are applied only to files that do",
+            new_docs,
+        )
     if len(starts) != len(old_docs):
         return "the documents of the file cannot be located", new_docs
     taken: set[int] = set()
@@ -309,7 +314,13 @@ def _pointer(path: tuple[Any, ...]) -> str:
     return "/" + "/".join(str(p) for p in path) if path else "the document"
 
 
-def _allowed(kind: str, path: tuple[Any, ...], positions: dict, src: SourceFile, edits: list[Edit]) -> bool:
+def _allowed(
+    kind: str,
+    path: tuple[Any, ...],
+    positions: dict,
+    src: SourceFile,
+    edits: list[Edit],
+) -> bool:
     text = src.text
     if kind == "add":
         parent = positions.get(path[:-1])
@@ -380,7 +391,11 @@ def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
         src = base.sources.get(fs.path)
         if src is None:  # unreadable: keep its file-level findings
             frs.append(
-                FileResult(path=fs.path, documents=fs.documents, findings=[f for f in earlier if f.file == fs.path])
+                FileResult(
+                    path=fs.path,
+                    documents=fs.documents,
+                    findings=[f for f in earlier if f.file == fs.path],
+                )
             )
             continue
         text = texts.get(fs.path, src.text)
@@ -437,7 +452,10 @@ def _fix_file(st: _File, findings: list[Finding]) -> list[tuple[Fix, Finding]]:
 def _diff(display: str, old: str, new: str) -> str:
     lines = []
     for line in difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{display}", tofile=f"b/{display}"
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{display}",
+        tofile=f"b/{display}",
     ):
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
@@ -509,7 +527,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def run_fixes(
-    result: Any, settings: Any, *, unsafe: bool, diff_only: bool, lint_again: Callable[[], Any]
+    result: Any,
+    settings: Any,
+    *,
+    unsafe: bool,
+    diff_only: bool,
+    lint_again: Callable[[], Any],
 ) -> tuple[Any, list[str]]:
     """`--fix` / `--unsafe-fixes` / `--diff`: fix, re-lint, repeat; write (or diff) at the end.
 
@@ -585,7 +608,12 @@ def run_fixes(
             continue
         if d not in changed_files:
             continue
-        why = write_atomic(s.source.path, s.text, expected=s.source.text, boundary=getattr(result, "boundary", None))
+        why = write_atomic(
+            s.source.path,
+            s.text,
+            expected=s.source.text,
+            boundary=getattr(result, "boundary", None),
+        )
         if why:
             messages.append(f"ailint: {d}: not fixed: {why}")
         else:
@@ -614,7 +642,11 @@ def _remaining_on_disk(before: Any, after: Any) -> Any:
             left[k] -= 1
             kept.append(f)
     out = RunResult(
-        files=before.files, findings=kept, suppressed=before.suppressed, sources=before.sources, rules=before.rules
+        files=before.files,
+        findings=kept,
+        suppressed=before.suppressed,
+        sources=before.sources,
+        rules=before.rules,
     )
     return out
 

@@ -335,7 +335,7 @@ class Evaluator:
         group = api.rsplit("/", 1)[0] if "/" in api else ""
         namespaced = self.names.namespaced(group, kind)
         ns = str(ref.get("namespace") or (req.namespace if namespaced else "") or ("default" if namespaced else ""))
-        cands = [o for o in self.by_kind.get((api, kind), []) if not namespaced or (o.namespace or "default") == ns]
+        cands = [o for o in self.by_kind.get((api, kind), []) if not namespaced or (o.namespace_or_default) == ns]
         if isinstance(ref.get("name"), str):
             cands = [o for o in cands if o.name == ref["name"]]
             what = f"{kind} {ns + '/' if namespaced else ''}{ref['name']}"

@@ -136,7 +136,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts
+from ailint.domain import gpu_facts, karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
@@ -175,7 +175,7 @@ def _taints_text(taints: list[dict[str, Any]]) -> str:
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration")
-    if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(gpu_facts.scheduling_taints(p) for p in ctx.nodepools):
+    if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(karpenter.tolerable_taints(p) for p in ctx.nodepools):
         return  # no taint anywhere the rule could know of
     for pod in pod_templates(obj):
         if pod.spec.get("nodeName"):
@@ -191,7 +191,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if pools:
             blocked = []
             for pool in pools:
-                bad = untolerated(gpu_facts.scheduling_taints(pool), tols)
+                bad = untolerated(karpenter.tolerable_taints(pool), tols)
                 if not bad:
                     blocked = []
                     break

@@ -105,7 +105,7 @@ def _limitrange_defaults(ctx: Any, namespace: str) -> set[str]:
     """Resources a LimitRange of the run defaults for containers in `namespace`."""
     out: set[str] = set()
     for lr in ctx.of_kind("LimitRange"):
-        if (lr.namespace or "default") != namespace:
+        if (lr.namespace_or_default) != namespace:
             continue
         for _, item in iter_dicts(lr.get("spec", "limits")):
             if item.get("type") not in (None, "Container"):
@@ -151,7 +151,7 @@ def _share(c: Any, types: set[str]) -> dict[str, str] | None:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    defaults = _limitrange_defaults(ctx, obj.namespace or "default")
+    defaults = _limitrange_defaults(ctx, obj.namespace_or_default)
     for pod in pod_templates(obj):
         types: set[str] | bool | None = False  # computed lazily
         for c in pod.containers():

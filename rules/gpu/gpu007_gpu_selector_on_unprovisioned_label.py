@@ -116,7 +116,7 @@ from typing import Any
 
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts
+from ailint.domain import gpu_facts, karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.fix import edits
@@ -190,7 +190,7 @@ def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
     tols = effective_tolerations(pod, ert)
     terms = [[r for r in term if not _judged(r.key, list(r.values))] for term in pod_node_requirements(pod)]
     for pool in gpu_facts.accelerator_pools(ctx):
-        if untolerated(gpu_facts.scheduling_taints(pool), tols):
+        if untolerated(karpenter.tolerable_taints(pool), tols):
             continue
         if any(pool.compatible_with(t) for t in terms):
             return True

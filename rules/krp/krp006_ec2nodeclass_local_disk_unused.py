@@ -244,7 +244,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if need <= room:
         return
     size = opts.get_str("volume_size")
-    fams = ", ".join(sorted({karpenter.family_of(t) for _, ts in bare_pools for t in ts}))
+    fams = ", ".join(sorted({instances.family_of(t) for _, ts in bare_pools for t in ts}))
     vol = "data volume /dev/xvdb" if family == "bottlerocket" else "root volume"
     yield RULE.finding(
         obj,

@@ -93,7 +93,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severit
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
-from ailint.domain.storage import mount_for_path, namespace_of, volume_for_mount
+from ailint.domain.storage import mount_for_path, volume_for_mount
 from ailint.fix import edits
 
 RULE = Rule(
@@ -133,14 +133,14 @@ def _strip(v: str) -> str:
 
 def _configmap(ctx: Any, ns: str, name: Any) -> Any:
     for cm in ctx.of_kind("ConfigMap"):
-        if cm.name == name and namespace_of(cm) == ns:
+        if cm.name == name and cm.namespace_or_default == ns:
             return cm
     return None
 
 
 def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
     out: list[EnvVar] = []
-    ns = namespace_of(pod.obj)
+    ns = pod.obj.namespace_or_default
     for i, e in iter_dicts(c.data.get("env")):
         name = e.get("name")
         if isinstance(name, str):

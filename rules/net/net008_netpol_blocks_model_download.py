@@ -122,7 +122,6 @@ from ailint.domain.netpol import (
     cilium_policies_in,
     egress_rules,
     egress_summary,
-    namespace_of,
     peer_cidr,
     policies_selecting,
     rule_allows_port,
@@ -172,7 +171,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if not downloads:
             continue
         policies = policies_selecting(ctx, pod, "Egress")
-        if not policies or cilium_policies_in(ctx, namespace_of(obj)):
+        if not policies or cilium_policies_in(ctx, obj.namespace_or_default):
             continue
         if _https_allowed(policies):
             continue

@@ -217,9 +217,9 @@ def _text_edits(obj: Any, path: tuple, old: str, new: str) -> list[Edit]:
 def _consumers(cm: Any, ctx: Any) -> list[tuple[Any, Any, str]]:
     """(object, pod, how) for pods in the run that read this ConfigMap as env or source it."""
     out = []
-    ns = cm.namespace or "default"
+    ns = cm.namespace_or_default
     for o, pod in pods_of(ctx):
-        if (o.namespace or "default") != ns:
+        if (o.namespace_or_default) != ns:
             continue
         mounts = {}
         for _, v in iter_dicts(pod.spec.get("volumes")):

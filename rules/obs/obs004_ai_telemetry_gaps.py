@@ -105,7 +105,7 @@ _METRICS_ENGINES = ("vllm", "tgi", "triton")
 
 
 def _ns(o: Any) -> str:
-    return o.namespace or "default"
+    return o.namespace_or_default
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

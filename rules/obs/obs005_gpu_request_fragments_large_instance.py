@@ -134,7 +134,7 @@ def _capacity(t: Any, kind: str) -> int:
 
 
 def _autoscaled(obj: Any, ctx: Any) -> bool:
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     for h in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(h.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:

@@ -142,17 +142,17 @@ SPREAD_KEYS = (
 
 def _autoscaled(obj: Any, ctx: Any) -> bool:
     """An HPA or KEDA ScaledObject can change the size (min < max)."""
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     for hpa in ctx.of_kind("HorizontalPodAutoscaler"):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
-        if (hpa.namespace or "default") == ns and ref.get("kind") == obj.kind and ref.get("name") == obj.name:
+        if (hpa.namespace_or_default) == ns and ref.get("kind") == obj.kind and ref.get("name") == obj.name:
             lo, hi = hpa.get("spec", "minReplicas", default=1), hpa.get("spec", "maxReplicas")
             if lo != hi:
                 return True
     for so in ctx.of_kind("ScaledObject"):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
         if (
-            (so.namespace or "default") == ns
+            (so.namespace_or_default) == ns
             and ref.get("name") == obj.name
             and ref.get("kind", "Deployment") == obj.kind
         ):
@@ -195,7 +195,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     pols = policies(ctx)
     if not pols and ctx.profile.flag("deschedulerInstalled"):
         return
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     for pod in pod_templates(obj):
         soft = [
             (i, t)

@@ -178,7 +178,7 @@ def _ai_pods(ctx: Any) -> list[tuple[Any, str, Any]]:
     """(object, namespace, pod) of accelerator and serving pods of the target kinds, once per run."""
     out = []
     for o in ctx.of_kind(*TARGET_KINDS):
-        ns = o.namespace or "default"
+        ns = o.namespace_or_default
         for pod in pod_templates(o):
             if is_accelerator_pod(pod) or is_serving_pod(pod):
                 out.append((o, ns, pod))

@@ -154,7 +154,7 @@ RULE = Rule(
     precision="high",
 )
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+PDB_WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set on every pod of the set (LWS SetNameLabelKey)
 
 
@@ -182,7 +182,7 @@ def _single_group(obj: Any) -> bool:
 
 def _evicted_by(obj: Any, ctx: Any) -> str | None:
     """Why the workload's pods get evicted, or None."""
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     pods = list(pod_templates(obj))
     if not pods:
         return None
@@ -210,7 +210,7 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
 
 
 def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     labels = {}
     for pod in pod_templates(obj):
         labels = pod.labels
@@ -220,7 +220,7 @@ def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
     return [
         p
         for p in ctx.of_kind("PodDisruptionBudget")
-        if (p.namespace or "default") == ns and selector_matches(p.get("spec", "selector"), labels) and labels
+        if (p.namespace_or_default) == ns and selector_matches(p.get("spec", "selector"), labels) and labels
     ]
 
 
@@ -301,9 +301,9 @@ def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
 
 
 def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
-    ns = pdb.namespace or "default"
-    for o in ctx.of_kind(*WORKLOAD_KINDS):
-        if (o.namespace or "default") != ns or pdb not in _pdbs_for(o, ctx):
+    ns = pdb.namespace_or_default
+    for o in ctx.of_kind(*PDB_WORKLOAD_KINDS):
+        if (o.namespace_or_default) != ns or pdb not in _pdbs_for(o, ctx):
             continue
         replicas = _replicas(o)
         if replicas is None or replicas < 2:

@@ -115,6 +115,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain import instances
 from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
@@ -176,9 +177,6 @@ def pool_allows_spot(pool: Any) -> bool:
     return False  # Karpenter launches on-demand when the pool does not say
 
 
-_ACCEL_FAMILIES = ("g", "p", "inf", "trn", "dl", "gr")
-
-
 def _may_host_accel(pool: Any) -> bool:
     """Could the pool launch an accelerator instance? (an unconstrained pool can)."""
     if pool.can_launch_accelerators:
@@ -190,13 +188,13 @@ def _may_host_accel(pool: Any) -> bool:
         if (
             r.operator == "In"
             and r.key.endswith("instance-category")
-            and not set(vals) & {"g", "p", "inf", "trn", "dl"}
+            and not set(vals) & instances.ACCELERATOR_CATEGORIES
         ):
             return False
         if (
             r.operator == "In"
             and r.key.endswith("instance-family")
-            and not any(v.startswith(_ACCEL_FAMILIES) for v in vals)
+            and not any(instances.is_accelerator_family(v) for v in vals)
         ):
             return False
         if r.operator == "DoesNotExist" and r.key.endswith(("instance-gpu-count", "instance-accelerator-count")):

@@ -123,7 +123,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
     if _ft_configured(obj, base):
         return
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     prod = ns in [str(x) for x in as_list(ctx.profile.get("productionNamespaces"))]
     ft_path = base + ("gcsFaultToleranceOptions",)
     detail = (

@@ -115,7 +115,7 @@ def _target(obj: Any, ctx: Any) -> Any:
     kind, name = ref.get("kind"), ref.get("name")
     if not isinstance(kind, str) or not isinstance(name, str):
         return None
-    for o in ctx.of_kind(kind, namespace=obj.namespace or "default"):
+    for o in ctx.of_kind(kind, namespace=obj.namespace_or_default):
         if o.name == name:
             return o
     return None

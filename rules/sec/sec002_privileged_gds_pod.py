@@ -125,7 +125,7 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
     pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume")}
     out = {}
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
-        if (pvc.namespace or "default") != namespace or not pvc.name:
+        if (pvc.namespace_or_default) != namespace or not pvc.name:
             continue
         sc = pvc.get("spec", "storageClassName")
         vol = pvc.get("spec", "volumeName")
@@ -146,7 +146,7 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
 
 def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
     signs: list[str] = []
-    fsx = _fsx_claims(ctx, obj.namespace or "default") if ctx.bundle else {}
+    fsx = _fsx_claims(ctx, obj.namespace_or_default) if ctx.bundle else {}
     for name, (_, v) in volumes(pod).items():
         claim = as_dict(v.get("persistentVolumeClaim")).get("claimName")
         if isinstance(claim, str) and claim in fsx:
@@ -178,7 +178,7 @@ def _bool_fix(obj: Any, path: tuple, field: str):
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    if obj.kind == "DaemonSet" and _NODE_AGENT_NS.match(obj.namespace or "default"):
+    if obj.kind == "DaemonSet" and _NODE_AGENT_NS.match(obj.namespace_or_default):
         return
     for pod in pod_templates(obj):
         acc = pod_accelerators(pod)

@@ -154,7 +154,7 @@ _LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO, Sev
 
 
 def _ns(o: Any) -> str:
-    return o.namespace or "default"
+    return o.namespace_or_default
 
 
 def broad_k8s_rule(rule: dict[str, Any]) -> str | None:

@@ -141,7 +141,7 @@ def head_labels(obj: Any, base: tuple) -> dict[str, str]:
 
 
 def _ns(o: Any) -> str:
-    return o.namespace or "default"
+    return o.namespace_or_default
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

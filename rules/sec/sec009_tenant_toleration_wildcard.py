@@ -142,7 +142,7 @@ def _owns(ns: str, tenant: str) -> bool:
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "DaemonSet":
         return
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     if _SYSTEM_NS.match(ns):
         return
     restricted = None

@@ -103,7 +103,7 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, namespace_of, selector_matches
+from ailint.domain.context import Context, selector_matches
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
 
@@ -121,7 +121,7 @@ RULE = Rule(
 
 
 def _autoscaler_max(obj: Any, ctx: Any) -> int | None:
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     best = None
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
@@ -186,7 +186,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         n = max(x for x in (replicas, auto, 0) if x is not None)
         if n <= 1:
             continue
-        ns = namespace_of(obj)
+        ns = obj.namespace_or_default
         labels = _pod_labels(obj, pod)
         services = []
         for svc in ctx.of_kind("Service", namespace=ns):

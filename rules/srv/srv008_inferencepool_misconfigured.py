@@ -79,7 +79,7 @@ from typing import Any
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, namespace_of, selector_matches
+from ailint.domain.context import Context, selector_matches
 from ailint.domain.extract import pod_templates
 from ailint.domain.kserve import controller_labels
 from ailint.fix import edits
@@ -132,7 +132,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     yield from _version_fields(obj, spec, version)
     if ctx is None or not getattr(ctx, "bundle", False):
         return
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     labels = _selector_labels(spec)
     if labels is not None:
         yield from _selection(obj, ctx, ns, spec, labels)

@@ -113,7 +113,7 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, namespace_of
+from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, pod_templates, role_override
 from ailint.fix import edits
 
@@ -138,7 +138,7 @@ def _target(obj: Any, ctx: Any, ref: dict[str, Any]) -> tuple[Any, str, str | No
     name = ref.get("name")
     if kind not in _TARGET_KINDS or not isinstance(name, str):
         return None
-    for w in ctx.of_kind(kind, namespace=namespace_of(obj)):
+    for w in ctx.of_kind(kind, namespace=obj.namespace_or_default):
         if w.name != name:
             continue
         for pod in pod_templates(w):
@@ -231,7 +231,7 @@ def _fix(obj: Any, w: Any, engine: str, model: str | None, metric: str):
         "type": "prometheus",
         "metadata": {
             "serverAddress": PROMETHEUS,
-            "query": f'sum({metric}{{namespace="{namespace_of(w)}"}})',
+            "query": f'sum({metric}{{namespace="{w.namespace_or_default}"}})',
             "threshold": "5",
         },
     }

@@ -123,7 +123,7 @@ from typing import Any
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import serving
-from ailint.domain.context import Context, namespace_of
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
 
 RULE = Rule(
@@ -213,7 +213,7 @@ def _stem(name: str | None) -> str:
 def _partner(side: Side, ctx: Any) -> Side | None:
     want = "decode" if side.role == "prefill" else "prefill"
     cands = []
-    for o in ctx.of_kind("Deployment", "StatefulSet", "LeaderWorkerSet", namespace=namespace_of(side.obj)):
+    for o in ctx.of_kind("Deployment", "StatefulSet", "LeaderWorkerSet", namespace=side.obj.namespace_or_default):
         if o is side.obj:
             continue
         s = side_of(o)
@@ -231,7 +231,7 @@ def _partner(side: Side, ctx: Any) -> Side | None:
 
 
 def _autoscaler(obj: Any, ctx: Any) -> str | None:
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:

@@ -103,7 +103,7 @@ from typing import Any
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, namespace_of
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
 
 RULE = Rule(
@@ -152,7 +152,7 @@ def _pooled(value: Any) -> bool:
 
 
 def _max_pods(obj: Any, ctx: Any) -> tuple[int, str]:
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:
@@ -198,7 +198,7 @@ def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | bo
     for _, item in iter_dicts(cm_ref.get("items")):
         if item.get("path") == key:
             key = str(item.get("key"))
-    for cm in ctx.of_kind("ConfigMap", namespace=namespace_of(obj)):
+    for cm in ctx.of_kind("ConfigMap", namespace=obj.namespace_or_default):
         if cm.name == name:
             text = as_dict(cm.get("data")).get(key)
             if isinstance(text, str):

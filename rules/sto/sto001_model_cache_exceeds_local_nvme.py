@@ -227,7 +227,7 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
     pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume") if isinstance(pv.get("spec", "local"), dict)}
     out: dict[str, tuple[float | None, str]] = {}
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
-        if (pvc.namespace or "default") != namespace or not pvc.name:
+        if (pvc.namespace_or_default) != namespace or not pvc.name:
             continue
         req = pvc.get("spec", "resources", "requests", "storage")
         vol = pvc.get("spec", "volumeName")
@@ -242,9 +242,7 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
 def _caches(obj: Any, pod: Any, ctx: Any) -> list[Cache]:
     vols = {str(v.get("name")): (i, v) for i, v in iter_dicts(pod.spec.get("volumes"))}
     local_pvs = (
-        _local_pvs(ctx, obj.namespace or "default")
-        if any("persistentVolumeClaim" in v for _, v in vols.values())
-        else {}
+        _local_pvs(ctx, obj.namespace_or_default) if any("persistentVolumeClaim" in v for _, v in vols.values()) else {}
     )
     found: dict[str, Cache] = {}
     for c in pod.containers(include_init=False):

@@ -113,7 +113,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
-from ailint.domain.storage import EBS, namespace_of, provisioner_of, pvc_named, scaling_of
+from ailint.domain.storage import EBS, provisioner_of, pvc_named, scaling_of
 
 RULE = Rule(
     code="STO002",
@@ -206,7 +206,7 @@ def _spread(obj: Any, pod: PodTemplate) -> bool:
 def _mounters(ctx: Any, namespace: str, claim: str, skip: Any) -> list[Any]:
     out = []
     for other in ctx.objects:
-        if other is skip or other.kind not in _LONG_RUNNING or namespace_of(other) != namespace:
+        if other is skip or other.kind not in _LONG_RUNNING or other.namespace_or_default != namespace:
             continue
         if any(name == claim for p in pod_templates(other) for _, name in _claims(p)):
             out.append(other)
@@ -214,7 +214,7 @@ def _mounters(ctx: Any, namespace: str, claim: str, skip: Any) -> list[Any]:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    ns = namespace_of(obj)
+    ns = obj.namespace_or_default
     pods = list(pod_templates(obj))
     total: dict[str, int | None] = {}
     for pod in pods:
@@ -235,7 +235,10 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 continue
             path = pod.path("volumes", i, "persistentVolumeClaim", "claimName")
             n = total.get(claim)
-            dup = sum(1 for o in ctx.of_kind("PersistentVolumeClaim") if o.name == claim and namespace_of(o) == ns) > 1
+            dup = (
+                sum(1 for o in ctx.of_kind("PersistentVolumeClaim") if o.name == claim and o.namespace_or_default == ns)
+                > 1
+            )
             others = _mounters(ctx, ns, claim, obj) if obj.kind in _LONG_RUNNING and not dup else []
             spread = any(_spread(obj, p) for p in pods)
             if n is not None and n > 1:

@@ -85,7 +85,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, is_training_pod, pod_templates
-from ailint.domain.storage import claim_templates, fsx_class_of, namespace_of
+from ailint.domain.storage import claim_templates, fsx_class_of
 
 RULE = Rule(
     code="STO006",
@@ -120,7 +120,7 @@ def _users(ctx: Any, obj: Any, claim_name: str) -> list[tuple[Any, PodTemplate, 
     """(object, pod, mount paths) of the pods that mount this claim."""
     out = []
     if obj.kind == "PersistentVolumeClaim":
-        for o, pod in ctx.pods_in(namespace_of(obj)):
+        for o, pod in ctx.pods_in(obj.namespace_or_default):
             vols = {
                 str(v.get("name"))
                 for _, v in iter_dicts(pod.spec.get("volumes"))

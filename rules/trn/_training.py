@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, command_tokens, flag_value, pod_templates
+from ailint.domain.extract import GPU_RESOURCES, Container, PodTemplate, command_tokens, flag_value, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
 
 NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node")
@@ -72,12 +72,13 @@ def replace_flag_text(text: str, flags: tuple[str, ...], new: str) -> str | None
     return text[: m.start(3)] + new + text[m.end(3) :]
 
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuroncore")
+# the devices one training process drives (torchrun --nproc-per-node counts them): GPUs and NeuronCores
+PROCESS_DEVICE_RESOURCES = (*GPU_RESOURCES, "aws.amazon.com/neuroncore")
 
 
 def container_devices(c: Container) -> tuple[str, int] | None:
     """(resource, count) of the GPUs (or NeuronCores) this container gets; None if none."""
-    for res in GPU_RESOURCES:
+    for res in PROCESS_DEVICE_RESOURCES:
         q = parse_quantity(c.limit(res))
         if q is None:
             q = parse_quantity(c.request(res))
@@ -89,7 +90,7 @@ def container_devices(c: Container) -> tuple[str, int] | None:
 def resources_devices(resources: Any) -> tuple[str, int] | None:
     """Same as `container_devices` for a bare ResourceRequirements mapping."""
     lim, req = as_dict(as_dict(resources).get("limits")), as_dict(as_dict(resources).get("requests"))
-    for res in GPU_RESOURCES:
+    for res in PROCESS_DEVICE_RESOURCES:
         q = parse_quantity(lim.get(res, req.get(res)))
         if q is not None and q > 0 and q == int(q):
             return res, int(q)
@@ -111,7 +112,7 @@ def trainjob_runtime(obj: K8sObject, ctx: Any) -> K8sObject | None:
     for o in ctx.of_kind(str(kind)):
         if o.name != name:
             continue
-        if kind == "TrainingRuntime" and (o.namespace or "default") != (obj.namespace or "default"):
+        if kind == "TrainingRuntime" and (o.namespace_or_default) != (obj.namespace_or_default):
             continue
         return o
     return None

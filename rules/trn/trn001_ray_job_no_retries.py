@@ -317,7 +317,7 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     problems = [(key, p) for key, p in ((k, train_problem(v)) for k, v in data.items()) if p is not None]
     if not problems:
         return
-    ns = obj.namespace or "default"
+    ns = obj.namespace_or_default
     users = []
     for ray in ctx.of_kind("RayJob", "RayCluster", namespace=ns):
         if ray.group != "ray.io":

@@ -133,7 +133,7 @@ _SHARED_DRIVERS = (
 
 
 def _pvc_shared(obj: K8sObject, ctx: Any, claim: str) -> bool:
-    for pvc in ctx.of_kind("PersistentVolumeClaim", namespace=obj.namespace or "default"):
+    for pvc in ctx.of_kind("PersistentVolumeClaim", namespace=obj.namespace_or_default):
         if pvc.name == claim:
             modes = [str(m) for m in as_list(pvc.get("spec", "accessModes"))]
             sc = str(pvc.get("spec", "storageClassName") or "")

@@ -135,7 +135,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import karpenter, ray
+from ailint.domain import instances, karpenter, ray
 from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import Requirement, pod_templates, untolerated
 from ailint.fix import edits
@@ -170,7 +170,7 @@ ACCEL = (
     "aws.amazon.com/neurondevice",
     "vpc.amazonaws.com/efa",
 )
-WORKLOAD_KINDS = ("Job", "RayJob", "PyTorchJob", "JobSet", "LeaderWorkerSet", "TrainJob")
+KUEUE_JOB_KINDS = ("Job", "RayJob", "PyTorchJob", "JobSet", "LeaderWorkerSet", "TrainJob")
 
 
 def _is_kueue(obj: K8sObject) -> bool:
@@ -220,7 +220,7 @@ def _workloads_by_queue(ctx: Any) -> dict[str | None, list[K8sObject]]:
 
     def build() -> dict[str | None, list[K8sObject]]:
         out: dict[str | None, list[K8sObject]] = {}
-        for kind in WORKLOAD_KINDS:
+        for kind in KUEUE_JOB_KINDS:
             for w in ctx.of_kind(kind):
                 out.setdefault(_queue_name(w), []).append(w)
         return out
@@ -340,9 +340,9 @@ def _flavor_used_for_accelerators(rf: K8sObject, ctx: Any) -> bool:
                 return True
         if (karpenter.provider_suffix(k) or "").startswith(("instance-gpu", "instance-accelerator")):
             return True
-        if k in karpenter.INSTANCE_TYPE_KEYS and karpenter.is_accelerator_type(str(v)):
+        if k in karpenter.INSTANCE_TYPE_KEYS and instances.is_accelerator_type(str(v)):
             return True
-        if (karpenter.provider_suffix(k) or "") == "instance-family" and karpenter.is_accelerator_family(str(v)):
+        if (karpenter.provider_suffix(k) or "") == "instance-family" and instances.is_accelerator_family(str(v)):
             return True
     return False
 
@@ -438,5 +438,5 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     elif obj.kind == "ResourceFlavor":
         if _is_kueue(obj):
             yield from _resource_flavor(obj, ctx)
-    elif obj.kind in WORKLOAD_KINDS:
+    elif obj.kind in KUEUE_JOB_KINDS:
         yield from _workload(obj, ctx)

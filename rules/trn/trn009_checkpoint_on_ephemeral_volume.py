@@ -154,7 +154,7 @@ def _syncs(c: Container) -> bool:
 def _cronjob_syncs(obj: Any, ctx: Any) -> bool:
     if not getattr(ctx, "bundle", False):
         return False
-    for cj in ctx.of_kind("CronJob", namespace=obj.namespace or "default"):
+    for cj in ctx.of_kind("CronJob", namespace=obj.namespace_or_default):
         for p in pod_templates(cj):
             if any(_syncs(c) for c in p.containers()):
                 return True
