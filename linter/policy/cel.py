@@ -45,7 +45,7 @@ MAX_GROWTH_STEPS = 12  # chained growth operations (each can double a value or m
 UNSUPPORTED = {
     "authorizer": "the API server's authorizer (`authorizer`)",
     "serviceAccount": "the API server's authorizer (`authorizer.serviceAccount`)",
-    "format": "the Kubernetes `format` library (`format.dns1123Label()` ...)",
+    "format": "`format.named()` or an unknown format of the Kubernetes format library",
     "semver": "the Kubernetes semver library",
     "isSemver": "the Kubernetes semver library",
     "transformList": "two-variable comprehensions (`transformList`)",
@@ -172,6 +172,151 @@ def _parse_url(s: str) -> Any:
     if not (parts.scheme or s.startswith("/")):
         raise ValueError(f"URL parse error during conversion from string: {s!r}: invalid URI for request")
     return parts
+
+
+# -- the Kubernetes format library (k8s.io/apiserver/pkg/cel/library/format.go) --------------------
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+
+
+def _regex_check(rx: str, limit: int, what: str, example: str) -> Callable[[str], list[str]]:
+    pattern = re.compile(rx)
+
+    def check(s: str) -> list[str]:
+        out = []
+        if len(s) > limit:
+            out.append(f"must be no more than {limit} characters")
+        if not pattern.fullmatch(s):
+            out.append(f"{what} (e.g. '{example}', regex used for validation is '{rx}')")
+        return out
+
+    return check
+
+
+def _qualified_name(s: str) -> list[str]:
+    prefix, _, name = s.rpartition("/")
+    out = []
+    if "/" in s and not prefix:
+        out.append("prefix part must be non-empty")
+    elif prefix:
+        out += [f"prefix part {m}" for m in _FORMATS["dns1123Subdomain"](prefix)]
+    if not name:
+        out.append("name part must be non-empty")
+    elif len(name) > 63:
+        out.append("name part must be no more than 63 characters")
+    if name and not re.fullmatch(_QUALIFIED, name):
+        out.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            f"with an alphanumeric character (e.g. 'MyName', regex used for validation is '{_QUALIFIED}')"
+        )
+    return out
+
+
+def _prefix(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    return lambda s: check(s[:-1] if s.endswith("-") else s)
+
+
+def _date(s: str, fmt: str) -> list[str]:
+    import datetime
+
+    try:
+        if fmt == "date":
+            datetime.date.fromisoformat(s) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", s) else int("x")
+        else:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", s):
+                raise ValueError
+            datetime.datetime.fromisoformat(s.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return [f"invalid {fmt}"]
+    return []
+
+
+def _base64(s: str) -> list[str]:
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(s, validate=True)
+    except (binascii.Error, ValueError):
+        return ["invalid base64"]
+    return []
+
+
+_FORMATS: dict[str, Callable[[str], list[str]]] = {
+    "dns1123Label": _regex_check(
+        _DNS1123_LABEL,
+        63,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        "my-name",
+    ),
+    "dns1123Subdomain": _regex_check(
+        rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*",
+        253,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        "example.com",
+    ),
+    "dns1035Label": _regex_check(
+        r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        63,
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+        "my-name",
+    ),
+    "qualifiedName": _qualified_name,
+    "labelValue": lambda s: (
+        []
+        if s == ""
+        else _regex_check(
+            _QUALIFIED,
+            63,
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            "MyValue",
+        )(s)
+    ),
+    "uri": lambda s: [] if _is(_parse_url)(s) else ["invalid URI"],
+    "uuid": lambda s: (
+        []
+        if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", s)
+        else ["does not match the UUID format"]
+    ),
+    "byte": _base64,
+    "date": lambda s: _date(s, "date"),
+    "datetime": lambda s: _date(s, "datetime"),
+}
+_FORMATS["dns1123LabelPrefix"] = _prefix(_FORMATS["dns1123Label"])
+_FORMATS["dns1123SubdomainPrefix"] = _prefix(_FORMATS["dns1123Subdomain"])
+_FORMATS["dns1035LabelPrefix"] = _prefix(_FORMATS["dns1035Label"])
+
+
+def format_errors(name: str, value: str) -> list[str]:
+    check = _FORMATS.get(name)
+    if check is None:
+        raise ValueError(f"unknown format {name!r}")
+    return check(value)
+
+
+_FORMAT_CALL = re.compile(r"(?<![\w.])format\s*\.\s*(\w+)\s*\(\s*\)\s*\.\s*validate\s*\(")
+
+
+def _rewrite_format(source: str) -> str:
+    """`format.NAME().validate(X)` -> an optional built from `ailintFormatErrors('NAME', X)`:
+    the engine cannot return optionals from Python functions, CEL can build them."""
+    code = _strip_strings(source)
+    out, pos = [], 0
+    for m in _FORMAT_CALL.finditer(code):
+        if m.start() < pos or m.group(1) not in _FORMATS:
+            continue
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            i += 1
+        if depth:
+            return source
+        arg = source[m.end() : i - 1]
+        call = f"ailintFormatErrors('{m.group(1)}', {arg})"
+        out.append(source[pos : m.start()])
+        out.append(f"(size({call}) == 0 ? optional.none() : optional.of({call}))")
+        pos = i
+    return "".join(out) + source[pos:] if out else source
 
 
 # -- the environment ---------------------------------------------------------------------------
@@ -394,6 +539,8 @@ class _Kube:
                 ("string_find_all", T.List(S), [S, S], find_all, M),
                 ("string_find_all_n", T.List(S), [S, S, INT], find_all, M),
             ),
+            # format library (`format.NAME().validate(s)`, rewritten to this by _rewrite_format)
+            fn("ailintFormatErrors", ("ailint_format_errors", T.List(S), [S, S], format_errors, G)),
             # sets extension
             fn("sets.contains", ("sets_contains", B, [L, L], lambda a, b: all(x in a for x in b), G)),
             fn(
@@ -514,6 +661,16 @@ def growth_problem(src: str) -> str | None:
     return None
 
 
+_CROSS_NUMERIC = re.compile(
+    r"no matching overload for '_(?:[<>]=?|[=!]=)_' applied to '\((?:int|uint|double), (?:int|uint|double)\)'"
+)
+
+
+def _other_errors(text: str) -> bool:
+    """Whether a compile error text holds errors other than cross-type numeric comparisons."""
+    return any(not _CROSS_NUMERIC.search(m.group(3)) for m in _ERROR_POS.finditer(text))
+
+
 _TWO_VAR = re.compile(r"\.\s*(?:all|exists|existsOne|exists_one|map|filter)\s*\(\s*\w+\s*,\s*\w+\s*,")
 
 
@@ -567,11 +724,20 @@ def compile_expression(source: str, variables: Sequence[str]) -> Program:
         raise CelCompileError(why)
     kube = _kube()
     env = kube.env(tuple(variables))
+    text_to_compile = _rewrite_format(source) if "format" in source else source
     try:
-        compiled = env.compile(source)
+        try:
+            compiled = env.compile(text_to_compile)
+        except RuntimeError as exc:
+            # Kubernetes enables cross-type numeric comparisons (`double(x) > 0`, `1 == 1.0`);
+            # this checker does not, its runtime does: check everything else, then run unchecked
+            if not _CROSS_NUMERIC.search(str(exc)) or _other_errors(str(exc)):
+                raise
+            compiled = env.compile(text_to_compile, disable_check=True)
     except RuntimeError as exc:
         text = str(exc)
-        m = _ERROR_POS.search(text)
+        found = list(_ERROR_POS.finditer(text))
+        m = next((x for x in found if not _CROSS_NUMERIC.search(x.group(3))), found[0] if found else None)
         if not m:
             raise CelCompileError(text.strip().split("\n")[0]) from None
         message = m.group(3).strip()
@@ -680,7 +846,10 @@ def evaluate(program: Program, act: Any) -> Outcome:
         with memory_guard():
             result = program.compiled.eval(act)
             kind = "error" if result.type() == cel.Type.ERROR else ""
-            value = result.plain_value()
+            try:
+                value = result.plain_value()
+            except (TypeError, ValueError, AssertionError):  # an optional, a type: no Python form
+                kind, value = "error", f"gave a value of type {_type_name(result)}, which has no plain form"
     except MemoryError:
         return Outcome(error=f"evaluation needed more than {MEMORY_HEADROOM >> 20} MiB of memory", kind="memory")
     except RuntimeError as exc:
@@ -698,6 +867,13 @@ def evaluate(program: Program, act: Any) -> Outcome:
     if kind:
         return Outcome(error=_clean_error(str(value)), kind="error")
     return Outcome(value=_plain(value))
+
+
+def _type_name(result: Any) -> str:
+    try:
+        return str(result.type().name())
+    except Exception:
+        return "unknown"
 
 
 def _clean_error(msg: str) -> str:
