@@ -223,3 +223,292 @@ def test_no_files_says_nothing_was_linted(tmp_path: Path) -> None:
     assert p.returncode == 0  # as ruff: a warning, not an error
     assert "nothing was linted" in p.stderr
     assert "All clear" not in p.stdout
+
+
+# -- 2. a severity other than the documented one says why, in text, JSON and SARIF ----------
+def _documented() -> dict[str, str]:
+    r = run(["rules", "--format", "json"])
+    return {x["code"]: x["severity"] for x in json.loads(r.output)}
+
+
+def test_demo_severities_agree_with_the_docs_or_say_why() -> None:
+    doc = _documented()
+    r = run(["check", "--no-config", "--format", "json", str(DEMO)])
+    findings = json.loads(r.output)["findings"]
+    changed = [f for f in findings if f["severity"] != doc[f["code"]]]
+    assert changed, "the demo raises and lowers severities by context"
+    for f in findings:
+        if f["severity"] == doc[f["code"]]:
+            assert f["severity_reason"] is None, f
+        else:
+            assert f["severity_reason"], f
+    text = run(["check", "--no-config", str(DEMO)]).output
+    srv001 = next(f for f in changed if f["code"] == "SRV001")
+    assert f"SRV001 [error ({srv001['severity_reason']})]" in text
+    assert "under 300 seconds" in srv001["severity_reason"]
+    sarif = json.loads(run(["check", "--no-config", "--format", "sarif", str(DEMO)]).output)
+    reasons = [x.get("properties", {}).get("severityReason") for x in sarif["runs"][0]["results"]]
+    assert sum(1 for x in reasons if x) == len(changed)
+
+
+def test_every_context_severity_is_documented_by_its_rule() -> None:
+    """Over every fixture: a finding printed at another severity than its rule's states why,
+    from the condition its rule's doc gives for that severity (a `Severity:` paragraph)."""
+    from ailint.engine.config import Settings
+    from ailint.engine.registry import all_rules
+    from ailint.engine.run import lint
+    from ailint.report.explain import severity_reason
+
+    result = lint([str(ROOT / "fixtures")], Settings(root=str(ROOT)), jobs=1)
+    missing = set()
+    for f in result.findings:
+        reg = all_rules().get(f.code)
+        if reg is not None and reg.rule.severity != f.severity and not severity_reason(f):
+            missing.add((f.code, f.severity.value))
+    assert not missing, sorted(missing)
+
+
+# -- 3. why lines: whole sentences, the condition that fired, --verbose for all of it -------
+def test_why_lines_are_whole_sentences(tmp_path: Path) -> None:
+    r = run(["check", "--no-config", str(DEMO), str(ROOT / "fixtures" / "TRN003"), str(ROOT / "fixtures" / "KRP005")])
+    whys = [line.strip()[5:] for line in r.output.splitlines() if line.strip().startswith("why: ")]
+    assert whys
+    for w in whys:
+        assert not w.endswith("…"), w
+        assert w.rstrip(")\"'").endswith((".", "!", "?")), w
+
+
+def test_the_why_explains_the_condition_that_fired() -> None:
+    r = run(["check", "--no-config", "--select", "TRN003", "--format", "text", str(DEMO / "training.yaml")])
+    blocks = r.output.split("\n\n")
+    deadline = next(b for b in blocks if "activeDeadlineSeconds nor preRunningDeadlineSeconds" in b)
+    shutdown = next(b for b in blocks if "shutdownAfterJobFinishes is unset" in b)
+    assert "why: With no deadline" in deadline, deadline
+    assert "why: Without shutdownAfterJobFinishes" in shutdown, shutdown
+
+
+def test_verbose_shows_the_whole_why() -> None:
+    short = run(["check", "--no-config", "--select", "KRP004", str(DEMO / "karpenter.yaml")]).output
+    full = run(["check", "--no-config", "--select", "KRP004", "-v", str(DEMO / "karpenter.yaml")]).output
+    (s,) = [x for x in short.splitlines() if "why:" in x]
+    (v,) = [x for x in full.splitlines() if "why:" in x]
+    assert len(v) > len(s) and v.strip().startswith(s.strip()[: len(s.strip()) - 1][:40])
+    assert "consolidateAfter" in v
+
+
+# -- 7. a message naming an object of another file names the file (relative) and the object -
+def test_cross_file_message_names_the_path_and_the_object(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "policies" / "descheduler.yaml").write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: default\n"
+        "    pluginConfig:\n      - name: DefaultEvictor\n      - name: RemoveDuplicates\n"
+        "    plugins:\n      balance:\n        enabled: [RemoveDuplicates]\n"
+    )
+    (tmp_path / "apps" / "web.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ai}\nspec:\n  replicas: 3\n"
+        "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
+    )
+    r = run(["check", "--no-config", "--select", "REL003", "--format", "json", "."], cwd=tmp_path)
+    msgs = [f["message"] for f in json.loads(r.output)["findings"]]
+    assert msgs, r.output
+    assert any("the DeschedulerPolicy in policies/descheduler.yaml" in m for m in msgs), msgs
+
+
+# -- the flags users reach for --------------------------------------------------------------
+def test_statistics_counts_per_code_with_fixable(pod: Path) -> None:
+    r = run(["check", "--no-config", "--statistics", str(DEMO)])
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1
+    row = next(x for x in lines if " OBS002 " in x)
+    assert row.split()[0] == "3" and "crash-logs-not-retained" in row
+    assert any(" GPU002 " in x and "(1 fixable with --fix)" in x for x in lines)
+    assert lines[-1].startswith("27 findings of ")
+    doc = json.loads(run(["check", "--no-config", "--statistics", "--format", "json", str(DEMO)]).output)
+    assert sum(x["count"] for x in doc) == 27 and {"code", "name", "count", "fixable"} <= set(doc[0])
+
+
+def test_exit_zero(pod: Path) -> None:
+    assert run(["check", "--no-config", str(pod)]).exit_code == 1
+    assert run(["check", "--no-config", "--exit-zero", str(pod)]).exit_code == 0
+    assert run(["check", "--no-config", "--exit-zero", "--select", "NOPE999", str(pod)]).exit_code == 2
+
+
+def test_quiet_prints_findings_and_nothing_else(pod: Path, tmp_path: Path) -> None:
+    r = run(["check", "--no-config", "--select", "GPU002", "-q", str(pod)])
+    assert "GPU002" in r.output and "Found 1 finding" not in r.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(["check", "--no-config", "-q", str(empty)]).output == ""
+
+
+def test_exclude_and_extend_exclude(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pod.yaml").write_text(POD)
+    (tmp_path / ".ailint.yaml").write_text("select: [GPU002]\nexclude: [a/]\n")
+
+    def files(*extra: str) -> list[str]:
+        r = run(["check", "--format", "json", *extra, "."], cwd=tmp_path)
+        return sorted(x["path"] for x in json.loads(r.stdout)["files"])
+
+    assert files() == ["b/pod.yaml"]
+    assert files("--exclude", "b/") == ["a/pod.yaml"]  # replaces the config's list
+    assert files("--extend-exclude", "b/") == []  # adds to it
+
+
+def test_show_fixes_prints_the_edit(pod: Path) -> None:
+    plain = run(["check", "--no-config", "--select", "GPU002", str(pod)]).output
+    shown = run(["check", "--no-config", "--select", "GPU002", "--show-fixes", str(pod)]).output
+    assert "      + " not in plain
+    assert any(x.startswith("      + ") and "limits:" in x for x in shown.splitlines()), shown
+
+
+def test_output_format_is_an_alias_of_format(pod: Path) -> None:
+    a = json.loads(run(["check", "--no-config", "--output-format", "json", str(pod)]).output)
+    b = json.loads(run(["check", "--no-config", "--format", "json", str(pod)]).output)
+    assert a == b
+
+
+def test_explain_shows_the_rule() -> None:
+    r = run(["check", "--explain", "GPU002"])
+    assert r.exit_code == 0 and "## Why is this bad?" in r.output and r.output == run(["rule", "GPU002"]).output
+    assert run(["check", "--explain", "GPU999"]).exit_code == 2
+
+
+def test_every_flag_is_in_help_readme_and_docs() -> None:
+    help_text = run(["check", "--help"]).output
+    readme = (ROOT / "README.md").read_text()
+    cli_doc = (ROOT / "docs" / "cli.md").read_text()
+    for flag in (
+        "--statistics",
+        "--exit-zero",
+        "--quiet",
+        "--verbose",
+        "--exclude",
+        "--extend-exclude",
+        "--show-fixes",
+        "--output-format",
+        "--explain",
+    ):
+        assert flag in help_text, flag
+        assert flag in readme, flag
+        assert flag in cli_doc, flag
+    assert "html" in help_text
+    for text in (readme, cli_doc):
+        assert "ailint init" in text and "--format html" in text
+
+
+def test_progress_line_over_a_terminal_only(tmp_path: Path) -> None:
+    import pty
+    import subprocess
+    import sys
+
+    def stderr_of(env_extra: dict[str, str], tty: bool, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "CI"} | {"AILINT_PROGRESS_AFTER": "0"} | env_extra
+        cmd = [sys.executable, "-m", "ailint", "check", "--no-config", "--no-color", *args, str(DEMO)]
+        if not tty:
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            return p.stderr
+        master, slave = pty.openpty()
+        p2 = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        p2.wait()
+        os.close(master)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    assert "ailint: linting" in stderr_of({}, True)
+    assert "ailint: linting" not in stderr_of({}, False)
+    assert "ailint: linting" not in stderr_of({"CI": "true"}, True)
+    assert "ailint: linting" not in stderr_of({}, True, "-q")
+
+
+# -- ailint init ----------------------------------------------------------------------------
+CLUSTER = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: eks.amazonaws.com, kind: NodeClass, name: gpu}
+      requirements:
+        - {key: eks.amazonaws.com/instance-gpu-manufacturer, operator: In, values: [nvidia]}
+      taints:
+        - {key: nvidia.com/gpu, value: "true", effect: NoSchedule}
+---
+apiVersion: eks.amazonaws.com/v1
+kind: NodeClass
+metadata: {name: gpu}
+spec:
+  role: node-role
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: descheduler, namespace: kube-system}
+data:
+  policy.yaml: |
+    apiVersion: "descheduler/v1alpha2"
+    kind: "DeschedulerPolicy"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: karpenter, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: karpenter}}
+  template:
+    metadata: {labels: {app: karpenter}}
+    spec:
+      containers:
+        - name: controller
+          image: public.ecr.aws/karpenter/controller:1.6.3@sha256:0123456789abcdef
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm, namespace: ai}
+spec:
+  selector: {matchLabels: {app: llm}}
+  template:
+    metadata: {labels: {app: llm}}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+"""
+
+
+def test_init_writes_a_starter_config_from_what_it_sees(tmp_path: Path) -> None:
+    import yaml
+
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "cluster.yaml").write_text(CLUSTER)
+    r = run(["init", "k8s"], cwd=tmp_path)
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / ".ailint.yaml").read_text()
+    profile = yaml.safe_load(text)["profile"]
+    assert profile == {
+        "gpuNodeTaints": ["nvidia.com/gpu=true:NoSchedule"],
+        "autoMode": True,
+        "deschedulerInstalled": True,
+        "karpenterVersion": "1.6.3",
+        "vllmVersion": "0.10.1",
+    }
+    from ailint.domain.extract import Profile
+
+    for key in Profile.DEFAULTS:  # every key is there, set or commented
+        assert f"  {key}: " in text or f"  # {key}: " in text, key
+    assert "extendedResourceToleration: not known from these files" in r.output
+    # the file it wrote is a valid config
+    assert run(["check", "--format", "json", "k8s"], cwd=tmp_path).exit_code in (0, 1)
+    # and it does not overwrite without --force
+    assert run(["init", "k8s"], cwd=tmp_path).exit_code == 2
+    assert run(["init", "--force", "k8s"], cwd=tmp_path).exit_code == 0

@@ -200,6 +200,7 @@ class Finding:
     path: Path = ()
     fix: Fix | None = None
     related: tuple[RelatedLocation, ...] = ()  # e.g. the values-file line a template line prints
+    severity_reason: str | None = None  # why the severity differs from the rule's documented one
 
     def __post_init__(self) -> None:
         if any(type(step) is Anchor for step in self.path):

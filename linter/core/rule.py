@@ -158,16 +158,28 @@ class Rule:
         fix: Fix | None = None,
         span: Span | None = None,
         anchor: str = "field",
+        severity_reason: str | None = None,
     ) -> Finding:
         """A finding of this rule on `obj` at `path` (anchored on the field by default).
 
         `anchor="value"` points at the value instead of `key: value`; a missing path
         points at its nearest existing parent, where the missing field belongs.
+        `severity_reason` says why `severity` differs from the rule's (reports print it;
+        without one they quote the condition the rule's doc states for that severity).
         """
         if span is None:
             span = obj.value_span(path) if anchor == "value" else obj.span(path)
         return Finding(
-            self.code, self.name, severity or self.severity, message, obj.file, span, obj.ref, tuple(path), fix
+            self.code,
+            self.name,
+            severity or self.severity,
+            message,
+            obj.file,
+            span,
+            obj.ref,
+            tuple(path),
+            fix,
+            severity_reason=severity_reason if severity and severity != self.severity else None,
         )
 
 

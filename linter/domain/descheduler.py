@@ -180,20 +180,23 @@ class Policy:
 
     @property
     def label(self) -> str:
+        """The policy as messages of other objects name it: the object and its file, as the
+        run shows files (relative to the run root), since it is usually in another file."""
         if self.embedded:
-            return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name} ({self.key})"
+            ns = self.obj.namespace + "/" if self.obj.namespace else ""
+            return f"ConfigMap {ns}{self.obj.name} (key {self.key}, in {self.obj.file})"
         return self._doc_label()
 
     def _doc_label(self) -> str:
         if self.obj.name:
-            return f"DeschedulerPolicy {self.obj.name}"
-        base = self.obj.file.replace("\\", "/").rsplit("/", 1)[-1]
-        return f"DeschedulerPolicy ({base})"
+            return f"DeschedulerPolicy {self.obj.name} (in {self.obj.file})"
+        return f"the DeschedulerPolicy in {self.obj.file}"
 
     @property
     def short_label(self) -> str:
         if self.embedded:
-            return f"ConfigMap {self.obj.namespace + '/' if self.obj.namespace else ''}{self.obj.name}"
+            ns = self.obj.namespace + "/" if self.obj.namespace else ""
+            return f"ConfigMap {ns}{self.obj.name} (in {self.obj.file})"
         return self._doc_label()
 
     def obj_path(self, path: Path) -> Path:

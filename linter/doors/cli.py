@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 from ailint import __version__
+from ailint.doors.ux import ux_options
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "html")
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -128,6 +129,7 @@ def cli() -> None:
     "evaluated against the linted objects; not linted itself (repeatable).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@ux_options(FORMATS)
 def check(
     paths: tuple[str, ...],
     fmt: str | None,
@@ -161,6 +163,7 @@ def check(
     release: str | None,
     namespace: str | None,
     debug: bool,
+    **ux: Any,
 ) -> None:
     """Lint files and folders (recursive *.yaml, *.yml, *.json); `-` reads standard input."""
     try:
@@ -215,8 +218,13 @@ def _check(
     release: str | None,
     namespace: str | None,
     debug: bool,
+    ux: dict[str, Any] | None = None,
 ) -> int:
     import gc
+
+    from ailint.doors import ux as first_hour
+
+    ux = ux or {}
 
     from ailint.engine import registry
     from ailint.engine.config import ConfigError, load_settings, parse_set, unknown_selector_message
@@ -259,6 +267,8 @@ def _check(
         "release": release,
         "namespace": namespace,
     }
+    first_hour.apply_excludes(settings, ux)
+    fmt = fmt or ux.get("output_format")
     if fmt is None:
         fmt = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     stdin_text = None
@@ -272,6 +282,7 @@ def _check(
     if jobs is None:
         jobs = 1 if len(paths) == 1 and os.path.isfile(paths[0]) else (os.cpu_count() or 1)
     fixing = fix or unsafe_fixes or diff  # fixes rewrite files: keep every text in memory
+    progress = first_hour.progress(paths, bool(ux.get("quiet")))  # over a terminal, after ~2 s
     if (since_ref or only_changed_lines) and "-" in paths:
         _fail("--since and --only-changed-lines compare files with git: standard input cannot be compared")
     result = lint(
@@ -354,6 +365,8 @@ def _check(
                 result.suppressed.extend(elsewhere)
         except since.GitError as exc:
             _fail(f"--since/--only-changed-lines: {exc}")
+    if progress is not None:
+        progress.stop()
     if write_baseline:
         from ailint.engine import baseline as bl
 
@@ -365,16 +378,26 @@ def _check(
             err=True,
         )
         return 0
-    if not result.files:
+    if not result.files and not ux.get("quiet"):
         # as ruff does ("No Python files found under the given path(s)"): a warning, exit 0
         click.echo("ailint: warning: no YAML or JSON files found under the given path(s); nothing was linted", err=True)
-    rendered, is_rich = _render(
-        result, fmt, color if not diff else False, output, root=settings.root if settings.config_path else None
-    )
+    if ux.get("statistics"):
+        rendered, is_rich = first_hour.statistics(result, fmt), False
+    else:
+        rendered, is_rich = _render(
+            result,
+            fmt,
+            color if not diff else False,
+            output,
+            root=settings.root if settings.config_path else None,
+            verbose=bool(ux.get("verbose")),
+            quiet=bool(ux.get("quiet")),
+            show_fix_edits=bool(ux.get("show_fixes")),
+        )
     # with --diff, standard output carries the patch alone (pipe it to `git apply`);
     # the report goes to --output, or to standard error
     _emit(rendered, output, is_rich, to_stderr=diff)
-    return exit_code(result.findings, settings.fail_on)
+    return 0 if ux.get("exit_zero") else exit_code(result.findings, settings.fail_on)
 
 
 def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opts: Any) -> tuple[str, bool]:
@@ -385,6 +408,8 @@ def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opt
         from ailint.report import sarif as rep  # type: ignore[no-redef]
     elif fmt == "github":
         from ailint.report import github as rep  # type: ignore[no-redef]
+    elif fmt == "html":
+        from ailint.report import html as rep  # type: ignore[no-redef]
     else:
         from ailint.report import text as rep  # type: ignore[no-redef]
 
@@ -423,6 +448,42 @@ def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+@cli.command("init")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "-o", "--output", default=".ailint.yaml", show_default=True, help="Where to write it (`-` for standard output)."
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def init_cmd(paths: tuple[str, ...], output: str, force: bool) -> None:
+    """Write a starter .ailint.yaml, filled from what PATHS show (default: the current folder).
+
+    Every profile key is there, commented; the GPU taints of accelerator NodePools, Auto Mode
+    NodeClasses, a descheduler policy and the Karpenter, vLLM and External Secrets versions
+    of container images are filled in when the files show them. It says what it could not know.
+    """
+    from ailint.doors import init as starter
+    from ailint.engine.config import Settings
+
+    if output != "-" and os.path.exists(output) and not force:
+        _fail(f"{output} exists (use --force to overwrite it)")
+    seen = starter.survey(starter.collect(list(paths), Settings(root=os.getcwd())))
+    text = starter.render(seen, list(paths))
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+    for key in seen.values:
+        click.echo(f"ailint: {key}: {seen.values[key]!r} (from {seen.sources[key]})", err=True)
+    for key, why in seen.unknown.items():
+        click.echo(f"ailint: {key}: not known from these files ({why}); left commented", err=True)
+    if output != "-":
+        click.echo(f"ailint: wrote {output}", err=True)
 
 
 @cli.command("rules")

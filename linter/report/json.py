@@ -11,6 +11,8 @@ from ailint.report.common import edit_region, json_pointer, redact_result
 
 
 def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
+    from ailint.report.explain import severity_reason
+
     ref = f.object_ref
     obj = None
     if ref is not None:
@@ -35,6 +37,7 @@ def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
         "code": f.code,
         "name": f.name,
         "severity": f.severity.value,
+        "severity_reason": severity_reason(f),
         "message": f.message,
         "file": f.file,
         "line": f.span.line,

@@ -24,6 +24,7 @@ from ailint.core.model import Finding
 from ailint.engine.baseline import fingerprint
 from ailint.engine.registry import all_rules
 from ailint.report.common import edit_region, redact_result
+from ailint.report.explain import severity_reason
 
 INFORMATION_URI = "https://github.com/ailint/ailint"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -176,6 +177,9 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
     )
     if f.code in index:
         res.rule_index = index[f.code]
+    reason = severity_reason(f)
+    if reason:  # the level differs from the rule's defaultConfiguration: say why
+        res.properties = {"severityReason": reason}
     if f.related:  # e.g. the values-file key a chart template prints (ailint.engine.render)
         res.related_locations = [
             om.Location(

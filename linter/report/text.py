@@ -6,7 +6,6 @@ path: pre-commit runs stay fast); rich markup and colour on a terminal.
 
 from __future__ import annotations
 
-import re
 from itertools import groupby
 from typing import Any
 
@@ -14,25 +13,6 @@ from ailint.core.model import Finding
 from ailint.report.common import frame_source, redact_result
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def _first_sentence(text: str, limit: int = 240) -> str:
-    text = re.sub(r"`([^`]*)`", r"\1", " ".join(text.split()))
-    m = re.match(r"(.+?[.!?])(\s|$)", text)
-    s = m.group(1) if m else text
-    if len(s) > limit:
-        s = s[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return s
-
-
-def _why_and_fix(code: str) -> tuple[str, str]:
-    from ailint.engine.registry import all_rules
-
-    reg = all_rules().get(code)
-    if reg is None:
-        return "", ""
-    sec = reg.sections
-    return _first_sentence(sec.get("Why is this bad?", "")), ""
 
 
 def _frame(f: Finding, result: Any) -> list[str]:
@@ -48,20 +28,48 @@ def _frame(f: Finding, result: Any) -> list[str]:
     return [f"  {f.span.line:>{width}} | {line.expandtabs(1)}", f"  {'':>{width}} | {' ' * (f.span.col - 1)}{carets}"]
 
 
-def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> str:
+def _fix_lines(f: Finding, result: Any) -> list[str]:
+    """`--show-fixes`: each edit of the finding's fix as removed (-) and added (+) lines."""
+    if f.fix is None:
+        return []
+    src = result.sources.get(f.file)
+    out: list[str] = []
+    for e in f.fix.edits:
+        if src is not None and e.end > e.start:
+            line, _ = src.position(e.start)
+            end_line, _ = src.position(max(e.start, e.end - 1))
+            out.extend(f"      - {src.line_text(n)}" for n in range(line, end_line + 1))
+        out.extend(f"      + {x}" for x in e.content.rstrip("\n").split("\n") if e.content)
+    return out
+
+
+def render(
+    result: Any,
+    color: bool = False,
+    show_fixes: bool = True,
+    verbose: bool = False,
+    show_fix_edits: bool = False,
+    quiet: bool = False,
+    **_: Any,
+) -> str:
+    """The text report; `verbose` gives each finding its rule's whole "why", `show_fix_edits`
+    (`--show-fixes`) the lines each fix removes and adds; `quiet` leaves the summary out."""
+    from ailint.report.explain import explanation, severity_reason
+
     result = redact_result(result)  # no secret value in any output (ailint.report.common)
-    cache: dict[str, tuple[str, str]] = {}
     out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: f.file):
         findings = list(group)
         out.append(f"[bold]{_esc(file)}[/bold]" if color else file)
         for f in findings:
             sev = f.severity.value
-            head = f"{f.file}:{f.span.line}:{f.span.col}: {f.code} [{sev}] {f.message}"
+            reason = severity_reason(f)  # a severity other than the documented one says why
+            label = f"{sev} ({reason})" if reason else sev
+            head = f"{f.file}:{f.span.line}:{f.span.col}: {f.code} [{label}] {f.message}"
             if color:
                 head = (
                     f"{_esc(f.file)}:{f.span.line}:{f.span.col}: [{_SEV_STYLE[sev]}]{f.code}[/] "
-                    f"[{_SEV_STYLE[sev]}]\\[{sev}][/] {_esc(f.message)}"
+                    f"[{_SEV_STYLE[sev]}]\\[{_esc(label)}][/] {_esc(f.message)}"
                 )
             out.append(head)
             if f.object_ref is not None:
@@ -76,19 +84,20 @@ def render(result, color: bool = False, show_fixes: bool = True, **_: Any) -> st
                 out.append(_esc(rel) if color else rel)
             for line in _frame(f, result):
                 out.append(_esc(line) if color else line)
-            if f.code not in cache:
-                cache[f.code] = _why_and_fix(f.code)
-            why, fix = cache[f.code]
+            why = explanation(f, verbose)  # whole sentences, the condition that fired
             if why:
                 out.append(f"    why: {_esc(why) if color else why}")
             if f.fix is not None and show_fixes:
                 kind = "fix" if f.fix.applicability.value == "safe" else "fix (unsafe)"
                 out.append(f"    {kind}: {_esc(f.fix.title) if color else f.fix.title}")
+                if show_fix_edits:
+                    out.extend(_esc(x) if color else x for x in _fix_lines(f, result))
             if not f.code.startswith(("YML", "AIL")):
                 out.append(f"    docs: ailint rule {f.code}")
             out.append("")
-    out.append(summary_line(result))
-    return "\n".join(out) + "\n"
+    if not quiet:
+        out.append(summary_line(result))
+    return "\n".join(out) + "\n" if out else ""
 
 
 def summary_line(result) -> str:

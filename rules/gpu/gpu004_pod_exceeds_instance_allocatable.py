@@ -16,6 +16,9 @@ the built-in table covers completely (`instance-type`, `instance-family`,
 It is an error when no type fits. When the pod's own `instance-type` list names types
 that can never fit it (while others do), those are dead requirements (info).
 
+Severity: info when an instance type of the pod's list can never fit it (a dead entry) while
+other types can.
+
 ## Why is this bad?
 Karpenter only launches a node whose allocatable covers the pod's requests. If no allowed
 type is big enough, the pod stays Pending forever with a "no instance type satisfied

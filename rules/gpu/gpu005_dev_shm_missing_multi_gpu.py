@@ -11,6 +11,9 @@ Skipped: `pause` containers (they only hold the GPUs); GPU counts of HAMi virtua
 worker pods, because KubeRay mounts a memory-backed `/dev/shm` there itself; containers
 with `NCCL_SHM_DISABLE=1`; pods with `hostIPC: true` (they share the host's `/dev/shm`).
 
+Severity: error when the container runs tensor parallelism above 1 (GPU processes exchange
+data through /dev/shm); a warning otherwise.
+
 ## Why is this bad?
 Container runtimes give each pod a 64 MiB `/dev/shm` by default (Docker's and CRI-O's
 `DefaultShmSize`). NCCL's shared-memory transport between GPUs of one node, vLLM's

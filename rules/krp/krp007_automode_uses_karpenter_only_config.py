@@ -17,6 +17,10 @@ Checks EKS Auto Mode configuration (NodePools whose `nodeClassRef.group` is
 - (d) an Auto Mode `NodeClass` named `default`, or a NodePool that redefines the built-in
   `system` or `general-purpose` pools. Warning.
 
+Severity: warning for a NodePool that redefines a built-in Auto Mode pool, for a DaemonSet
+that installs a device plugin Auto Mode nodes already run, and for a custom NodeClass named
+default; an error otherwise.
+
 ## Why is this bad?
 Selectors on labels no node carries leave pods Pending and NodePools unable to launch
 anything; a NodePool that references the wrong NodeClass kind is never ready. A second

@@ -15,6 +15,9 @@ Finds VPC CNI and EKS Auto Mode settings that reserve far more pod IPs than pod-
   nodes of its largest instance type;
 - (c) `WARM_PREFIX_TARGET` of 2 or more with prefix delegation on (and no IP targets).
 
+Severity: a warning when the NodePool can launch a large fleet (its limits and instance
+types allow many nodes, or the profile sets largeScaleNodes); info for a smaller fleet.
+
 ## Why is this bad?
 With prefix delegation the CNI hands out /28 prefixes (16 IPs). `WARM_PREFIX_TARGET`
 (`"1"` in the shipped manifest) keeps a whole spare prefix, so a GPU node running five pods

@@ -12,6 +12,9 @@ p5/p5e.48xlarge 32, p5en 16, p6-b200 8, p4d/p4de 4, trn1.32xlarge 8, trn1n/trn2 
 - a container requests EFA without `hugepages-2Mi` (and does not set
   `FI_EFA_USE_HUGE_PAGE=0`): info, worth a review.
 
+Severity: error when the EFA count is above the maximum of every target instance type (the
+pod can never schedule); info for an EFA container without hugepages-2Mi.
+
 ## Why is this bad?
 EFA interfaces are not shared between pods on a node through the device plugin: a pod
 that takes all 8 GPUs of a p5.48xlarge but 4 EFA interfaces (the p4d number, as in many

@@ -12,6 +12,9 @@ sources (`source /etc/nccl/nccl-env.sh` with that file mounted from a ConfigMap)
   aws-ofi-nccl >= 1.7), `NCCL_BUFFSIZE` and `NCCL_MIN_CHANNELS` (leave at the default),
   and any `RDMAV_*` ("do not use"). `NCCL_ALGO` is not listed.
 
+Severity: info for a variable that is obsolete with the installed plugin or libfabric (it
+does nothing on EFA pods); a warning for a mismatch.
+
 ## Why is this bad?
 Without an EFA device in the pod, NCCL finds no libfabric provider and silently falls back
 to TCP sockets: the job runs, at a fraction of the bandwidth, and the EFA settings make it

@@ -11,6 +11,9 @@ Checks Karpenter `EC2NodeClass` objects (`karpenter.k8s.aws`) used for EFA train
   `spec.placementGroupSelector`, no single-zone requirement on the NodePool or the pods, no
   single-subnet selector and no capacity reservation: warning.
 
+Severity: error for a placement-group tag the provider does not accept (the NodeClass cannot
+launch nodes).
+
 ## Why is this bad?
 A tag is not a placement: EC2 refuses user tags with the `aws:` prefix, so launches fail,
 and Karpenter's CRD rejects the restricted keys outright. Placement is

@@ -12,6 +12,9 @@ error, `Warn` a warning, `Audit` info. A policy without a binding does nothing, 
 cluster; when the object's namespace is not in the run, the message says the result assumes
 it matches the `namespaceSelector`.
 
+Severity: a warning when the binding's validationActions has Warn (and not Deny); info when
+it has only Audit.
+
 ## Why is this bad?
 The cluster rejects the object (`Deny`) or warns about it (`Warn`) at `kubectl apply` time,
 after the pull request has merged. Checking the same policies before the merge moves the

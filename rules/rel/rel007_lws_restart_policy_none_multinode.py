@@ -7,6 +7,9 @@ a Ray head on the leader with a bare `ray start --address=$(LWS_LEADER_ADDRESS)`
 loop, unlike vLLM's `multi-node-serving.sh`) under the default
 `startupPolicy: LeaderCreated`, which starts workers before the head is ready.
 
+Severity: info when workers join the Ray head on the leader but startupPolicy is not
+LeaderReady.
+
 ## Why is this bad?
 A multi-node vLLM, SGLang or Ray group is one tensor/pipeline-parallel process group.
 When one pod dies and only it restarts, the survivors still hold the old NCCL

@@ -19,6 +19,9 @@ and reports each rule that gives the agent more than it should have:
 The finding sits on the offending rule of the Role (or on the binding's `roleRef` for
 built-in roles) and names the agent workloads that receive it, once per rule.
 
+Severity: warning for reads on pods/log; info for an agent pod that mounts the token of a
+ServiceAccount with no binding in these files.
+
 ## Why is this bad?
 An agent acts on text it reads: a prompt-injected log line or web page can make it call
 any API its token allows. Only the RBAC boundary stops it. Write access to workloads or

@@ -10,6 +10,9 @@ the pod template or object overrides the detection. The rule fires when such a p
 when it names a RuntimeClass the files do not define while they define another sandbox
 RuntimeClass.
 
+Severity: error when the pod also has a privileged container or a hostPath volume; info when
+the RuntimeClass it names is not defined in files that define a sandbox RuntimeClass.
+
 ## Why is this bad?
 Model-generated code is untrusted input. Under runc it shares the node's kernel with every
 other pod: one kernel exploit or container escape turns a prompt injection into node

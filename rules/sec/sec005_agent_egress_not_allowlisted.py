@@ -10,6 +10,10 @@ public internet, so it fires too. Istio `Sidecar` resources with
 `outboundTrafficPolicy.mode: REGISTRY_ONLY` and an EKS Auto Mode `NodeClass` with
 `networkPolicy: DefaultDeny` (for pods no policy selects) count as egress control.
 
+Severity: error when the agent pod executes generated code; a warning when it executes code
+but no NetworkPolicy in these files selects it, and info when it does not execute code and
+none in these files selects it (the cluster may hold one).
+
 ## Why is this bad?
 A prompt-injected agent can be told to send what it can read (source code, tickets,
 tokens, the model's context) to any host. Without an allowlist the data leaves to unlisted

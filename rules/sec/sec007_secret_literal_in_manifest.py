@@ -13,6 +13,9 @@ Tokens and PEM private keys. The same checks run over ConfigMap data (for exampl
 Placeholders and templating (`changeme`, `${HF_TOKEN}`, `<your-token>`) are reported as
 info; references (`$(VAR)`, `os.environ/VAR`, file paths) are not reported.
 
+Severity: info when the value is a placeholder (changeme, <token>, ${VAR}), not a real
+secret.
+
 ## Why is this bad?
 Anything in a manifest ends up in Git history, CI logs, `kubectl get -o yaml` output and
 every reader of the namespace's ConfigMaps. A Hugging Face or NGC token leaked this way

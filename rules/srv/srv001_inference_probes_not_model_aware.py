@@ -19,6 +19,9 @@ readiness probes that check only the raylet and GCS there, and adds the Serve pr
 In a LeaderWorkerSet only the leader template is checked (workers join the leader's
 engine and serve no HTTP).
 
+Severity: error when the liveness probe restarts the container in under 300 seconds; a
+warning otherwise.
+
 ## Why is this bad?
 Loading weights takes minutes (28 to 30+ minutes for large models fetched at start). Without
 a model-aware readiness probe the pod turns Ready while the server cannot answer, and the

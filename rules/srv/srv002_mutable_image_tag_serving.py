@@ -10,6 +10,9 @@ image on every start.
 Serving pods are found by image or command (vLLM, SGLang, TGI, Triton, LMDeploy,
 llama.cpp, Ray Serve, RayService); training pods by owner kind or launcher command.
 
+Severity: error on a serving pod of vLLM, SGLang or an AWS Deep Learning Container engine
+(their images change flags and metrics between releases).
+
 ## Why is this bad?
 Inference images move fast (vLLM went from one minor release to the next in weeks, with
 changed flags and metrics), so a floating tag deploys whatever was pushed last: replicas

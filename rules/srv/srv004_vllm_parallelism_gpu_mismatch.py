@@ -20,6 +20,9 @@ Flags are read from `command`/`args`, `sh -c` scripts and `$(VAR)` references; v
 linter cannot resolve (shell variables) skip the check, and so do pods without a GPU
 resource (MIG, CPU, TPU, Neuron).
 
+Severity: warning when the parallelism leaves GPUs idle or tensor parallelism crosses pods
+(the engine starts, but wastes or slows GPUs); an error when it cannot start.
+
 ## Why is this bad?
 vLLM and SGLang refuse to start when TP × PP × DP needs more GPUs than the container sees,
 so the pod crash-loops on an expensive node. With fewer, the extra GPUs are reserved and

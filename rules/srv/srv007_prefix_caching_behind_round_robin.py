@@ -10,6 +10,8 @@ vLLM production-stack router in the namespace uses session or prefix-aware routi
 
 Workloads with no Service in the run are skipped (their routing is unknown).
 
+Severity: warning with 3 or more replicas (most requests miss the cache); info with 2.
+
 ## Why is this bad?
 Prefix caching only pays off when requests that share a prefix (a system prompt, a chat
 history, a RAG context) reach the replica that already holds it. A Service balances

@@ -16,6 +16,10 @@ objects around them:
   `failureMode: FailClose`, an EPP Deployment with one replica and no
   PodDisruptionBudget.
 
+Severity: warning for an InferencePool with no endpoint picker reference, an endpoint picker
+Service outside the pool's namespace, or a single-replica endpoint picker with failureMode
+FailClose and no PodDisruptionBudget.
+
 ## Why is this bad?
 The API server drops unknown fields of a CRD, so a v1alpha2 `targetPortNumber` in a v1
 pool leaves the pool without ports and the gateway routes nothing. A selector that matches

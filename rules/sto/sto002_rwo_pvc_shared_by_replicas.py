@@ -6,6 +6,9 @@ than one pod: Deployment, ReplicaSet or StatefulSet `replicas` > 1 or an HPA/KED
 > 1, LeaderWorkerSet groups x size, RayCluster groups, a Job with `parallelism` > 1, a
 DaemonSet. It also finds one such claim mounted by two or more long-running workloads.
 
+Severity: error when the claim is ReadWriteOncePod, or when the replicas are spread across
+nodes (all but one hang).
+
 ## Why is this bad?
 A `ReadWriteOnce` volume attaches to a single node. The first replica starts; every
 replica scheduled to another node hangs in `ContainerCreating` with a `Multi-Attach

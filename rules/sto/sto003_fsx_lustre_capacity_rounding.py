@@ -11,6 +11,8 @@ LeaderWorkerSet claim template) whose StorageClass provisions FSx for Lustre
 - `PERSISTENT_1` HDD: a multiple of 6000 GiB at `perUnitStorageThroughput: "12"`, of 1800
   GiB otherwise.
 
+Severity: info when the rounding adds at most 1% of the request.
+
 ## Why is this bad?
 The CSI driver silently rounds the request up to the next valid size, creates that file
 system, and you are billed for it. The request then misleads everyone who reads it: a

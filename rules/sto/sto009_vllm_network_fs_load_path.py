@@ -12,6 +12,9 @@ volume. It fires when:
   host paths) and loads with `--load-format fastsafetensors` at tensor parallelism > 1
   (warning).
 
+Severity: warning when vLLM loads with fastsafetensors over GPUDirect Storage at tensor
+parallelism above 1 (that split falls back to the CPU path).
+
 ## Why is this bad?
 safetensors' default memory-mapped loading reads weights in small random chunks. On local
 NVMe that is fast; on Lustre or NFS every page fault is a network round trip and a 70B

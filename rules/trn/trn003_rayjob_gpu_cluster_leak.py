@@ -11,6 +11,8 @@ Checks that a RayJob which creates its own RayCluster (`spec.rayClusterSpec`, no
 (a) and (c) apply to RayJobs whose cluster has accelerator pods; (b) to every RayJob.
 `submissionMode: InteractiveMode` (debugging sessions) is exempt from (a) and (c).
 
+Severity: error for (b), which KubeRay rejects; a warning for (a) and (c).
+
 ## Why is this bad?
 Without `shutdownAfterJobFinishes`, the RayCluster and its GPU workers keep running after
 the job succeeds or fails, billing GPU hours until someone deletes it. KubeRay rejects a

@@ -5,6 +5,9 @@ the head's `rayStartParams` (or its group-level `resources` map) must set `num-c
 and `num-gpus: "0"` when the head container requests GPUs. An explicit non-zero
 `num-cpus` is taken as a deliberate choice and not reported.
 
+Severity: warning for a RayService (a head restart interrupts serving); info for a
+RayCluster or RayJob.
+
 ## Why is this bad?
 Without `num-cpus`, KubeRay passes the head container's CPU limit (or request) to
 `ray start`, or Ray counts the node's CPUs; the same goes for GPUs. Ray then schedules

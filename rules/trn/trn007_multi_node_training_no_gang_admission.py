@@ -14,6 +14,8 @@ it), no gang scheduler (`schedulerName` Volcano, KAI, scheduler-plugins/coschedu
 YuniKorn), no pod-group label or annotation, no PyTorchJob `runPolicy.schedulingPolicy`, no
 KubeRay batch-scheduler label. Only workloads that request accelerators are checked.
 
+Severity: a warning at warning_gpus accelerators or more (16 by default); info below that.
+
 ## Why is this bad?
 The default scheduler places pods one at a time. When GPUs are scarce, two jobs can each get
 part of their pods and wait forever for the rest, holding the GPUs they got: a deadlock that

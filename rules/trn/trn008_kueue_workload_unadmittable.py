@@ -14,6 +14,10 @@ Checks that Kueue can admit the accelerator workloads of the run:
   labels) whose `nodeLabels` no accelerator NodePool of the run can satisfy, or whose
   `tolerations` miss a taint of the NodePools it selects.
 
+Severity: warning for ResourceFlavors whose node labels or tolerations do not match the
+NodePools they select, and for a workload with no queue-name label in a namespace served by
+LocalQueues; an error when the workload can never be admitted.
+
 ## Why is this bad?
 Kueue refuses a workload that requests a resource its ClusterQueue does not cover ("resource
 unavailable in ClusterQueue"), and a ClusterQueue with no namespaceSelector admits nothing:
