@@ -111,6 +111,7 @@ def cli() -> None:
     is_flag=True,
     help="Read symbolic links that lead out of the project (default: YML013, not read).",
 )
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off in text output.")
 @click.option("--helm", "helm_bin", metavar="PATH", help="helm binary for charts (default: helm on PATH).")
 @click.option("--kubectl", "kubectl_bin", metavar="PATH", help="kubectl binary for overlays (`kubectl kustomize`).")
@@ -153,6 +154,7 @@ def check(
     stdin_filename: str | None,
     kube_version: str | None,
     no_schema: bool,
+    no_cache: bool,
     follow_external_symlinks: bool,
     color: bool | None,
     helm_bin: str | None,
@@ -208,6 +210,7 @@ def _check(
     stdin_filename: str | None,
     kube_version: str | None,
     no_schema: bool,
+    no_cache: bool,
     follow_external_symlinks: bool,
     color: bool | None,
     helm_bin: str | None,
@@ -293,6 +296,7 @@ def _check(
         debug=debug,
         jobs=jobs,
         bounded=False if fixing else None,
+        cache=not (no_cache or fixing),  # fixes rewrite files: always from a fresh parse
         context=context_paths,
     )
     del files
@@ -335,6 +339,7 @@ def _check(
                 jobs=jobs,
                 bounded=False,
                 context=context_paths,
+                cache=False,
             ),
         )
         for msg in chart_messages + fix_messages:
@@ -542,6 +547,23 @@ def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False)
     if r.kinds and r.kinds != ("*",):
         click.echo("Kinds: " + ", ".join(r.kinds) + "\n")
     click.echo(reg.doc)
+
+
+@cli.command("clean")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file to use.")
+@click.option("--no-config", is_flag=True, help="Ignore config files.")
+def clean_cmd(config_file: str | None, no_config: bool) -> None:
+    """Remove the results cache (`cache-dir`, AILINT_CACHE_DIR or the user cache folder)."""
+    from ailint.engine.cache import clean, default_dir
+    from ailint.engine.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(config_file, no_config)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    where, existed = clean(settings.cache_dir or default_dir())
+    click.echo(f"ailint: removed the cache in {where}" if existed else f"ailint: no cache in {where}", err=True)
 
 
 @cli.group()

@@ -38,6 +38,7 @@ class Settings:
     schema: bool = True
     respect_gitignore: bool = True
     follow_external_symlinks: bool = False  # read links that lead out of the project (ailint.engine.boundary)
+    cache_dir: str | None = None  # the results cache's folder (ailint.engine.cache); None: the default
     render: dict[str, Any] = field(default_factory=dict)  # `helm`, `kustomize`, `charts`, `render` (ailint.engine.render)
     render_cli: dict[str, Any] = field(default_factory=dict)  # --helm, --values, --helm-set, ... (ailint.engine.render)
     config_path: str | None = None
@@ -148,6 +149,8 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
     s.schema = bool(data.get("schema", True))
     s.respect_gitignore = bool(data.get("respect-gitignore", True))
     s.follow_external_symlinks = bool(data.get("follow-external-symlinks", False))
+    if data.get("cache-dir"):  # relative to the config's folder
+        s.cache_dir = os.path.join(s.root, os.path.expanduser(str(data["cache-dir"])))
     s.render = {k: data[k] for k in ("helm", "kustomize", "charts", "render") if k in data}
     lim = data.get("limits") or {}
     s.limits = Limits(

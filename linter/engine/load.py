@@ -171,7 +171,13 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     display = source.display
     has_template = _TEMPLATE_RE.search(text) is not None
     anchors = "&" in text  # without an anchor there is no alias to track
-    sources = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE_RE.finditer(text)]
+    # `helm template` marks each document's template; most files have none, and `in` is far
+    # cheaper than a multi-line regex scan
+    sources = (
+        [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE_RE.finditer(text)]
+        if "# Source: " in text
+        else []
+    )
     source_lines = [s[0] for s in sources]
 
     parse_text = text

@@ -25,9 +25,10 @@ _STATE: dict[str, Any] = {}
 def _init(settings: Any, engine_args: tuple) -> None:
     from ailint.engine.run import Engine
 
-    rules, debug, bounded = engine_args
+    rules, debug, bounded, *rest = engine_args
     _STATE["settings"] = settings
-    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True)
+    # the results cache: a worker writes the entries of the files it parses
+    _STATE["engine"] = Engine(settings, rules, debug, bounded=bounded, pack=True, cache=rest[0] if rest else None)
 
 
 def _work(chunk: list) -> list[FileResult]:
@@ -50,7 +51,7 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     order = {id(c): i for i, c in enumerate(candidates)}
     results: list[tuple[int, FileResult]] = []
     with ProcessPoolExecutor(
-        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded))
+        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded, engine.cache))
     ) as ex:
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
             for cand, fr in zip(chunk, res):

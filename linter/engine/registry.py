@@ -168,11 +168,43 @@ def _rule_to_json(r: Rule) -> dict[str, Any]:
         "precision": r.precision,
         "security_severity": r.security_severity,
         "engine": r.engine,
+        # any further plain field of Rule (a flag added later) travels as it is; the index
+        # is written only when the round trip gives the same Rule back (`_write_index`)
+        **{
+            f.name: getattr(r, f.name)
+            for f in _rule_fields()
+            if f.name not in _INDEXED and isinstance(getattr(r, f.name), bool | int | float | str | None)
+        },
     }
+
+
+_INDEXED = frozenset(
+    {
+        "code",
+        "name",
+        "severity",
+        "summary",
+        "kinds",
+        "scope",
+        "fix",
+        "options",
+        "tags",
+        "precision",
+        "security_severity",
+        "engine",
+    }
+)
+
+
+def _rule_fields() -> tuple[Any, ...]:
+    import dataclasses
+
+    return dataclasses.fields(Rule)
 
 
 def _rule_from_json(d: dict[str, Any]) -> Rule:
     return Rule(
+        **{k: v for k, v in d.items() if k not in _INDEXED},
         code=d["code"],
         name=d["name"],
         severity=Severity(d["severity"]),

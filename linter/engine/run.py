@@ -60,6 +60,7 @@ class Engine:
     jobs: int = 1  # processes for the bundle rules and schema validation (ailint.engine.parallel)
     pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
     context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
+    cache: Any = None  # the run's results cache (ailint.engine.cache.RunCache), when on
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -140,10 +141,21 @@ def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = No
             )
         source = SourceFile("-", c.display, text)
         return load_text(source, settings.limits)
+    raw, early = read_raw(c, settings)
+    if early is not None or raw is None:
+        return early or FileResult(path=c.display)
+    return parse_raw(c, raw, settings)
+
+
+def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult | None]:
+    """The bytes of a file candidate, or the YML finding that says why there are none."""
+    if c.problem:
+        problem = yml_finding(c.code, c.display, Span(1, 1, 1, 2), c.problem)
+        return None, FileResult(path=c.display, findings=[problem])
     try:
         size = os.path.getsize(c.path)
         if size > settings.limits.max_file_bytes:
-            return FileResult(
+            return None, FileResult(
                 path=c.display,
                 findings=[
                     yml_finding(
@@ -154,12 +166,16 @@ def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = No
                     )
                 ],
             )
-        raw = open_regular(c.path, settings.limits.max_file_bytes + 1)  # never a FIFO or device
+        with open(c.path, "rb") as fh:
+            return fh.read(settings.limits.max_file_bytes + 1), None
     except OSError as exc:
-        return FileResult(
+        return None, FileResult(
             path=c.display,
             findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), f"cannot read: {exc.strerror or exc}")],
         )
+
+
+def parse_raw(c: Candidate, raw: bytes, settings: Settings) -> FileResult:
     text, problem = decode(raw, c.display)
     if problem is not None:
         return FileResult(path=c.display, findings=[problem])
@@ -178,6 +194,7 @@ def lint(
     bounded: bool | None = None,
     context: Sequence[str] = (),
     root: str | None = None,
+    cache: bool = False,
 ) -> RunResult:
     """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
     rules only. `root` overrides the folder report paths are relative to."""
@@ -211,6 +228,15 @@ def lint(
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
     engine.jobs = jobs
     result = RunResult(rules=rules, skipped=skipped, context_files=len(extra), boundary=boundary)
+    if cache and stdin_text is None and candidates and all(c.path != "-" for c in candidates):
+        # the results cache (`--no-cache` turns it off): unchanged files are not parsed again
+        from ailint.engine.cache import lint_cached, open_run_cache
+
+        engine.cache = open_run_cache(
+            settings, [r.rule.code for r in rules], [*(paths or ["."]), "\0", *context], engine.only_object_rules
+        )
+        if engine.cache is not None:
+            return lint_cached(engine.cache, candidates, settings, engine, result)  # type: ignore[no-any-return]
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
         from ailint.engine.parallel import run_parallel
@@ -252,10 +278,20 @@ def context_candidates(
 
 def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
     """Parse one file and run the single-object rules on its objects (none on a context file)."""
-    fr = read_candidate(c, settings, stdin_text)
+    key = None
+    if engine.cache is not None and c.path != "-" and not c.problem:
+        raw, early = read_raw(c, settings)
+        if early is not None or raw is None:
+            return early or FileResult(path=c.display)
+        key = engine.cache.file_key(c.display, raw, c.context)
+        fr = parse_raw(c, raw, settings)
+    else:
+        fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in () if c.context else fr.objects:
         fr.findings.extend(engine.check_object(obj, ctx))
+    if key is not None:
+        engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
         from ailint.engine.bounded import spill
 
@@ -299,7 +335,11 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
     schema = bool(settings.schema and sch and judged)
     chunks = None
-    if engine.jobs > 1 and len(objects) > 1:
+    if engine.cache is not None:  # bundle rules again only where an edit can change them
+        from ailint.engine.tracking import bundle_phase
+
+        chunks = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
+    elif engine.jobs > 1 and len(objects) > 1:
         chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
     if chunks is None:
         chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch)]

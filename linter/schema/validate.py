@@ -575,10 +575,13 @@ class _Out:
         self.findings.append(Finding(code, reg.name, sev, message, obj.file, span, obj.ref, tuple(path)))
 
 
-def validate_objects(objects: Iterable[K8sObject], settings: Any, enabled_codes: Iterable[str]) -> list[Finding]:
-    """Every SCH finding on `objects` (only for the codes in `enabled_codes`)."""
+def validate_objects(
+    objects: Iterable[K8sObject], settings: Any, enabled_codes: Iterable[str], patches: set[str] | None = None
+) -> list[Finding]:
+    """Every SCH finding on `objects` (only for the codes in `enabled_codes`). `patches`: the
+    kustomize patch names of the whole run, when `objects` is part of it (the cache)."""
     objects = list(objects)
-    out = _Out(settings, set(enabled_codes), _kustomize_patches(objects))
+    out = _Out(settings, set(enabled_codes), _kustomize_patches(objects) if patches is None else patches)
     if not out.enabled:
         return []
     for obj in objects:

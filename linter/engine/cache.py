@@ -1,0 +1,632 @@
+"""The results cache: a rerun over unchanged files does not parse or check them again (ruff's model).
+
+Three kinds of entry, all under one directory (`AILINT_CACHE_DIR`, `cache-dir` in the
+config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
+
+- a **file entry** per input file: its parse (object data, packed position tables, document
+  count) and its single-object findings, keyed by the file's bytes, its display path and the
+  run key;
+- a **state entry** per set of command-line paths: the bundle rules' findings per (object,
+  rule) with the kinds of other objects each call read (`TrackingContext`), and the schema
+  findings per file. After an edit, a bundle rule runs again only on the changed files'
+  objects and on the objects whose earlier call read a kind the edit touched;
+- a **run entry** per exact input (every file's key, in order): the finished result, so a
+  rerun with nothing changed only reads and hashes the files.
+
+The run key covers ailint's version, the size and mtime of every file of the installed
+package (an edit to an editable install changes it; the CRD schemas are package data),
+Python's version (marshal's format), the settings (config, profile, options, limits, kube
+version, schema on/off) and the selected rules.
+
+Entries are `marshal` data (no code, no pickle) behind a keyed BLAKE2b MAC: the key is a
+random secret in the cache folder (0600; the folder is 0700), so an entry another user or a
+truncated write produced is never read. A bad, foreign or unreadable entry is a miss,
+never an error. Writes go to a temporary file and `os.replace`, so concurrent runs
+(pre-commit beside an editor) see a whole entry or none; readers take no lock. The folder
+is pruned to `MAX_BYTES`, oldest first (a hit refreshes an entry's mtime now and then).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import marshal
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ailint.core.model import (
+    Applicability,
+    Edit,
+    FileResult,
+    Finding,
+    Fix,
+    K8sObject,
+    ObjectRef,
+    Severity,
+    SourceFile,
+    Span,
+)
+
+FORMAT = 1
+MAGIC = b"AILC1\n"
+MAC_BYTES = 32
+MAX_BYTES = 256 * 1024 * 1024
+TOUCH_AFTER = 3600.0  # seconds: refresh the mtime of an entry read this long after it was written
+
+
+def default_dir() -> str:
+    base = os.environ.get("AILINT_CACHE_DIR")
+    if base:
+        return base
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "ailint")
+
+
+# -- the store: MAC'd marshal entries ----------------------------------------------------
+class Store:
+    """Entries in `<dir>/results-v<FORMAT>/<2 hex>/<hex>`, each `MAGIC + MAC + payload`."""
+
+    def __init__(self, directory: str, max_bytes: int = MAX_BYTES) -> None:
+        self.root = directory
+        self.dir = os.path.join(directory, f"results-v{FORMAT}")
+        self.max_bytes = max_bytes
+        self.written = 0
+        _private_dir(directory)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.secret = _secret(directory)
+
+    def _path(self, key: bytes) -> str:
+        h = key.hex()
+        return os.path.join(self.dir, h[:2], h[2:])
+
+    def _mac(self, key: bytes, payload: bytes) -> bytes:
+        return hashlib.blake2b(key + payload, key=self.secret, digest_size=MAC_BYTES).digest()
+
+    def get(self, key: bytes) -> Any:
+        """The value stored under `key`, or None (missing, unreadable, truncated, foreign)."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as fh:
+                blob = fh.read()
+                st = os.fstat(fh.fileno())
+        except OSError:
+            return None
+        n = len(MAGIC)
+        if len(blob) < n + MAC_BYTES or blob[:n] != MAGIC:
+            return None
+        payload = memoryview(blob)[n + MAC_BYTES :]
+        if not hmac.compare_digest(blob[n : n + MAC_BYTES], self._mac(key, bytes(payload))):
+            return None
+        try:
+            value = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if st.st_mtime < _now() - TOUCH_AFTER:
+            try:
+                os.utime(path)
+            except OSError:
+                pass
+        return value
+
+    def put(self, key: bytes, value: Any) -> None:
+        try:
+            payload = marshal.dumps(value)
+        except ValueError:  # a value marshal cannot carry: not cached
+            return
+        path = self._path(key)
+        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(MAGIC + self._mac(key, payload) + payload)
+            os.replace(tmp, path)
+            self.written += len(payload)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def prune(self) -> None:
+        """Delete the oldest entries until the folder holds at most 80% of `max_bytes`."""
+        entries: list[tuple[float, int, str]] = []
+        total = 0
+        try:
+            subdirs = list(os.scandir(self.dir))
+        except OSError:
+            return
+        for sub in subdirs:
+            try:
+                for e in os.scandir(sub.path):
+                    st = e.stat()
+                    if e.name.endswith(".tmp") and st.st_mtime < _now() - 3600:
+                        _unlink(e.path)  # left by a run that was killed
+                        continue
+                    entries.append((st.st_mtime, st.st_size, e.path))
+                    total += st.st_size
+            except OSError:
+                continue
+        if total <= self.max_bytes:
+            return
+        entries.sort()
+        goal = self.max_bytes * 0.8
+        for _, size, path in entries:
+            if total <= goal:
+                break
+            _unlink(path)
+            total -= size
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _private_dir(directory: str) -> None:
+    """Create `directory` 0700; refuse one that another user owns or others can write."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise OSError(f"{directory} belongs to another user")
+    if st.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+
+
+def _secret(directory: str) -> bytes:
+    """The folder's MAC key: 32 random bytes in `secret` (0600), created once, atomically."""
+    path = os.path.join(directory, "secret")
+    for _ in range(2):
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read()
+            if len(data) == 32 and not st.st_mode & 0o077 and (not hasattr(os, "getuid") or st.st_uid == os.getuid()):
+                return data
+            raise OSError(f"{path}: not a private 32-byte key")
+        except FileNotFoundError:
+            pass
+        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        try:
+            os.link(tmp, path)  # fails if another run made one first: then use theirs
+        except FileExistsError:
+            pass
+        finally:
+            _unlink(tmp)
+    raise OSError(f"{path}: cannot create the cache key")
+
+
+def clean(directory: str | None = None) -> tuple[str, bool]:
+    """Remove the cache folder's entries (`ailint clean`): (folder, whether there was one)."""
+    import shutil
+
+    directory = directory or default_dir()
+    if not os.path.isdir(directory):
+        return directory, False
+    for name in os.listdir(directory):
+        p = os.path.join(directory, name)
+        if name.startswith(("results-v", "rules-")) or name == "secret":
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                _unlink(p)
+    return directory, True
+
+
+# -- keys -------------------------------------------------------------------------------
+def _h(*parts: bytes) -> hashlib.blake2b:
+    h = hashlib.blake2b(digest_size=20)
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return h
+
+
+def package_fingerprint() -> bytes:
+    """Size and mtime of every file of the installed package (code, rules, data, CRD schemas)."""
+    import ailint
+    import ailint.rules
+    import ailint.schemas
+
+    h = hashlib.blake2b(digest_size=20)
+    for root in dict.fromkeys([*ailint.__path__, *ailint.rules.__path__, *ailint.schemas.__path__]):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+            for f in sorted(filenames):
+                if f.endswith((".pyc", ".tmp")):
+                    continue
+                try:
+                    st = os.stat(os.path.join(dirpath, f))
+                except OSError:
+                    continue
+                h.update(f"{dirpath}/{f}:{st.st_size}:{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return h.digest()
+
+
+MAX_CONFIG_INPUTS = 5000  # files a config names (policies, custom rules...); more: no cache
+
+
+def config_inputs(settings: Any) -> bytes | None:
+    """Size and mtime of the files the config names (a provider's policies or rule files):
+    any string in the config that names an existing file, folder or glob under its folder.
+    None when there are too many to stat on every run (then the cache is off)."""
+    import glob as globmod
+
+    extra = getattr(settings, "extra", None)
+    root = getattr(settings, "root", ".")
+    if not isinstance(extra, dict) or not getattr(settings, "config_path", None):
+        return b""
+    strings: list[str] = []
+
+    def walk(v: Any, top: str | None = None) -> None:
+        if isinstance(v, str):
+            strings.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if top is None and k in ("exclude", "per-file-ignores", "select", "ignore", "extend-select"):
+                    continue  # patterns and selectors, not inputs
+                walk(x, "")
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, "")
+
+    walk(extra)
+    h = hashlib.blake2b(digest_size=20)
+    seen = 0
+    for v in dict.fromkeys(strings):
+        if not v or "\n" in v or len(v) > 4096:
+            continue
+        full = os.path.join(root, os.path.expanduser(v))
+        paths = sorted(globmod.glob(full, recursive=True)) if globmod.has_magic(v) else [full]
+        for p in paths:
+            files = [p]
+            if os.path.isdir(p):
+                files = [os.path.join(d, f) for d, _, fs in os.walk(p) for f in sorted(fs)]
+            for f in files:
+                try:
+                    st = os.stat(f)
+                except OSError:
+                    continue
+                seen += 1
+                if seen > MAX_CONFIG_INPUTS:
+                    return None
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return h.digest()
+
+
+def run_key(settings: Any, rule_codes: Iterable[str], only_object_rules: bool = False) -> bytes | None:
+    """Everything besides a file's bytes that its results depend on (None: cannot be keyed)."""
+    import dataclasses
+
+    from ailint import __version__
+
+    inputs = config_inputs(settings)
+    if inputs is None:
+        return None
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name != "fail_on"}
+    fields.pop("cache_dir", None)
+    return _h(
+        f"{FORMAT}:{__version__}:{sys.version}:{sys.implementation.cache_tag}".encode(),
+        package_fingerprint(),
+        repr(sorted(fields.items())).encode("utf-8", "surrogateescape"),
+        inputs,
+        ",".join(rule_codes).encode(),
+        b"objects-only" if only_object_rules else b"all",
+    ).digest()
+
+
+# -- findings <-> marshal tuples ---------------------------------------------------------
+def finding_out(f: Finding) -> tuple[Any, ...]:
+    s = f.span
+    r = f.object_ref
+    ref = None if r is None else (r.api_version, r.kind, r.namespace, r.name, r.document, r.template)
+    fix = None
+    if f.fix is not None:
+        fix = (f.fix.title, tuple((e.start, e.end, e.content) for e in f.fix.edits), f.fix.applicability.value)
+    return (
+        f.code,
+        f.name,
+        f.severity.value,
+        f.message,
+        f.file,
+        (s.line, s.col, s.end_line, s.end_col),
+        ref,
+        f.path,
+        fix,
+    )
+
+
+_SEV = {s.value: s for s in Severity}
+_APP = {a.value: a for a in Applicability}
+
+
+def finding_in(t: Sequence[Any]) -> Finding:
+    code, name, sev, message, file, s, ref, path, fix = t
+    return Finding(
+        code,
+        name,
+        _SEV[sev],
+        message,
+        file,
+        Span(*s),
+        None if ref is None else ObjectRef(*ref),
+        tuple(path),
+        None if fix is None else Fix(fix[0], tuple(Edit(*e) for e in fix[1]), _APP[fix[2]]),
+    )
+
+
+def findings_out(fs: Iterable[Finding]) -> list[tuple[Any, ...]]:
+    return [finding_out(f) for f in fs]
+
+
+def findings_in(ts: Iterable[Sequence[Any]]) -> list[Finding]:
+    return [finding_in(t) for t in ts]
+
+
+# -- file entries ---------------------------------------------------------------------------
+def file_out(fr: FileResult) -> tuple[Any, ...]:
+    """A parsed and object-checked file as marshal data (positions packed, read on demand)."""
+    tables: list[bytes] = []
+    table_no: dict[int, int] = {}
+    objs = []
+    for o in fr.objects:
+        pos = o.positions
+        n = table_no.get(id(pos))
+        if n is None:
+            n = table_no[id(pos)] = len(tables)
+            tables.append(marshal.dumps(dict(pos.items())))
+        objs.append((o.doc_index, o.data, n, o.base, o.template))
+    tp = fr.source.template_paths if fr.source is not None else {}
+    return (fr.documents, findings_out(fr.findings), objs, tables, dict(tp), fr.source is not None)
+
+
+def file_in(t: Sequence[Any], c: Any, text: str) -> FileResult:
+    from ailint.engine.bounded import LazyPositions
+
+    documents, findings, objs, tables, template_paths, has_source = t
+    source = SourceFile(c.path, c.display, text) if has_source else None
+    fr = FileResult(path=c.display, documents=documents, findings=findings_in(findings), source=source)
+    if source is not None:
+        source.template_paths = dict(template_paths)
+        fr.objects = [
+            K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
+        ]
+    return fr
+
+
+# -- the run's use of the cache ------------------------------------------------------------
+class RunCache:
+    """One run's view of the cache: its run key and the store."""
+
+    def __init__(self, store: Store, key: bytes, paths: Sequence[str]) -> None:
+        self.store = store
+        self.key = key
+        self.state_key = _h(key, b"state", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
+        self.hits = 0
+
+    # files
+    def file_key(self, display: str, raw: bytes, context: bool) -> bytes:
+        return _h(
+            self.key, b"file", display.encode("utf-8", "surrogateescape"), b"c" if context else b"j", raw
+        ).digest()
+
+    def load_file(self, key: bytes, c: Any, text: str) -> FileResult | None:
+        got = self.store.get(key)
+        if got is None:
+            return None
+        try:
+            return file_in(got, c, text)
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+
+    def store_file(self, key: bytes, fr: FileResult) -> None:
+        try:
+            value = file_out(fr)
+        except (TypeError, ValueError, AttributeError):
+            return
+        self.store.put(key, value)
+
+    # whole runs
+    def run_entry_key(self, keyed: Sequence[tuple[str, bytes | None]]) -> bytes | None:
+        if any(k is None for _, k in keyed):
+            return None
+        h = _h(self.key, b"run")
+        for display, k in keyed:
+            h.update(display.encode("utf-8", "surrogateescape") + b"\0" + k)  # type: ignore[operator]
+        return h.digest()
+
+
+def open_run_cache(
+    settings: Any, rule_codes: Sequence[str], paths: Sequence[str], only_object_rules: bool
+) -> RunCache | None:
+    """The run's cache, or None when it is off or its folder cannot be used (never an error)."""
+    if os.environ.get("AILINT_NO_CACHE"):
+        return None
+    directory = getattr(settings, "cache_dir", None) or default_dir()
+    try:
+        store = Store(directory)
+        key = run_key(settings, rule_codes, only_object_rules)
+    except OSError:
+        return None
+    if key is None:
+        return None
+    return RunCache(store, key, [os.path.abspath(p) if p != "-" else p for p in paths])
+
+
+# -- a cached run ----------------------------------------------------------------------------
+KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again on a hit
+
+
+def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
+    """`lint()` with the cache: the whole result when no file changed; else the files whose
+    entries match, the others parsed and checked (their entries written), and the bundle
+    phase over the previous state (`ailint.engine.tracking`)."""
+    from ailint.engine.load import decode
+    from ailint.engine.run import finish, process_file, read_raw
+
+    keys: list[bytes] = []
+    raws: list[bytes | None] = []
+    early: dict[int, FileResult] = {}
+    total = 0
+    for n, c in enumerate(candidates):
+        raw, fr = read_raw(c, settings)
+        if fr is not None or raw is None:
+            early[n] = fr
+            k = _h(b"early", repr(findings_out(fr.findings if fr else [])).encode("utf-8", "surrogateescape")).digest()
+        else:
+            k = cache.file_key(c.display, raw, c.context)
+            total += len(raw)
+        keys.append(k)
+        raws.append(raw if total <= KEEP_RAW_BYTES else None)
+        cache.file_keys[c.display] = k
+    run_entry = cache.run_entry_key([(c.display, k) for c, k in zip(candidates, keys)])
+    got = cache.store.get(run_entry) if run_entry is not None else None
+    if got is not None:
+        try:
+            return _restore_run(got, cache, candidates, result)
+        except (TypeError, ValueError, KeyError, IndexError):
+            pass
+    file_results: list[FileResult | None] = [None] * len(candidates)
+    misses: list[int] = []
+    for n, c in enumerate(candidates):
+        if n in early:
+            file_results[n] = early[n]
+            continue
+        entry = cache.store.get(keys[n])
+        fr = None
+        if entry is not None:
+            raw = raws[n]
+            if raw is None:
+                raw, _ = read_raw(c, settings)
+            if raw is not None and cache.file_key(c.display, raw, c.context) == keys[n]:
+                text, problem = decode(raw, c.display)
+                if problem is None and text is not None:
+                    try:
+                        fr = file_in(entry, c, text)
+                    except (TypeError, ValueError, KeyError, IndexError):
+                        fr = None
+        raws[n] = None
+        if fr is None:
+            misses.append(n)
+            continue
+        cache.hits += 1
+        if engine.bounded and fr.source is not None:
+            from ailint.engine import suppress
+            from ailint.engine.bounded import spill
+
+            fr.suppressions = suppress.comment_suppressions(fr.source)
+            spill(fr, settings.limits)
+        file_results[n] = fr
+    todo = [candidates[n] for n in misses]
+    if engine.jobs > 1 and len(todo) > 1:
+        from ailint.engine.parallel import run_parallel
+
+        done = run_parallel(todo, settings, engine, engine.jobs)
+    else:
+        done = [process_file(c, settings, engine) for c in todo]
+    for n, fr in zip(misses, done):
+        file_results[n] = fr
+    out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
+    # a file edited while it was parsed: its results are not those of the bytes keyed above
+    steady = all(
+        (raw := read_raw(candidates[n], settings)[0]) is not None
+        and cache.file_key(candidates[n].display, raw, candidates[n].context) == keys[n]
+        for n in misses
+    )
+    if run_entry is not None and steady:
+        cache.store.put(
+            run_entry,
+            (
+                [(f.path, f.documents, f.objects) for f in out.files],
+                findings_out(out.findings),
+                findings_out(out.suppressed),
+                [(d, s.path) for d, s in out.sources.items()],
+            ),
+        )
+    if cache.store.written:
+        cache.store.prune()
+    return out
+
+
+def _restore_run(got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any) -> Any:
+    from ailint.engine.run import FileSummary
+
+    files, findings, suppressed, sources = got
+    result.files = [FileSummary(p, d, o) for p, d, o in files]
+    result.findings = findings_in(findings)
+    result.suppressed = findings_in(suppressed)
+    context = {c.display: c.context for c in candidates}
+    result.sources = LazySources({d: (p, cache.file_keys.get(d), context.get(d, False)) for d, p in sources}, cache)
+    cache.hits = len(candidates)
+    return result
+
+
+class LazySources(dict):  # type: ignore[type-arg]
+    """A restored run's sources: read from disk on first use, only when still the bytes the
+    run's findings came from (else None: no code frame rather than a wrong one)."""
+
+    def __init__(self, where: dict[str, tuple[str, bytes | None, bool]], cache: RunCache) -> None:
+        super().__init__()
+        self._where = where
+        self._cache = cache
+
+    def _load(self, display: str) -> SourceFile | None:
+        from ailint.engine.load import decode
+
+        w = self._where.get(display)
+        if w is None:
+            return None
+        path, key, context = w
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            return None
+        if key is None or self._cache.file_key(display, raw, context) != key:
+            return None
+        text, problem = decode(raw, display)
+        return SourceFile(path, display, text) if problem is None and text is not None else None
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if not dict.__contains__(self, key):
+            dict.__setitem__(self, key, self._load(key))
+        got = dict.__getitem__(self, key)
+        return default if got is None else got
+
+    def __getitem__(self, key: str) -> SourceFile:
+        got = self.get(key)
+        if got is None:
+            raise KeyError(key)
+        return got  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def keys(self):  # type: ignore[override]
+        return self._where.keys()
+
+    def items(self):  # type: ignore[override]
+        return [(k, self[k]) for k in self._where if self.get(k) is not None]
+
+    def values(self):  # type: ignore[override]
+        return [v for _, v in self.items()]

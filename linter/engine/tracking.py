@@ -1,0 +1,272 @@
+"""The incremental bundle phase: bundle rules run again only where an edit can change them.
+
+A bundle rule's findings on an object depend on the object and on what the rule read of
+the other objects through the context. `TrackingContext` notes that, per call, as tokens
+(the kinds it asked for, `@pods` for the run's pod templates, `*` for every object). The
+cache keeps each (object, rule) call's findings and tokens; after an edit, a call is
+reused when its object's file is unchanged and no token of it names a kind that a
+changed, added or removed file holds (before or after the edit). Everything else runs
+again, in the same order as a full run, so the findings are identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ailint.core.model import FileResult, Finding, K8sObject
+from ailint.domain.context import Context
+
+ALL = "*"  # read every object (`ctx.objects`)
+PODS = "@pods"  # read the pod templates of the run (`ctx.pods_in`)
+NODEPOOLS = "NodePool"
+
+
+def object_tokens(obj: K8sObject) -> tuple[str, ...]:
+    """What a change to `obj` invalidates: its kind, and the run's pods if it is a pod kind."""
+    from ailint.domain.extract import is_pod_kind
+
+    return (obj.kind, PODS) if is_pod_kind(obj) else (obj.kind,)
+
+
+class TrackingContext(Context):
+    """A Context that notes the kinds of other objects each call reads.
+
+    Every way the context hands out other objects notes a token into the current frame:
+    `of_kind` the kinds, `nodepools` (and what reads it) NodePool, `pods_in` the pods,
+    `objects` everything. `memo` values remember what their computation read and add it
+    to every later reader; so do ad-hoc attributes a domain helper sets on the context.
+    The run-wide indexes are built untracked first (`build_indexes`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.__dict__["_trk_frames"] = []
+        self.__dict__["_trk_memo"] = {}
+        self.__dict__["_trk_extra"] = {}
+        super().__init__(*args, **kwargs)
+
+    def _note(self, tokens: Iterable[str]) -> None:
+        frames = self.__dict__["_trk_frames"]
+        if frames:
+            frames[-1].update(tokens)
+
+    def track(self) -> set[str]:
+        frame: set[str] = set()
+        self.__dict__["_trk_frames"].append(frame)
+        return frame
+
+    def untrack(self) -> None:
+        self.__dict__["_trk_frames"].pop()
+
+    # -- what hands out other objects --
+    @property  # type: ignore[override]
+    def objects(self) -> list[K8sObject]:
+        self._note((ALL,))
+        return self.__dict__["_trk_objects"]  # type: ignore[no-any-return]
+
+    @objects.setter
+    def objects(self, value: list[K8sObject]) -> None:
+        self.__dict__["_trk_objects"] = value
+
+    def of_kind(self, *kinds: str, namespace: str | None = None, group: str | None = None) -> Iterator[K8sObject]:
+        self._note(kinds)
+        return super().of_kind(*kinds, namespace=namespace, group=group)
+
+    @property  # type: ignore[override]
+    def nodepools(self) -> Any:
+        self._note((NODEPOOLS,))
+        return Context.nodepools.__get__(self, Context)  # type: ignore[attr-defined]
+
+    def pods_in(self, namespace: str | None) -> Any:
+        self._note((PODS,))
+        return super().pods_in(namespace)
+
+    def memo(self, key: Any, compute: Any) -> Any:
+        deps = self.__dict__["_trk_memo"]
+        known = deps.get(key)
+        if known is not None:
+            self._note(known)
+            return super().memo(key, compute)
+        frame = self.track()
+        try:
+            value = super().memo(key, compute)
+        finally:
+            self.untrack()
+        deps[key] = frame
+        self._note(frame)
+        return value
+
+    def build_indexes(self) -> None:
+        frames = self.__dict__["_trk_frames"]
+        saved = frames[:]
+        frames.clear()
+        try:
+            objs = self.__dict__["_trk_objects"]
+            idx: dict[str, list[K8sObject]] = {}
+            for o in objs:
+                idx.setdefault(o.kind, []).append(o)
+            self.__dict__["_by_kind"] = idx
+            super().build_indexes()
+        finally:
+            frames[:] = saved
+
+    # -- attributes a domain helper sets on the context (a run-wide memo of its own) --
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _CONTEXT_FIELDS or name == "objects":
+            object.__setattr__(self, name, value)
+            return
+        frames = self.__dict__["_trk_frames"]
+        self.__dict__["_trk_extra"][name] = (value, frozenset(frames[-1]) if frames else frozenset({ALL}))
+
+    def __getattr__(self, name: str) -> Any:
+        extra = self.__dict__.get("_trk_extra")
+        if extra is not None and name in extra:
+            value, deps = extra[name]
+            self._note(deps)
+            return value
+        raise AttributeError(name)
+
+
+def _fields() -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(Context))
+
+
+_CONTEXT_FIELDS = _fields()
+
+
+# -- the bundle phase over the cache's state -----------------------------------------------
+def bundle_phase(
+    cache: Any,
+    file_results: list[FileResult],
+    objects: list[K8sObject],
+    settings: Any,
+    engine: Any,
+    sch: list[Any],
+    schema: bool,
+) -> list[list[Finding]]:
+    """The bundle findings (serial order: object, then rule) and the schema findings of the
+    run, reusing the previous state of the same paths where nothing they read changed."""
+    from ailint.engine.cache import findings_in, findings_out
+
+    prev = cache.store.get(cache.state_key)
+    try:
+        prev_files, prev_kinds, prev_bundle, prev_schema, prev_patches = (
+            prev if prev is not None else ({}, {}, {}, {}, None)
+        )
+    except (TypeError, ValueError):
+        prev_files, prev_kinds, prev_bundle, prev_schema, prev_patches = {}, {}, {}, {}, None
+    hidden = engine.context_only
+    keys = cache.file_keys
+    # where each object sits: (display, index in its file)
+    where: list[tuple[str, int]] = []
+    kinds: dict[str, list[tuple[str, ...]]] = {}
+    for fr in file_results:
+        toks = kinds.setdefault(fr.path, [])
+        for j, o in enumerate(fr.objects):
+            where.append((fr.path, j))
+            toks.append(object_tokens(o))
+    changed = {d for d in kinds if prev_files.get(d) != keys.get(d) or keys.get(d) is None}
+    changed |= {d for d in prev_files if d not in kinds}
+    touched: set[str] = set()
+    for d in changed:
+        for t in kinds.get(d, ()):
+            touched.update(t)
+        for t in prev_kinds.get(d, ()):
+            touched.update(t)
+    if changed:
+        touched.add(ALL)
+
+    rules = engine.bundle_rules
+    position = {id(reg): t for t, reg in enumerate(rules)}
+    calls: dict[tuple[int, int], tuple[tuple[str, ...], list[Any]]] = {}  # (object, rule) -> (tokens, findings)
+    todo: list[list[int]] = [[] for _ in rules]
+    for i, obj in enumerate(objects):
+        if obj.file in hidden:
+            continue
+        d, j = where[i]
+        old = prev_bundle.get(d) if d not in changed else None
+        old_obj = old[j] if old is not None and j < len(old) else None
+        for reg in engine.rules_for(obj, bundle=True):
+            t = position[id(reg)]
+            hit = old_obj.get(reg.rule.code) if old_obj is not None else None
+            if hit is not None and not touched.intersection(hit[0]):
+                calls[(i, t)] = hit
+            else:
+                todo[t].append(i)
+
+    if any(todo):
+        ctx = TrackingContext(objects=objects, profile=settings.profile, bundle=True)
+        ctx.build_indexes()
+
+        def work(t: int) -> list[tuple[int, tuple[str, ...], list[Any]]]:
+            reg = rules[t]
+            out = []
+            for i in todo[t]:
+                frame = ctx.track()
+                try:
+                    found = engine.check(reg, objects[i], ctx)
+                finally:
+                    ctx.untrack()
+                out.append((i, tuple(sorted(frame)), findings_out(found)))
+            return out
+
+        tasks = [t for t in range(len(rules)) if todo[t]]
+        results = None
+        if engine.jobs > 1 and sum(len(todo[t]) for t in tasks) > 200:
+            from ailint.engine.parallel import run_forked
+
+            results = run_forked(work, tasks, engine.jobs)
+        if results is None:
+            results = {t: work(t) for t in tasks}
+        for t in tasks:
+            for i, toks, found in results[t]:
+                calls[(i, t)] = (toks, found)
+
+    # schema: per file, again only where the file or the kustomize patches changed
+    sch_parts: list[Finding] = []
+    new_schema: dict[str, list[Any]] = {}
+    patches: list[str] | None = None
+    if schema:
+        try:
+            from ailint.schema.validate import _kustomize_patches, validate_objects
+        except ImportError:
+            schema = False
+    if schema:
+        judged = [o for o in objects if o.file not in hidden]
+        patch_set = _kustomize_patches(judged)
+        patches = sorted(patch_set)
+        same = patches == prev_patches
+        codes = {r.rule.code for r in sch}
+        by_file: dict[str, list[K8sObject]] = {}
+        for o in judged:
+            by_file.setdefault(o.file, []).append(o)
+        redo = [o for d, objs in by_file.items() if not same or d in changed or d not in prev_schema for o in objs]
+        fresh: dict[str, list[Any]] = {}
+        if redo:
+            for f in validate_objects(redo, settings, codes, patches=patch_set):
+                fresh.setdefault(f.file, []).append(findings_out([f])[0])
+        for d in by_file:
+            got = fresh.get(d, []) if (not same or d in changed or d not in prev_schema) else prev_schema[d]
+            new_schema[d] = got
+            sch_parts.extend(findings_in(got))
+
+    # the findings in the serial order, and the state for the next run
+    bundle_findings: list[Finding] = []
+    new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
+    for (i, t), (toks, found) in sorted(calls.items()):
+        d, j = where[i]
+        new_bundle[d][j][rules[t].rule.code] = (toks, found)
+        bundle_findings.extend(findings_in(found))
+    state = (
+        {d: keys[d] for d in kinds if keys.get(d) is not None},
+        kinds,
+        new_bundle,
+        new_schema,
+        patches,
+    )
+    cache.store.put(cache.state_key, state)
+    parts = [bundle_findings]
+    if schema:
+        parts.append(sch_parts)
+    return parts

@@ -1,0 +1,326 @@
+"""The results cache (`ailint.engine.cache`): same findings as without it, invalidated by
+every part of its key, safe when two runs write at once, and never trusting a bad entry."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS, ROOT, needs_shared
+
+FIXTURES = ROOT / "fixtures"
+
+
+def _lint(paths: list[str], cache_dir: Path | None, jobs: int = 1, **settings_changes: object) -> dict:
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
+    from ailint.report import json as rep
+
+    settings = Settings(root=str(ROOT), cache_dir=str(cache_dir) if cache_dir else None)
+    for k, v in settings_changes.items():
+        setattr(settings, k, v)
+    result = lint(paths, settings, jobs=jobs, cache=cache_dir is not None)
+    return json.loads(rep.render(result))
+
+
+def _entries(cache_dir: Path) -> set[str]:
+    return {str(p) for p in cache_dir.rglob("*") if p.is_file() and p.parent.parent.name.startswith("results-v")}
+
+
+def _cli(args: list[str], cache_dir: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AILINT_CACHE_DIR": str(cache_dir)}
+    env.pop("AILINT_NO_CACHE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "ailint", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+# -- same findings ---------------------------------------------------------------------------
+def test_fixtures_cached_and_uncached_identical(tmp_path: Path) -> None:
+    paths = [str(FIXTURES)]
+    ref = _lint(paths, None)
+    assert ref["findings"]
+    cold = _lint(paths, tmp_path / "c")
+    assert _entries(tmp_path / "c"), "the first run writes entries"
+    warm = _lint(paths, tmp_path / "c")
+    warm2 = _lint(paths, tmp_path / "c", jobs=2)
+    assert cold == ref
+    assert warm == ref
+    assert warm2 == ref
+
+
+def _copy_tree(src: Path, dst: Path, limit: int) -> list[Path]:
+    files = sorted(p for p in src.rglob("*.y*ml") if p.is_file())[:limit]
+    out = []
+    for p in files:
+        q = dst / p.relative_to(src)
+        q.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, q)
+        out.append(q)
+    return out
+
+
+def test_rerun_after_edits_identical_to_uncached(tmp_path: Path) -> None:
+    """Edit, add and remove files between cached runs: every rerun equals a fresh run."""
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 400)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    assert _lint(paths, cache) == _lint(paths, None)
+    # an edit that changes findings: a GPU limit gone, a namespace moved
+    edited = 0
+    for p in files:
+        text = p.read_text(encoding="utf-8")
+        if "nvidia.com/gpu" in text and edited < 3:
+            p.write_text(text.replace("nvidia.com/gpu", "nvidia.com/gpu-x", 1), encoding="utf-8")
+            edited += 1
+    assert edited
+    for jobs in (1, 2):
+        assert _lint(paths, cache, jobs=jobs) == _lint(paths, None, jobs=jobs)
+    files[0].unlink()
+    shutil.copyfile(files[1], tree / "added-copy.yaml")
+    assert _lint(paths, cache) == _lint(paths, None)
+
+
+@needs_shared
+def test_corpus_cached_and_uncached_identical(tmp_path: Path) -> None:
+    plain = sorted(str(p) for p in CORPUS.glob("*/plain"))
+    ref = _lint(plain, None, jobs=2)
+    assert len(ref["findings"]) > 500
+    assert _lint(plain, tmp_path / "c", jobs=2) == ref  # cold, writing
+    assert _lint(plain, tmp_path / "c", jobs=1) == ref  # warm
+    # one changed file of the corpus, copied so the corpus stays untouched
+    tree = tmp_path / "tree"
+    for d in plain[:6]:
+        shutil.copytree(d, tree / Path(d).parent.name)
+    paths = [str(tree)]
+    _lint(paths, tmp_path / "c2")
+    victims = [p for p in sorted(tree.rglob("*.yaml")) if "kind: Deployment" in p.read_text(encoding="utf-8")][:2]
+    for v in victims:
+        v.write_text(v.read_text(encoding="utf-8").replace("kind: Deployment", "kind: StatefulSet", 1), encoding="utf-8")
+    assert _lint(paths, tmp_path / "c2") == _lint(paths, None)
+
+
+def test_cli_jobs_1_and_2_byte_identical_cold_and_warm(tmp_path: Path) -> None:
+    args = ["check", "--format", "json", "--fail-on", "never", str(FIXTURES)]
+    uncached = _cli([*args, "--no-cache", "--jobs", "1"], tmp_path / "none")
+    assert uncached.returncode == 0, uncached.stderr
+    assert not (tmp_path / "none" / "results-v1").exists() or not _entries(tmp_path / "none"), "--no-cache wrote"
+    outs = [_cli([*args, "--jobs", j], tmp_path / "c").stdout for j in ("2", "1", "2", "1")]
+    assert all(o == uncached.stdout for o in outs)
+
+
+# -- the key ------------------------------------------------------------------------------------
+def _writes(paths: list[str], cache: Path, **changes: object) -> int:
+    before = _entries(cache)
+    _lint(paths, cache, **changes)
+    return len(_entries(cache) - before)
+
+
+def test_each_key_part_invalidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ailint.core.model import Severity
+    from ailint.domain.extract import Profile
+    from ailint.engine import cache as cache_mod
+    from ailint.engine.load import Limits
+
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "GPU002", tree, 20)
+    paths = [str(tree)]
+    cache = tmp_path / "c"
+    first = _writes(paths, cache)
+    n_files = len(list(tree.rglob("*.y*ml")))
+    assert first >= n_files
+    assert _writes(paths, cache) == 0, "an unchanged rerun writes nothing"
+    # the settings: config-level knobs, the profile, the kube version, the selection
+    assert _writes(paths, cache, kube_version="1.31") >= n_files
+    assert _writes(paths, cache, profile=Profile({"karpenter": True})) >= n_files
+    assert _writes(paths, cache, schema=False) >= n_files
+    assert _writes(paths, cache, select=["GPU"]) >= n_files
+    assert _writes(paths, cache, rule_settings={"GPU002": {"severity": Severity.INFO.value}}) >= n_files
+    assert _writes(paths, cache, limits=Limits(max_depth=50)) >= n_files
+    # a file's bytes: only that file is written again (plus the run's state and result)
+    victim = sorted(tree.rglob("*.y*ml"))[0]
+    victim.write_text(victim.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert 1 <= _writes(paths, cache) <= 3
+    # ailint's version
+    import ailint
+
+    monkeypatch.setattr(ailint, "__version__", ailint.__version__ + "+test")
+    assert _writes(paths, cache) >= n_files
+    monkeypatch.undo()
+
+
+def test_package_files_and_crd_schemas_are_in_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit to any file of the installed package (code, rules, CRD schemas) changes the key."""
+    import ailint.schemas
+    from ailint.engine.cache import package_fingerprint
+
+    extra = tmp_path / "crds"
+    extra.mkdir()
+    schema = extra / "example.json"
+    schema.write_text("{}")
+    monkeypatch.setattr(ailint.schemas, "__path__", [*ailint.schemas.__path__, str(extra)])
+    a = package_fingerprint()
+    assert package_fingerprint() == a
+    schema.write_text('{"type": "object"}')
+    os.utime(schema, ns=(1, 1))
+    assert package_fingerprint() != a
+
+
+def test_files_named_by_the_config_are_in_the_key(tmp_path: Path) -> None:
+    from ailint.engine.cache import config_inputs
+    from ailint.engine.config import Settings
+
+    pol = tmp_path / "policies"
+    pol.mkdir()
+    (pol / "p.yaml").write_text("kind: ValidatingAdmissionPolicy\n")
+    s = Settings(root=str(tmp_path), config_path=str(tmp_path / ".ailint.yaml"))
+    s.extra = {"policies": ["policies"]}
+    a = config_inputs(s)
+    (pol / "p.yaml").write_text("kind: ValidatingAdmissionPolicy\n# changed\n")
+    assert config_inputs(s) != a
+
+
+# -- the store ----------------------------------------------------------------------------------
+def _store(path: Path):  # type: ignore[no-untyped-def]
+    from ailint.engine.cache import Store
+
+    return Store(str(path))
+
+
+def test_permissions_owner_only(tmp_path: Path) -> None:
+    s = _store(tmp_path / "c")
+    s.put(b"k" * 20, {"a": 1})
+    assert stat.S_IMODE(os.stat(tmp_path / "c").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp_path / "c" / "secret").st_mode) == 0o600
+    entry = Path(s._path(b"k" * 20))
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(Path(s.dir).stat().st_mode) == 0o700
+
+
+def test_corrupted_foreign_and_unreadable_entries_are_misses(tmp_path: Path) -> None:
+    s = _store(tmp_path / "c")
+    key = b"x" * 20
+    value = {"findings": [("GPU001", 1, 2.5, None, True, b"raw")]}
+    s.put(key, value)
+    assert s.get(key) == value
+    path = Path(s._path(key))
+    blob = path.read_bytes()
+    for bad in (
+        blob[: len(blob) // 2],  # truncated
+        blob[:10],  # shorter than the header
+        b"",  # empty
+        os.urandom(len(blob)),  # garbage
+        blob[:-1] + bytes([blob[-1] ^ 1]),  # one bit flipped in the payload
+        b"AILC0\n" + blob[6:],  # another format's magic
+    ):
+        path.write_bytes(bad)
+        assert s.get(key) is None
+    # an entry written with another cache folder's secret (another user, a copied folder)
+    other = _store(tmp_path / "other")
+    other.put(key, value)
+    path.write_bytes(Path(other._path(key)).read_bytes())
+    assert s.get(key) is None
+    # unreadable: a folder where the file should be
+    path.unlink()
+    path.mkdir()
+    assert s.get(key) is None
+    # a secret others can read is not trusted: the store refuses to open
+    os.chmod(tmp_path / "c" / "secret", 0o644)
+    with pytest.raises(OSError):
+        _store(tmp_path / "c")
+
+
+def test_a_broken_cache_never_breaks_a_run(tmp_path: Path) -> None:
+    cache = tmp_path / "c"
+    paths = [str(FIXTURES / "GPU002")]
+    ref = _lint(paths, None)
+    _lint(paths, cache)
+    for p in _entries(cache):
+        Path(p).write_bytes(b"garbage")
+    assert _lint(paths, cache) == ref
+    (cache / "secret").write_bytes(b"short")
+    assert _lint(paths, cache) == ref  # a bad secret: the cache is off for the run
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert _lint(paths, blocked) == ref  # the folder is a file: no cache, no error
+
+
+def _writer(directory: str, n: int, start: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
+    from ailint.engine.cache import Store
+
+    s = Store(directory)
+    start.wait()
+    for i in range(n):
+        s.put(bytes([i % 7]) * 20, [os.getpid(), i, "x" * (i * 97 % 5000)])
+        got = s.get(bytes([(i + 3) % 7]) * 20)
+        assert got is None or (isinstance(got, list) and got[2] == "x" * (got[1] * 97 % 5000))
+
+
+def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
+    directory = str(tmp_path / "c")
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(directory, 300, start)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    s = _store(tmp_path / "c")
+    for i in range(7):
+        got = s.get(bytes([i]) * 20)
+        assert isinstance(got, list) and got[2] == "x" * (got[1] * 97 % 5000)
+    assert not list(Path(directory).rglob("*.tmp")), "no temporary file is left behind"
+
+
+def test_concurrent_cli_runs_agree(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "ailint", "check", "--format", "json", "--fail-on", "never", str(FIXTURES)]
+    env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
+    procs = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    ref = _cli(["check", "--format", "json", "--fail-on", "never", "--no-cache", str(FIXTURES)], tmp_path / "n")
+    assert outs[0] == outs[1] == ref.stdout
+    assert _cli(["check", "--format", "json", "--fail-on", "never", str(FIXTURES)], tmp_path / "c").stdout == ref.stdout
+
+
+def test_pruned_to_its_bound(tmp_path: Path) -> None:
+    from ailint.engine.cache import Store
+
+    s = Store(str(tmp_path / "c"), max_bytes=200_000)
+    for i in range(100):
+        s.put(i.to_bytes(20, "little"), "y" * 10_000)
+        os.utime(s._path(i.to_bytes(20, "little")), (1000 + i, 1000 + i))
+    s.prune()
+    left = [i for i in range(100) if os.path.exists(s._path(i.to_bytes(20, "little")))]
+    assert 0 < len(left) < 100
+    assert left == list(range(100 - len(left), 100)), "the oldest go first"
+
+
+# -- the doors -------------------------------------------------------------------------------
+def test_clean_env_and_config_dir(tmp_path: Path) -> None:
+    args = ["check", "--format", "json", "--fail-on", "never", str(FIXTURES / "GPU002")]
+    assert _cli(args, tmp_path / "env").returncode == 0
+    assert _entries(tmp_path / "env"), "AILINT_CACHE_DIR is used"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".ailint.yaml").write_text("cache-dir: .mycache\n")
+    shutil.copytree(FIXTURES / "GPU002", proj / "m")
+    got = _cli(["check", "--format", "json", "--fail-on", "never", "m"], tmp_path / "env2", cwd=proj)
+    assert got.returncode == 0, got.stderr
+    assert _entries(proj / ".mycache"), "cache-dir in the config wins"
+    assert not (tmp_path / "env2").exists() or not _entries(tmp_path / "env2")
+    cleaned = _cli(["clean"], tmp_path / "env2", cwd=proj)
+    assert cleaned.returncode == 0
+    assert not _entries(proj / ".mycache")
+    assert _cli(["clean"], tmp_path / "env").returncode == 0
+    assert not _entries(tmp_path / "env")
