@@ -521,11 +521,10 @@ def findings(
             out.append(Finding("POL003", name, sev, msg, p.obj.file, span, p.obj.ref, e.path))
     if not ev.active or not ({"POL001", "POL002"} & set(rules)):
         return out
-    for obj in targets:
-        for v in ev.evaluate(obj):
-            if v.code not in rules:
-                continue
+    with cel.memory_guard():  # once for the pass, not once per evaluation
+        verdicts = [(obj, v) for obj in targets for v in ev.evaluate(obj)]
+    for obj, v in verdicts:
+        if v.code in rules:
             name, _ = rules[v.code]
-            span = obj.span(v.path)
-            out.append(Finding(v.code, name, v.severity, v.message, obj.file, span, obj.ref, v.path))
+            out.append(Finding(v.code, name, v.severity, v.message, obj.file, obj.span(v.path), obj.ref, v.path))
     return out

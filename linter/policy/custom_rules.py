@@ -331,6 +331,10 @@ class CustomCheck:
                 yield c.path, {**base, "template": template, "container": c.data}
 
     def __call__(self, obj: K8sObject, ctx: Any = None, opts: Any = None) -> Iterator[Finding]:
+        with cel.memory_guard():  # set once for the object, not once per evaluation
+            return iter(list(self._check(obj)))
+
+    def _check(self, obj: K8sObject) -> Iterator[Finding]:
         s = self.spec
         match, validate, message = self.programs()
         for path, variables in self.subjects(obj):
