@@ -189,7 +189,7 @@ def main() -> int:
         capture_output=True,
     )
     log_path = tmp / "server.log"
-    log = open(log_path, "w+", encoding="utf-8")
+    log = open(log_path, "w+", encoding="utf-8")  # noqa: SIM115 - the server writes to it until the end
     server = subprocess.Popen(
         [
             sys.executable,

@@ -206,7 +206,7 @@ def _inline_single_use(root: dict[str, Any], defs: dict[str, Any]) -> None:
             if isinstance(node, dict):
                 r = node.get("$ref")
                 if isinstance(r, str) and r.startswith("#/$defs/"):
-                    refs[r[8:]] = refs.get(r[8:], 0) + 1
+                    refs[r[8:]] = refs.get(r[8:], 0) + 1  # noqa: B023 - called within this iteration
                 for v in node.values():
                     scan(v)
             elif isinstance(node, list):
@@ -224,7 +224,7 @@ def _inline_single_use(root: dict[str, Any], defs: dict[str, Any]) -> None:
         def inline(node: Any) -> Any:
             if isinstance(node, dict):
                 r = node.get("$ref")
-                if isinstance(r, str) and r[8:] in single and len(node) == 1:
+                if isinstance(r, str) and r[8:] in single and len(node) == 1:  # noqa: B023 - called within this iteration
                     return inline(defs[r[8:]])
                 return {k: inline(v) for k, v in node.items()}
             if isinstance(node, list):

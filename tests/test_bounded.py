@@ -72,7 +72,7 @@ def _spilled_file(tmp_path):
 
 
 def test_spilled_positions_and_text_come_back_identical(tmp_path):
-    path, text, fr, tables = _spilled_file(tmp_path)
+    _path, text, fr, tables = _spilled_file(tmp_path)
     assert [dict(o.positions.items()) for o in fr.objects] == tables
     assert fr.source.text == text
     # a worker's result crosses to the parent without the table or the text

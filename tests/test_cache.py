@@ -104,7 +104,9 @@ def test_corpus_cached_and_uncached_identical(tmp_path: Path) -> None:
     _lint(paths, tmp_path / "c2")
     victims = [p for p in sorted(tree.rglob("*.yaml")) if "kind: Deployment" in p.read_text(encoding="utf-8")][:2]
     for v in victims:
-        v.write_text(v.read_text(encoding="utf-8").replace("kind: Deployment", "kind: StatefulSet", 1), encoding="utf-8")
+        v.write_text(
+            v.read_text(encoding="utf-8").replace("kind: Deployment", "kind: StatefulSet", 1), encoding="utf-8"
+        )
     assert _lint(paths, tmp_path / "c2") == _lint(paths, None)
 
 
@@ -127,7 +129,6 @@ def _writes(paths: list[str], cache: Path, **changes: object) -> int:
 def test_each_key_part_invalidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ailint.core.model import Severity
     from ailint.domain.extract import Profile
-    from ailint.engine import cache as cache_mod
     from ailint.engine.load import Limits
 
     tree = tmp_path / "tree"

@@ -15,17 +15,16 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
-
-# AILINT_HYPOTHESIS_SCALE=20 runs every property test twenty times longer (a deep run).
-SCALE = int(os.environ.get("AILINT_HYPOTHESIS_SCALE", "1"))
-
 from ailint.core.model import Edit, Fix, SourceFile
 from ailint.engine.load import load_text
 from ailint.fix import edits
 from ailint.fix.apply import _documents, apply_to_text, verify
 from ailint.fix.apply import comment_lines as fix_comment_lines
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+# AILINT_HYPOTHESIS_SCALE=20 runs every property test twenty times longer (a deep run).
+SCALE = int(os.environ.get("AILINT_HYPOTHESIS_SCALE", "1"))
 
 CORPUS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 

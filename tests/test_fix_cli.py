@@ -339,7 +339,7 @@ def test_bad_fixes_are_refused(tmp_path, before, content, why):
     if not before:
         at += len("          nvidia.com/gpu: 1\n")
     result.findings = [dataclasses.replace(f, fix=Fix("broken", (Edit(at, at, content),)))]
-    final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
+    _final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
     assert read(p) == BAD
     assert any(why in m and "skipped the GPU002 fix (broken)" in m for m in msgs), msgs
 
@@ -352,7 +352,7 @@ def test_comment_loss_is_refused(tmp_path):
     src = result.sources[f.file].text
     start = src.index("        # keep me\n")
     result.findings = [dataclasses.replace(f, fix=Fix("eats a comment", (Edit(start, start + 18, ""),)))]
-    final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
+    _final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
     assert read(p) == text and any("comment line `# keep me` would be lost" in m for m in msgs)
 
 
@@ -360,7 +360,7 @@ def test_file_changed_on_disk_meanwhile_is_not_overwritten(tmp_path):
     p = write(tmp_path, "bad.yaml", BAD)
     s, result = _lint(p)
     p.write_text(BAD + "# edited by the user\n")
-    final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
+    _final, msgs = run_fixes(result, s, unsafe=False, diff_only=False, lint_again=lambda: lint([str(p)], s))
     assert read(p) == BAD + "# edited by the user\n"
     assert any("changed on disk" in m for m in msgs)
 

@@ -19,7 +19,7 @@ def fix_until_stable(code, path, tmp_path, passes=5):
     for _ in range(passes):
         result = run_rule(code, work)
         fixes = [f.fix for f in result.findings if f.fix is not None and f.code == code]
-        new, applied = apply_to_text(text, fixes)
+        new, _applied = apply_to_text(text, fixes)
         if new == text:
             break
         text = new

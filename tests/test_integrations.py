@@ -13,6 +13,12 @@ import pytest
 import yaml
 from conftest import ROOT
 
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
 GPU_BAD = """apiVersion: v1
 kind: Pod
 metadata:
@@ -96,7 +102,7 @@ def test_action_reports_and_fails_on_errors(tmp_path):
     (ws / "pod.yaml").write_text(GPU_BAD)
     code, stdout, outputs, summary = run_action(ws, tmp_path, **{"fail-on": "error"})
     assert code == 1
-    sarif = json.loads(open(outputs["sarif-file"]).read())
+    sarif = json.loads(_read(outputs["sarif-file"]))
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
     assert outputs["errors"] != "0" and int(outputs["findings"]) >= 1
     assert "::error file=pod.yaml,line=11" in stdout
@@ -121,7 +127,7 @@ def test_annotations_are_capped_per_type(tmp_path):
     ws.mkdir()
     for i in range(14):
         (ws / f"p{i}.yaml").write_text(GPU_BAD)
-    code, stdout, outputs, _ = run_action(ws, tmp_path, **{"fail-on": "never"})
+    code, stdout, _outputs, _ = run_action(ws, tmp_path, **{"fail-on": "never"})
     assert code == 0
     errors = [line for line in stdout.splitlines() if line.startswith("::error ")]
     assert len(errors) == 10

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -87,7 +86,7 @@ def test_text_sarif_and_github_carry_the_source_location(render_tools):
     assert "fixtures/charts/gpu-serve/templates/deployment.yaml:23:11: SRV002" in text
     assert "    related: fixtures/charts/gpu-serve/values.yaml:4:3: values key `image.tag`" in text
     sarif = json.loads(ailint(["check", "--no-config", "--format", "sarif", chart], render_tools).stdout)
-    res = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "SRV002"][0]
+    res = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "SRV002")
     loc = res["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"].endswith("fixtures/charts/gpu-serve/templates/deployment.yaml")
     assert loc["region"]["startLine"] == 23
@@ -95,7 +94,7 @@ def test_text_sarif_and_github_carry_the_source_location(render_tools):
     assert [r["physicalLocation"]["region"]["startLine"] for r in related] == [3, 4]
     assert all(r["physicalLocation"]["artifactLocation"]["uri"].endswith("gpu-serve/values.yaml") for r in related)
     gh = ailint(["check", "--no-config", "--format", "github", chart], render_tools).stdout
-    line = [ln for ln in gh.splitlines() if "SRV002" in ln][0]
+    line = next(ln for ln in gh.splitlines() if "SRV002" in ln)
     assert "file=fixtures/charts/gpu-serve/templates/deployment.yaml,line=23," in line
     assert "values.yaml%3A4" not in line.split("::", 2)[1]  # properties stay the primary location
     assert "fixtures/charts/gpu-serve/values.yaml:4" in line

@@ -420,7 +420,7 @@ def test_workers_answer_a_burst_and_stop_on_sigterm(certs):
             results = [r for rs in ex.map(client, range(16)) for r in rs]
         assert all(s == 200 for s, _ in results)
         assert sorted(u for _, u in results) == sorted(f"w{c}-{i}" for c in range(16) for i in range(4))
-        status, payload = request((_At(port), None), certs, "GET", "/metrics")
+        _status, payload = request((_At(port), None), certs, "GET", "/metrics")
         text = payload.decode()
         assert 'ailint_webhook_requests_total{outcome="allowed"} 64' in text  # all workers, any scrape
         assert "ailint_webhook_workers 2" in text
@@ -447,7 +447,7 @@ def test_a_dead_worker_is_replaced_and_orphans_leave(certs):
         os.kill(banner["pids"][0], signal.SIGKILL)
         line = json.loads(proc.stderr.readline())
         assert line["msg"] == "ailint webhook worker exited" and line["restart"] is True
-        for i in range(8):  # still served, by the survivor or the replacement
+        for _i in range(8):  # still served, by the survivor or the replacement
             assert request((_At(banner["port"]), None), certs, "GET", "/healthz")[0] == 200
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
             workers = [int(p) for p in fh.read().split()]

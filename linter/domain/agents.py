@@ -209,7 +209,7 @@ class SecretHit:
 
 def secret_kind(name: str, value: Any) -> SecretHit | None:
     """Does `NAME=value` (an env var or a config entry) hold a literal secret?"""
-    if value is None or isinstance(value, bool) or isinstance(value, (dict, list)):
+    if value is None or isinstance(value, (bool, dict, list)):
         return None
     v = str(value)
     if not v.strip():
@@ -459,9 +459,8 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
             s.data.get("type") == "kubernetes.io/service-account-token"
             and s.namespace_or_default == ns
             and s.annotations.get("kubernetes.io/service-account.name") == sa
-        ):
-            if not any(f"Secret {s.name} " in x.what for x in out):
-                out.append(Credential(pod.spec_path, f"legacy token Secret {s.name} exists for ServiceAccount {sa}"))
+        ) and not any(f"Secret {s.name} " in x.what for x in out):
+            out.append(Credential(pod.spec_path, f"legacy token Secret {s.name} exists for ServiceAccount {sa}"))
     return out
 
 

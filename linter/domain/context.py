@@ -131,9 +131,7 @@ class NodePoolView:
         }
         if any(r.key in naming and r.operator == "In" for r in self.requirements) and self.allowed_types:
             return True
-        if any(str(t.get("key")) in ACCELERATOR_RESOURCES for t in self.taints):
-            return True
-        return False
+        return bool(any(str(t.get("key")) in ACCELERATOR_RESOURCES for t in self.taints))
 
     def label_value(self, key: str) -> tuple[bool, set[str] | None]:
         """(known, values): what values nodes of this pool can carry for `key`.

@@ -247,10 +247,7 @@ class Profile:
 
     def enabled(self, name: str, points: Sequence[str] = EXTENSION_POINTS) -> bool:
         plugins = as_dict(self.data.get("plugins"))
-        for point in points:
-            if name in [str(x) for x in as_list(as_dict(plugins.get(point)).get("enabled"))]:
-                return True
-        return False
+        return any(name in [str(x) for x in as_list(as_dict(plugins.get(point)).get("enabled"))] for point in points)
 
     def enabled_plugins(self) -> list[str]:
         plugins = as_dict(self.data.get("plugins"))
@@ -305,9 +302,7 @@ class Profile:
         if namespace in exclude:
             return False
         sel = args.get("labelSelector")
-        if sel is not None and not selector_matches(sel, labels):
-            return False
-        return True
+        return not (sel is not None and not selector_matches(sel, labels))
 
     def topology_constraints(self) -> set[str]:
         _, args = self.plugin_config(TSC_PLUGIN)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 from ailint.domain.quantities import parse_quantity
@@ -579,7 +579,7 @@ class Profile:
 
     values: dict[str, Any] = field(default_factory=dict)
 
-    DEFAULTS = {
+    DEFAULTS: ClassVar[dict[str, Any]] = {
         "extendedResourceToleration": True,
         "deschedulerInstalled": False,
         "autoMode": False,

@@ -180,7 +180,7 @@ def _pool_capability(pool: Any) -> str:
             return "yes"
     if any(str(t.get("key")) in ACCELERATOR_RESOURCES for t in pool.taints):
         return "yes"
-    for k, v in pool.labels.items():
+    for k, _v in pool.labels.items():
         if is_gpu_discovery_key(k) or k.startswith(instances.ACCELERATOR_LABEL_PREFIXES):
             return "yes"
     # Requirements that rule every accelerator type out.

@@ -207,7 +207,10 @@ def _matching_types(reqs: list[Requirement]) -> frozenset[str]:
 def names_unknown_type(reqs: Iterable[Requirement]) -> bool:
     """True when an `instance-type In [...]` requirement lists a type not in the table."""
     for r in reqs:
-        if r.key in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type") and r.operator == "In":
-            if any(v not in table() for v in r.values):
-                return True
+        if (
+            r.key in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+            and r.operator == "In"
+            and any(v not in table() for v in r.values)
+        ):
+            return True
     return False

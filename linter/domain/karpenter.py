@@ -468,7 +468,7 @@ def accelerator_info(pool: Any) -> AcceleratorInfo | None:
             if r.operator == "Exists":
                 positive = True
             elif r.operator in ("In",) and r.values:
-                if suffix.endswith("-count") or suffix.endswith("-memory"):
+                if suffix.endswith(("-count", "-memory")):
                     positive = any((_num(v) or 0) > 0 for v in r.values)
                 else:
                     positive = True

@@ -234,7 +234,7 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
         cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace_or_default) == ns}
         seen: set[str] = set()
         for pod in pod_templates(obj):
-            for name, (i, vol) in volumes(pod).items():
+            for _name, (i, vol) in volumes(pod).items():
                 cm_name = as_dict(vol.get("configMap")).get("name")
                 if not isinstance(cm_name, str) or cm_name in seen or cm_name not in cms:
                     continue

@@ -299,9 +299,8 @@ def classify_rule(rule: dict[str, Any]) -> list[Grant]:
         if hit:
             out.append(Grant(Severity.ERROR, f"{', '.join(writes)} on {', '.join(dict.fromkeys(hit))}", "verbs"))
     reads = [v for v in verbs if v in READ_VERBS]
-    if reads and "secrets" in resources and _in_group(groups, ("",)):
-        if not (names and set(reads) <= {"get"}):
-            out.append(Grant(Severity.ERROR, f"{', '.join(reads)} on secrets", "resources"))
+    if reads and "secrets" in resources and _in_group(groups, ("",)) and not (names and set(reads) <= {"get"}):
+        out.append(Grant(Severity.ERROR, f"{', '.join(reads)} on secrets", "resources"))
     if reads and "pods/log" in resources and _in_group(groups, ("",)):
         out.append(Grant(Severity.WARNING, f"{', '.join(reads)} on pods/log", "resources", cluster_scope_only=True))
     return out

@@ -39,7 +39,9 @@ class Settings:
     respect_gitignore: bool = True
     follow_external_symlinks: bool = False  # read links that lead out of the project (ailint.engine.boundary)
     cache_dir: str | None = None  # the results cache's folder (ailint.engine.cache); None: the default
-    render: dict[str, Any] = field(default_factory=dict)  # `helm`, `kustomize`, `charts`, `render` (ailint.engine.render)
+    render: dict[str, Any] = field(
+        default_factory=dict
+    )  # `helm`, `kustomize`, `charts`, `render` (ailint.engine.render)
     render_cli: dict[str, Any] = field(default_factory=dict)  # --helm, --values, --helm-set, ... (ailint.engine.render)
     config_path: str | None = None
     root: str = "."

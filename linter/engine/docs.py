@@ -101,6 +101,11 @@ def config_schema(base: dict) -> dict:
     return schema
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
 def write_all(root: str) -> list[str]:
     changed = []
     import json
@@ -120,7 +125,7 @@ def write_all(root: str) -> list[str]:
     for path, content in expected.items():
         if path.endswith(".json"):
             continue
-        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        old = _read(path) if os.path.exists(path) else None
         if old != content:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(content)
@@ -132,7 +137,7 @@ def write_all(root: str) -> list[str]:
             changed.append(p)
     readme = os.path.join(root, "README.md")
     if os.path.exists(readme):
-        old = open(readme, encoding="utf-8").read()
+        old = _read(readme)
         new = readme_with_table(old)
         if new != old:
             with open(readme, "w", encoding="utf-8") as fh:

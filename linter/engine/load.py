@@ -13,6 +13,7 @@ and whatever could still be read is kept: one broken document does not hide the 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,7 @@ def _compose_documents(text: str, templated: bool = False):
     starts = [m.start() for m in _DOC_START_RE.finditer(text)]
     bounds = ([0] if not starts or starts[0] != 0 else []) + starts + [len(text)]
     first = True
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         chunk = text[a:b]
         is_marker = chunk.startswith("---")
         if first and not is_marker and not _CONTENT_RE.search(chunk):

@@ -31,10 +31,10 @@ __all__ = [
     "Scope",
     "coerce_option",
     "engine_rule",
-    "selector_matches",
-    "specificity",
     "make_fix",
     "options_for",
+    "selector_matches",
+    "specificity",
 ]
 
 
@@ -599,7 +599,9 @@ def providers() -> list[Any]:
             try:
                 loaded.append(_load_entry(value))
             except Exception as exc:
-                raise RuntimeError(f"provider {ep_name} = {value}: cannot import: {type(exc).__name__}: {exc}") from None
+                raise RuntimeError(
+                    f"provider {ep_name} = {value}: cannot import: {type(exc).__name__}: {exc}"
+                ) from None
         _PROVIDERS = loaded
     return _PROVIDERS
 

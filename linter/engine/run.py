@@ -17,7 +17,7 @@ from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
 from ailint.core.rule import Options
 from ailint.domain.context import Context
 from ailint.engine import registry, suppress
-from ailint.engine.boundary import Boundary, open_regular
+from ailint.engine.boundary import Boundary
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
@@ -219,6 +219,7 @@ def lint(
         )
     )
     from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
+
     render_plan, candidates = render_stage.plan(paths or ["."], candidates, settings, shown_root)
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]

@@ -165,10 +165,7 @@ def _glob_to_regex(glob: str) -> str:
 
 def matches_any(display: str, patterns: Iterable[str]) -> bool:
     """Config-style glob match against a repo-relative path (`**` spans folders)."""
-    for pat in patterns:
-        if fnmatch.fnmatch(display, pat) or re.match(_glob_to_regex(pat) + "$", display):
-            return True
-    return False
+    return any(fnmatch.fnmatch(display, pat) or re.match(_glob_to_regex(pat) + "$", display) for pat in patterns)
 
 
 def discover(

@@ -583,7 +583,7 @@ def run_fixes(
 
     messages: list[str] = []
     changed_files = {d: s for d, s in files.items() if s.text != s.source.text}
-    for d, s in files.items():
+    for s in files.values():
         messages.extend(f"ailint: {n}" for n in dict.fromkeys(s.notes))
     if diff_only:
         messages.extend(f"ailint: {d}: no diff: {s.refused}" for d, s in files.items() if s.broken)

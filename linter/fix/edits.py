@@ -596,7 +596,7 @@ def block(value: Any, indent_unit: int = 2, seq_indent: bool = True, dash_gap: i
             for k, sub in v.items():
                 if isinstance(sub, (dict, list)) and sub:
                     lines.append(f"{ind}{scalar(k)}:")
-                    emit(sub, level + 1 if isinstance(sub, dict) or seq_indent else level)
+                    emit(sub, level + 1 if isinstance(sub, dict) or seq_indent else level)  # noqa: F821 - bound; `del emit` below only breaks the cycle
                 else:
                     lines.append(f"{ind}{scalar(k)}: {_inline(sub)}")
         elif isinstance(v, list):
@@ -609,7 +609,7 @@ def block(value: Any, indent_unit: int = 2, seq_indent: bool = True, dash_gap: i
                         if isinstance(sub, (dict, list)) and sub:
                             lines.append(f"{lead}{scalar(k)}:")
                             sub_lines_start = len(lines)
-                            emit(sub, 0)
+                            emit(sub, 0)  # noqa: F821 - bound; `del emit` below only breaks the cycle
                             extra = " " * (
                                 len(ind) + len(cont) + (indent_unit if isinstance(sub, dict) or seq_indent else 0)
                             )

@@ -26,6 +26,8 @@ def render(result, **_: Any) -> str:
             f"endLine={f.span.end_line},endColumn={f.span.end_col},"
             f"title={_escape_prop(f'{f.code} {f.name}')}"
         )
-        text = f"{f.code} {f.message}" + "".join(f"\n{r.message or 'related'}: {r.file}:{r.span.line}" for r in f.related)
+        text = f"{f.code} {f.message}" + "".join(
+            f"\n{r.message or 'related'}: {r.file}:{r.span.line}" for r in f.related
+        )
         lines.append(f"::{_LEVEL[f.severity.value]} {props}::{_escape_data(text)}")
     return "\n".join(lines) + ("\n" if lines else "")

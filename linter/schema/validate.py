@@ -482,10 +482,7 @@ class _Compiler:
         def node_check(x: Any) -> bool:
             if x is None:
                 return True
-            for c in tup:
-                if not c(x):
-                    return False
-            return True
+            return all(c(x) for c in tup)
 
         return node_check
 
@@ -1069,7 +1066,7 @@ def _is_partial(obj: K8sObject, out: _Out) -> bool:
     low = display.lower()
     if _PATCH_NAME_RE.search(low) or any(t in base.lower() for t in ("pod-template", "pod_template", "podtemplate")):
         return True
-    if any(base == n or base.endswith("__" + n) or base.endswith("_" + n) for n in out.patch_names):
+    if any(base == n or base.endswith(("__" + n, "_" + n)) for n in out.patch_names):
         return True
     return _has_directive(obj.data, 0)
 

@@ -173,7 +173,7 @@ def _discovery_in_run(ctx: Any) -> bool:
     for kind in _DISCOVERY_KINDS:
         if any(True for _ in ctx.of_kind(kind)):
             return True
-    for o, pod in ctx.pods_in(None):
+    for _o, pod in ctx.pods_in(None):
         for c in pod.containers():
             if _DISCOVERY_IMAGES.search(c.image) or "gpu-feature-discovery" in " ".join(c.tokens[:3]):
                 return True
@@ -249,7 +249,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration")
     for pod in pod_templates(obj):
         hosts: bool | None = None
-        for key, op, vals, path, in_selector in _selectors(pod):
+        for key, _op, vals, path, in_selector in _selectors(pod):
             discovery_key = _is_discovery_key(key)
             if not discovery_key and not _is_gpu_adhoc(key, vals):
                 continue

@@ -138,7 +138,7 @@ def _nvme_used_directly(obj: Any, ctx: Any) -> bool:
 
 def _pods_use_nvme(ctx: Any) -> bool:
     """A pod of the run mounts the instance store or runs a local volume provisioner (once per run)."""
-    for o, p in ctx.pods_in(None):
+    for _o, p in ctx.pods_in(None):
         for c in p.containers():
             if _LOCAL_PROVISIONER.search(c.image):
                 return True

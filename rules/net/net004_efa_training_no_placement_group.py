@@ -182,10 +182,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 
 
 def _single_zone(reqs: Any) -> bool:
-    for r in reqs:
-        if r.key in _ZONE_KEYS and r.operator == "In" and len(r.values) == 1:
-            return True
-    return False
+    return any(r.key in _ZONE_KEYS and r.operator == "In" and len(r.values) == 1 for r in reqs)
 
 
 def _reserved(pool: Any) -> bool:

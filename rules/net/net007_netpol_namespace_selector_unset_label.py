@@ -157,7 +157,6 @@ def _finding(obj: Any, namespaces: list[Any], path: tuple, key: str, value: Any,
     fix = None
     if fixable and isinstance(value, str) and _DNS_LABEL.match(value):
         loc = obj.location(path)
-        if loc is not None and loc.key.line == loc.key.end_line:
-            if obj.source.text[loc.key_start : loc.key_end] == key:
-                fix = make_fix(f"select the namespace by {META_NAME}", [Edit(loc.key_start, loc.key_end, META_NAME)])
+        if loc is not None and loc.key.line == loc.key.end_line and obj.source.text[loc.key_start : loc.key_end] == key:
+            fix = make_fix(f"select the namespace by {META_NAME}", [Edit(loc.key_start, loc.key_end, META_NAME)])
     return RULE.finding(obj, path, msg, fix=fix)

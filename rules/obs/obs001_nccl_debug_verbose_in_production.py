@@ -187,7 +187,7 @@ def _command(obj: Any, c: Any, sev: Severity, where: str) -> Iterator[Finding]:
             if not isinstance(tok, str):
                 continue
             path = c.path_of(key, i)
-            for rx, name, new in (
+            for rx, _name, new in (
                 (_CMD_SET, "NCCL_DEBUG", "NCCL_DEBUG=WARN"),
                 (_TORCH_SET, "TORCH_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG=OFF"),
             ):

@@ -280,7 +280,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 fix=make_fix(f"set terminationGracePeriodSeconds: {GRACE}", [_tgp_edit(obj, pod)], unsafe=True),
             )
         if serving:
-            for c, engine in serving_containers(pod) or [(c, "") for c in pod.containers(include_init=False)][:1]:
+            for c, _engine in serving_containers(pod) or [(c, "") for c in pod.containers(include_init=False)][:1]:
                 if as_dict(c.data.get("lifecycle")).get("preStop") or preset_supplies(c, "preStop"):
                     continue
                 yield RULE.finding(

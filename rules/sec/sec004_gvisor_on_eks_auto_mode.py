@@ -163,7 +163,6 @@ def _pools(pod: Any, ctx: Any, terms: list, rc: Any) -> list:
 
 def _compatible(pool: Any, term: list) -> bool:
     for r in term:
-        if r.key == COMPUTE_TYPE and r.operator == "In":
-            if ("auto" in r.values) != pool.is_auto_mode:
-                return False
+        if r.key == COMPUTE_TYPE and r.operator == "In" and ("auto" in r.values) != pool.is_auto_mode:
+            return False
     return pool.compatible_with(term)

@@ -220,9 +220,12 @@ def _cilium_state(ctx: Any, pod: Any) -> tuple[bool, bool, str | None]:
 
 def _mesh_registry_only(ctx: Any, ns: str) -> bool:
     for sc in ctx.of_kind("Sidecar"):
-        if sc.group.startswith("networking.istio.io") and _ns(sc) in (ns, "istio-system"):
-            if as_dict(sc.get("spec", "outboundTrafficPolicy")).get("mode") == "REGISTRY_ONLY":
-                return True
+        if (
+            sc.group.startswith("networking.istio.io")
+            and _ns(sc) in (ns, "istio-system")
+            and as_dict(sc.get("spec", "outboundTrafficPolicy")).get("mode") == "REGISTRY_ONLY"
+        ):
+            return True
     return False
 
 

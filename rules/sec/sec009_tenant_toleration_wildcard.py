@@ -119,10 +119,7 @@ def _restricted(ctx: Any, ns: str) -> bool:
     for o in ctx.objects:
         if o.group.startswith("constraints.gatekeeper.sh") and "toleration" in o.kind.lower():
             return True
-    for o in ctx.of_kind("Namespace"):
-        if o.name == ns and WHITELIST in o.annotations:
-            return True
-    return False
+    return any(o.name == ns and WHITELIST in o.annotations for o in ctx.of_kind("Namespace"))
 
 
 def _tenant_taints(ctx: Any) -> list[tuple[str, dict[str, Any]]]:

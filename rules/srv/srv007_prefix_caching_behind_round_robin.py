@@ -207,7 +207,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             continue
         if _prefix_aware_router(ctx, ns):
             continue
-        c, engine = cached[0]
+        _c, engine = cached[0]
         what = "vLLM prefix caching" if engine == "vllm" else "SGLang's radix (prefix) cache"
         how = f"{n} replicas" if auto is None else f"up to {n} replicas"
         names = ", ".join(sorted({str(s.name) for s in services}))

@@ -497,7 +497,7 @@ def _check_ephemeral(obj: Any, pod: Any, cache: Cache, est: Estimate, fits_node:
             continue
         if model <= total:
             return
-        c, raw = holders[0]
+        c, _raw = holders[0]
         path = c.path_of("resources", which, "ephemeral-storage")
         if not obj.has(path):
             path = c.path_of("resources", "limits", "ephemeral-storage")

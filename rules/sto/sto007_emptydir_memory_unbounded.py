@@ -100,7 +100,7 @@ GiB, MiB = 2**30, 2**20
 def _fmt(n: float) -> str:
     if n >= GiB and n % GiB == 0:
         return f"{int(n // GiB)}Gi"
-    return f"{int(math.ceil(n / MiB))}Mi"
+    return f"{math.ceil(n / MiB)}Mi"
 
 
 def _memory_limits(pod: PodTemplate) -> tuple[float, bool]:

@@ -165,13 +165,14 @@ def _ephemeral_target(pod: PodTemplate, c: Container, target: str | None) -> boo
         vol = volume_for_mount(pod, mount_for_path(c, p))
         if vol is not None and volume_kind(vol) in _PERSISTENT:
             return False
-    if target is None and any(
-        volume_kind(v) in _PERSISTENT
-        for v in _mounted_volumes(pod, c)
-        if "cache" in str(v.get("name", "")).lower() or "model" in str(v.get("name", "")).lower()
-    ):
-        return False
-    return True
+    return not (
+        target is None
+        and any(
+            volume_kind(v) in _PERSISTENT
+            for v in _mounted_volumes(pod, c)
+            if "cache" in str(v.get("name", "")).lower() or "model" in str(v.get("name", "")).lower()
+        )
+    )
 
 
 def _mounted_volumes(pod: PodTemplate, c: Container) -> list[dict[str, Any]]:
@@ -250,21 +251,20 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             )
             yield RULE.finding(obj, found.where, what + tail, severity=sev)
         acc = pod_accelerators(pod)
-        if why and any(acc.get(r, 0) for r in NEURON_RESOURCES):
-            if not any(c.has_env(n) for c in pod.containers() for n in _NEURON_CACHE_ENV):
-                first = next(
-                    (
-                        c
-                        for c in pod.containers(include_init=False)
-                        if any(r in c.accelerators() for r in NEURON_RESOURCES)
-                    ),
-                    None,
+        if (
+            why
+            and any(acc.get(r, 0) for r in NEURON_RESOURCES)
+            and not any(c.has_env(n) for c in pod.containers() for n in _NEURON_CACHE_ENV)
+        ):
+            first = next(
+                (c for c in pod.containers(include_init=False) if any(r in c.accelerators() for r in NEURON_RESOURCES)),
+                None,
+            )
+            if first is not None:
+                yield RULE.finding(
+                    obj,
+                    first.path_of("env") if "env" in first.data else first.path,
+                    f"Neuron container {first.name} persists no compile cache "
+                    "(NEURON_LIBTORCH_REMOTE_CACHE or pre-compiled artifacts); "
+                    f"{why}, and every new pod recompiles",
                 )
-                if first is not None:
-                    yield RULE.finding(
-                        obj,
-                        first.path_of("env") if "env" in first.data else first.path,
-                        f"Neuron container {first.name} persists no compile cache "
-                        "(NEURON_LIBTORCH_REMOTE_CACHE or pre-compiled artifacts); "
-                        f"{why}, and every new pod recompiles",
-                    )

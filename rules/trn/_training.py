@@ -185,10 +185,7 @@ GANG_KEYS = (
 def has_queue_label(obj: K8sObject) -> bool:
     if QUEUE_LABEL in obj.labels or QUEUE_LABEL in obj.annotations:
         return True
-    for p in pod_templates(obj):
-        if QUEUE_LABEL in p.labels:
-            return True
-    return False
+    return any(QUEUE_LABEL in p.labels for p in pod_templates(obj))
 
 
 def gang_mechanism(obj: K8sObject) -> str | None:

@@ -187,7 +187,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     size = _size(obj, ctx)
     if size is None:
         return
-    pods, devs, what = size
+    _pods, devs, what = size
     if devs <= 0:
         return
     if tr.has_queue_label(obj) or tr.gang_mechanism(obj):
