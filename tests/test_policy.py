@@ -679,6 +679,22 @@ def test_memory_bomb_under_the_static_limit_fails_to_allocate():
     assert ev("1 + 1 == 2").value is True  # the limit is lifted afterwards
 
 
+def test_slow_expressions_and_the_run_budget(monkeypatch):
+    p = cel.compile_expression("object.a == 1", V)
+    act = cel.activation(V, {"object": {"a": 1}})
+    monkeypatch.setattr(cel, "SLOW_EVALUATION_SECONDS", 0.0)
+    cel.new_run()
+    assert cel.evaluate(p, act).value is True  # runs, and is slower than 0 s
+    assert cel.evaluate(p, act).kind == "time"  # disabled for the rest of the run
+    monkeypatch.setattr(cel, "SLOW_EVALUATION_SECONDS", 10.0)
+    cel.new_run(seconds=0.0)
+    assert cel.evaluate(p, act).value is True
+    out = cel.evaluate(p, act)
+    assert out.kind == "time" and "budget" in (out.error or "")
+    cel.new_run()
+    assert cel.evaluate(p, act).value is True
+
+
 def test_compiled_once_per_process():
     a = cel.compile_expression("object.a == 1", V)
     assert cel.compile_expression("object.a == 1", V) is a

@@ -100,7 +100,7 @@ def build_policy(obj: K8sObject) -> Policy:
         if isinstance(v.get("messageExpression"), str):
             me = _expr(obj, v["messageExpression"], ("spec", "validations", i, "messageExpression"))
         msg = v.get("message") if isinstance(v.get("message"), str) else ""
-        p.validations.append((e, msg, me, i))
+        p.validations.append((e, msg, me, str(v.get("reason") or "Invalid")))
     for _, e in p.variables + p.conditions:
         if e.error and not e.error.unsupported:
             p.errors.append(e)
@@ -400,7 +400,7 @@ class Evaluator:
                     break
             if skip:
                 continue
-            for e, message, me, _ in p.validations:
+            for e, message, me, reason in p.validations:
                 if e.error is not None and not e.error.unsupported:
                     continue  # POL003 on the policy
                 ok, value, why = self._run(e, data, variables, var_errors, act)
@@ -411,7 +411,8 @@ class Evaluator:
                         Verdict(
                             "POL002",
                             Severity.INFO,
-                            f"{label}: validation `{_short(e.source)}` not evaluable offline: {why}{suffix}",
+                            f"{label}: validation `{_short(e.source)}` not evaluable offline: {why}"
+                            f"{self._on_error(p)}{suffix}",
                             where,
                         )
                     )
@@ -434,8 +435,16 @@ class Evaluator:
                     if mok and isinstance(mval, str) and mval.strip() and "\n" not in mval:
                         text = mval
                 text = text or message or f"failed expression: {e.source.strip()}"
+                if reason != "Invalid":  # the HTTP reason of the rejection (Forbidden, Unauthorized ...)
+                    text = f"{text} [{reason}]"
                 out.append(Verdict("POL001", sev, f"{label}: {text}{suffix}", where))
         return out
+
+    @staticmethod
+    def _on_error(p: Policy) -> str:
+        if p.failure_policy == "Ignore":
+            return " (failurePolicy Ignore: the API server would admit the object)"
+        return ""
 
     def _request_data(self, req: Request) -> dict[str, Any]:
         obj = req.obj
