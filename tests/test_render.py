@@ -272,3 +272,45 @@ def test_shared_chart_or_overlay(render_tools, item, tmp_path):
         if f["line"] == 1 and f["message"].endswith("]"):
             continue  # no line found: the file, with a note (never a wrong line)
         assert _holds_key(f, SHARED_CHARTS), (f["code"], f["file"], f["line"], f["path"], f["message"])
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git needed")
+def test_pre_commit_lints_the_chart_a_staged_values_file_belongs_to(render_tools, tmp_path):
+    pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
+    if not Path(pre_commit).exists():
+        pytest.skip("pre-commit is not installed")
+    repo = tmp_path / "repo"
+    shutil.copytree(CHARTS / "gpu-serve", repo / "charts" / "gpu-serve")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    env = {**render_tools.path_env(), "PRE_COMMIT_HOME": str(ROOT / ".pre-commit-cache"), "NO_COLOR": "1"}
+    r = subprocess.run(
+        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "charts/gpu-serve/values.yaml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "charts/gpu-serve/templates/deployment.yaml:23:11: SRV002" in r.stdout
+    assert "YML002" not in r.stdout
+
+
+def test_action_paths_name_a_chart_and_an_overlay(render_tools, tmp_path):
+    env = {
+        **render_tools.path_env(),
+        "AILINT_PATHS": "fixtures/charts/gpu-serve fixtures/kustomize/gpu-job/overlays/prod",
+        "AILINT_SARIF_FILE": str(tmp_path / "a.sarif"),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "AILINT_NEW_FINDINGS_ONLY": "false",
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "ailint.doors.github_action"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert "file=fixtures/charts/gpu-serve/templates/deployment.yaml,line=23," in r.stdout, r.stdout + r.stderr
+    assert "file=fixtures/kustomize/gpu-job/overlays/prod/gpu-patch.yaml," in r.stdout
+    results = json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["results"]
+    assert any(res.get("relatedLocations") for res in results)
