@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 MAX_EXPRESSION_CHARS = 5000
-MEMORY_HEADROOM = 1 << 30  # bytes an evaluation may allocate on top of the process's size
+MEMORY_HEADROOM = 256 << 20  # bytes an evaluation may allocate on top of the process's size
 SLOW_EVALUATION_SECONDS = 1.0
 RUN_BUDGET_SECONDS = 30.0
 MAX_GROWTH_STEPS = 12  # chained growth operations (each can double a value or more)
