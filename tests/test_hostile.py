@@ -536,3 +536,135 @@ def test_action_input_with_shell_metacharacters_runs_nothing(tmp_path):
         assert not ran, f"input {name!r} ran a command: {ran}"
         assert code in (0, 1, 2), (name, code, stdout)
         assert_no_secret(stdout + summary, f"action output ({name})")
+
+
+# ---------------------------------------------------------------------------------------
+# The newer surfaces: chart/overlay rendering, CEL policies, the results cache
+# ---------------------------------------------------------------------------------------
+def test_render_tool_runs_are_bounded_and_offline(tmp_path, monkeypatch):
+    import time
+
+    from ailint.engine.render import tools
+
+    # the parent's credentials and tool settings never reach a rendering tool
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "real-kubeconfig"))
+    monkeypatch.setenv("HELM_REPOSITORY_CONFIG", str(tmp_path / "repos.yaml"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRETS["aws_secret"])
+    monkeypatch.setenv("GITHUB_TOKEN", SECRETS["github"])
+    got = tools.run_tool(["sh", "-c", "env"], cwd=str(tmp_path), timeout=20)
+    env = dict(line.split("=", 1) for line in got.stdout.splitlines() if "=" in line)
+    assert str(tmp_path) not in env.get("KUBECONFIG", "") and "HELM_REPOSITORY_CONFIG" not in env
+    assert "AWS_SECRET_ACCESS_KEY" not in env and "GITHUB_TOKEN" not in env
+    assert env["HTTPS_PROXY"] == "http://127.0.0.1:9" and env["GIT_ALLOW_PROTOCOL"] == "file"
+    # a tool that never ends (and leaves a child behind) is stopped at the wall-clock limit
+    started = time.monotonic()
+    got = tools.run_tool(["sh", "-c", "sleep 300 & sleep 300"], cwd=str(tmp_path), timeout=1.0)
+    assert got.rc is None and time.monotonic() - started < 15
+    # a tool that writes without end is stopped at the output bound
+    started = time.monotonic()
+    got = tools.run_tool(["sh", "-c", "cat /dev/zero"], cwd=str(tmp_path), timeout=60, max_output=1 << 20)
+    assert got.rc is None and time.monotonic() - started < 30
+    assert len(got.stdout.encode("utf-8", "surrogateescape")) <= 1 << 20
+
+
+def test_a_chart_bomb_is_one_finding_not_a_hang(render_tools, tmp_path):
+    import time
+
+    if render_tools.helm is None:
+        pytest.skip(render_tools.reason or "no helm")
+    chart = tmp_path / "repo" / "bomb"
+    (chart / "templates").mkdir(parents=True)
+    _git(tmp_path / "repo", "init", "-q")
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: bomb\nversion: 0.1.0\n")
+    # 10^8 lines of output: far over the output bound, and slow
+    (chart / "templates" / "cm.yaml").write_text(
+        "{{- range $i := until 100000000 }}\n# {{ $i }} padding padding padding padding\n{{- end }}\n"
+    )
+    (chart / "templates" / "lookup.yaml").write_text(
+        '{{- $s := lookup "v1" "Secret" "kube-system" "admin" }}\n'
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  found: {{ empty $s | not | quote }}\n"
+    )
+    (tmp_path / "repo" / ".ailint.yaml").write_text("render:\n  timeout: 20\n  max-output-size: 1000000\n")
+    started = time.monotonic()
+    r = subprocess.run(
+        [*AILINT, "check", "--format", "json", "bomb"],
+        cwd=tmp_path / "repo",
+        env={**render_tools.path_env(), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert time.monotonic() - started < 90
+    codes = [f["code"] for f in json.loads(r.stdout)["findings"]]
+    assert codes == ["YML022"], codes
+
+
+def _policy(name: str, expression: str, message_expression: str = "") -> str:
+    msg = f"      messageExpression: {json.dumps(message_expression)}\n" if message_expression else ""
+    return (
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
+        f"metadata:\n  name: {name}\nspec:\n  matchConstraints:\n    resourceRules:\n"
+        '    - apiGroups: ["apps"]\n      apiVersions: ["v1"]\n      operations: ["CREATE"]\n'
+        '      resources: ["deployments"]\n  validations:\n'
+        f"    - expression: {json.dumps(expression)}\n{msg}"
+        "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
+        f"metadata:\n  name: {name}\nspec:\n  policyName: {name}\n  validationActions: [Deny]\n"
+    )
+
+
+def test_cel_bombs_are_findings_and_cel_messages_are_masked(hostile):
+    import time
+
+    repo, _ = hostile
+    nest = "object.metadata.name.size() > 0"
+    for v in "abcdef":
+        nest = f"[1,2,3,4,5,6,7,8,9,10].all({v}, {nest})"
+    growth = "'x'" + ".replace('x','xxxxxxxxxx')" * 14 + ".size() > 0"
+    (repo / "policies.yaml").write_text(
+        _policy("iterations", nest)
+        + "---\n"
+        + _policy("growth", growth)
+        + "---\n"
+        # a policy that quotes the object back: its message carries the planted token
+        + _policy("echo", "false", "'token: ' + object.metadata.annotations['ci.example.com/token']")
+    )
+    started = time.monotonic()
+    for fmt in ("json", "text", "sarif", "github"):
+        proc = ailint(repo, ".", "--format", fmt, "--no-schema")
+        assert_no_secret(proc.stdout + proc.stderr, f"{fmt} with CEL policies")
+    assert time.monotonic() - started < 4 * RUN_TIMEOUT
+    codes = {f["code"] for f in json.loads(ailint(repo, ".", "--format", "json", "--no-schema").stdout)["findings"]}
+    assert {"POL002", "POL003"} <= codes, codes
+
+
+def test_cache_stays_private_and_a_repository_cannot_move_it(hostile, tmp_path):
+    import stat as st
+
+    repo, _ = hostile
+    home_cache = tmp_path / "user-cache"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (repo / ".ailint.yaml").write_text(f"cache-dir: {elsewhere}\n")
+    env = {**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(home_cache), "AILINT_NO_CACHE": ""}
+    env.pop("AILINT_CACHE_DIR", None)
+    env.pop("AILINT_NO_CACHE", None)
+    for _ in range(2):  # cold, then warm
+        proc = subprocess.run(
+            [*AILINT, "check", ".", "--format", "json", "--no-schema"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert_no_secret(proc.stdout, "cached run")
+    # the config's folder outside the project was neither used nor re-moded
+    assert list(elsewhere.iterdir()) == [] and st.S_IMODE(elsewhere.stat().st_mode) == 0o755
+    cache = home_cache / "ailint"
+    entries = [p for p in cache.rglob("*")]
+    assert entries, "the run wrote no cache entry in the user's cache folder"
+    assert st.S_IMODE(cache.stat().st_mode) == 0o700
+    for p in entries:
+        mode = st.S_IMODE(p.stat().st_mode)
+        assert mode & 0o077 == 0, (p, oct(mode))

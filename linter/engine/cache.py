@@ -173,6 +173,12 @@ def _unlink(path: str) -> None:
         pass
 
 
+def _inside_project(directory: str, settings: Any) -> bool:
+    root = os.path.realpath(getattr(settings, "root", ".") or ".")
+    real = os.path.realpath(directory)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _private_dir(directory: str) -> None:
     """Create `directory` 0700; refuse one that another user owns or others can write."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -457,6 +463,11 @@ def open_run_cache(
     if os.environ.get("AILINT_NO_CACHE"):
         return None
     directory = getattr(settings, "cache_dir", None) or default_dir()
+    if getattr(settings, "cache_dir", None) and not _inside_project(directory, settings):
+        # `cache-dir` comes from the repository's config, which a pull request can change:
+        # it may not make ailint create (or chmod) folders outside the project (issue 19).
+        # Elsewhere, the runner chooses with AILINT_CACHE_DIR.
+        directory = default_dir()
     try:
         store = Store(directory)
         key = run_key(settings, rule_codes, only_object_rules)

@@ -251,7 +251,7 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
         entries.append({"module": reg.module, "check": reg.check is not None, "rule": e})
     try:
         d = os.path.dirname(path)
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(d, mode=0o700, exist_ok=True)
         # indexes of older sources: keep a few (several checkouts may share the cache)
         old = sorted(
             (os.path.join(d, f) for f in os.listdir(d) if f.startswith("rules-") and f.endswith(".json")),
@@ -264,7 +264,8 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
             except OSError:
                 pass
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        # owner-only, like every entry of the cache folder (issue 19)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
             json.dump(entries, fh)
         os.replace(tmp, path)
     except OSError:
