@@ -725,3 +725,14 @@ def test_webhook_runs_custom_rules_and_config_policies(tmp_path):
     assert by_code["ORG002"].message == "container vllm uses vllm/vllm-openai:latest"
     assert by_code["POL001"].message == "policy team-label: workloads carry a team label"
     assert by_code["POL001"].severity.value == "warning"
+
+
+def test_without_the_engine_policies_are_reported_not_passed():
+    code = (
+        "import sys; sys.modules['cel_expr_python'] = None\n"
+        "from ailint.engine.config import Settings\nfrom ailint.engine.run import lint\n"
+        f"s = Settings(root={str(ROOT)!r}); s.select = ['POL']\n"
+        f"print(sorted(f.code for f in lint([{str(ROOT / 'fixtures/POL001/compliant.yaml')!r}], s).findings))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "['POL002', 'POL002']", proc.stdout + proc.stderr

@@ -127,8 +127,17 @@ class PolicyProvider:
         from ailint.policy import cel
 
         missing = cel.available()
-        if missing:
-            return []
+        if missing:  # never a silent pass: each policy says it was not evaluated
+            if "POL002" not in enabled:
+                return []
+            from ailint.engine.registry import all_rules
+
+            reg = all_rules()["POL002"].rule
+            return [
+                reg.finding(o, (), f"policy {o.name} not evaluated: {missing}")
+                for o in [*objects, *context]
+                if o.kind == "ValidatingAdmissionPolicy" and o.group == "admissionregistration.k8s.io"
+            ]
         from ailint.engine.config import severity_override
         from ailint.engine.registry import all_rules
         from ailint.policy import admission
