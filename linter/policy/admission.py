@@ -50,9 +50,9 @@ class Policy:
     name: str
     spec: dict[str, Any]
     failure_policy: str
-    validations: list[tuple[Expr, str, Expr | None, int]] = field(
+    validations: list[tuple[Expr, str, Expr | None, str]] = field(
         default_factory=list
-    )  # expr, message, messageExpression, index
+    )  # expr, message, messageExpression, reason
     conditions: list[tuple[str, Expr]] = field(default_factory=list)
     variables: list[tuple[str, Expr]] = field(default_factory=list)
     errors: list[Expr] = field(default_factory=list)
