@@ -1,4 +1,4 @@
-from ailint.doors.cli import main
+from ailint.doors.lean import main
 
 if __name__ == "__main__":
     main()

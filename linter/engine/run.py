@@ -88,12 +88,18 @@ class Engine:
         each selected single-object rule whose kinds match `obj`, in rule order."""
         out: list[Finding] = []
         for reg in self.rules_for(obj):
-            out.extend(self.check(reg, obj, ctx))
+            out.extend(self.run_rule(reg, obj, ctx))
         return out
 
     def check(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
+        """`reg` on `obj` when its kinds match `obj` (else nothing)."""
         if not reg.rule.applies_to(obj):
             return []
+        return self.run_rule(reg, obj, ctx)
+
+    def run_rule(self, reg: RegisteredRule, obj: K8sObject, ctx: Context) -> list[Finding]:
+        """`reg` on `obj`, which `rules_for` matched already (the dispatch table: kinds are
+        not asked again per call); a crash is an AIL003 finding."""
         try:
             found = list(reg.check(obj, ctx, self._options[reg.rule.code]))  # type: ignore[misc]
         except Exception as exc:
@@ -416,7 +422,7 @@ def _bundle_forked(
         reg = rules[t]
         out: list[tuple[int, list[Finding]]] = []
         for i in targets[t]:
-            found = engine.check(reg, objects[i], ctx)
+            found = engine.run_rule(reg, objects[i], ctx)
             if found:
                 out.append((i, found))
         return out
@@ -453,7 +459,7 @@ def bundle_chunk(
     for i in indexes:
         obj = objects[i]
         for reg in engine.rules_for(obj, bundle=True):
-            out.extend(engine.check(reg, obj, ctx))
+            out.extend(engine.run_rule(reg, obj, ctx))
     return out
 
 

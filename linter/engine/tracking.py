@@ -205,7 +205,7 @@ def bundle_phase(
             for i in todo[t]:
                 frame = ctx.track()
                 try:
-                    found = engine.check(reg, objects[i], ctx)
+                    found = engine.run_rule(reg, objects[i], ctx)
                 finally:
                     ctx.untrack()
                 out.append((i, tuple(sorted(frame)), findings_out(found)))

@@ -1,0 +1,309 @@
+"""The console entry point, with a lean path for the common `ailint check PATHS [options]`.
+
+Importing click and building its commands is a fifth of a one-file run. For a plain
+`check` command line the entry point imports the command modules against `_Recorder`, a
+stand-in for click that keeps each decorator's declaration instead of building a parser,
+then parses argv from those same declarations and calls the `check` function itself: the
+options are the ones `ailint.doors.cli` declares, never a second list.
+
+Anything the lean parser does not handle exactly as click would (`--help`, `--version`,
+an unknown option, a value click would reject, an option with a callback, a combined short
+flag, another command, ...) goes to click itself, in the same process, with the stand-in
+removed first, so the answer there is click's. `tests/test_lean.py` runs the same argument
+lists through both paths and compares output and exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+class _Unsupported(Exception):
+    """The command line needs click."""
+
+
+class _Choice:
+    def __init__(self, choices: Any, case_sensitive: bool = True) -> None:
+        self.choices = tuple(choices)
+        self.exact = case_sensitive
+
+    def convert(self, value: str) -> Any:
+        if not self.exact or value not in self.choices:
+            raise _Unsupported(value)
+        return value
+
+
+class _IntRange:
+    def __init__(self, min: int | None = None, max: int | None = None, **kw: Any) -> None:
+        self.min, self.max, self.other = min, max, kw
+
+    def convert(self, value: str) -> Any:
+        if self.other or not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+            raise _Unsupported(value)
+        n = int(value)
+        if (self.min is not None and n < self.min) or (self.max is not None and n > self.max):
+            raise _Unsupported(value)
+        return n
+
+
+class _Path:
+    def __init__(self, exists: bool = False, path_type: Any = None, **_: Any) -> None:
+        self.checked = exists or path_type is not None
+
+    def convert(self, value: str) -> Any:
+        if self.checked:
+            raise _Unsupported("a path click checks")
+        return value
+
+
+def _convert(type_: Any, value: str) -> Any:
+    if type_ is None or type_ is str:
+        return value
+    if type_ is int:
+        return _IntRange().convert(value)
+    if isinstance(type_, _Choice | _IntRange | _Path):
+        return type_.convert(value)
+    raise _Unsupported(f"type {type_!r}")
+
+
+class _Param:
+    """One `click.option` or `click.argument` declaration, as written."""
+
+    def __init__(self, decls: tuple[str, ...], attrs: dict[str, Any], argument: bool) -> None:
+        self.argument = argument
+        self.attrs = attrs
+        self.opts: list[str] = []
+        self.secondary: list[str] = []  # the `--no-x` of `--x/--no-x`
+        self.name = ""
+        for d in decls:
+            if argument or d.isidentifier():
+                self.name = d
+            elif "/" in d:
+                on, off = d.split("/", 1)
+                self.opts.append(on.strip())
+                self.secondary.append(off.strip())
+            else:
+                self.opts.append(d)
+        if not self.name:
+            longest = max(self.opts, key=lambda o: (o.startswith("--"), len(o)))
+            self.name = longest.lstrip("-").replace("-", "_").lower()
+        self.multiple = bool(attrs.get("multiple"))
+        self.flag = bool(attrs.get("is_flag")) or bool(self.secondary)
+        self.nargs = attrs.get("nargs", 1)
+        # counts, envvars, prompts...: click's business. An option with a callback is too
+        # when it is given; absent, its callback would see the default (and do nothing).
+        self.unsupported = bool(set(attrs) - _PLAIN_ATTRS)
+        self.callback = "callback" in attrs
+        self.exposed = attrs.get("expose_value", True)
+
+    def default(self) -> Any:
+        if "default" in self.attrs:
+            d = self.attrs["default"]
+            return tuple(d) if self.multiple and d is not None else d
+        if (self.argument and self.nargs == -1) or self.multiple:
+            return ()
+        if self.flag:
+            return None if self.secondary else False
+        return None
+
+
+_PLAIN_ATTRS = frozenset(
+    {"type", "default", "help", "multiple", "is_flag", "metavar", "nargs", "show_default"}
+    | {"callback", "expose_value", "is_eager"}
+)
+
+
+class _Command:
+    """What the recorder keeps of a command: its function and its parameters."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__.replace("_", "-")
+        self.params: list[_Param] = list(reversed(getattr(fn, "__lean_params__", [])))
+
+
+class _Group:
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.commands: dict[str, _Command] = {}
+
+    def command(self, name: str | None = None, **_: Any) -> Callable[[Callable[..., Any]], Any]:
+        def deco(fn: Callable[..., Any]) -> Any:
+            cmd = _Command(fn, name)
+            self.commands[cmd.name] = cmd
+            return fn
+
+        return deco
+
+    def group(self, name: str | None = None, **_: Any) -> Callable[[Callable[..., Any]], Any]:
+        def deco(fn: Callable[..., Any]) -> Any:
+            return _Group(fn)
+
+        return deco
+
+    def __call__(self, *_: Any, **__: Any) -> Any:
+        raise _Unsupported("the click group itself")
+
+
+class _Recorder:
+    """The parts of click that `ailint.doors.cli` and `ailint.doors.ux` use at import time
+    and in `check`: decorators record, `echo` writes."""
+
+    Choice = _Choice
+    IntRange = _IntRange
+    Path = _Path
+    Context = object
+    Parameter = object
+
+    @staticmethod
+    def option(*decls: str, **attrs: Any) -> Callable[[Any], Any]:
+        def deco(fn: Any) -> Any:
+            fn.__dict__.setdefault("__lean_params__", []).append(_Param(decls, attrs, argument=False))
+            return fn
+
+        return deco
+
+    @staticmethod
+    def argument(*decls: str, **attrs: Any) -> Callable[[Any], Any]:
+        def deco(fn: Any) -> Any:
+            fn.__dict__.setdefault("__lean_params__", []).append(_Param(decls, attrs, argument=True))
+            return fn
+
+        return deco
+
+    @staticmethod
+    def group(*_: Any, **__: Any) -> Callable[[Any], Any]:
+        return _Group
+
+    @staticmethod
+    def version_option(*_: Any, **__: Any) -> Callable[[Any], Any]:
+        return lambda fn: fn
+
+    @staticmethod
+    def echo(message: Any = None, file: Any = None, nl: bool = True, err: bool = False, color: Any = None) -> None:
+        stream = file or (sys.stderr if err else sys.stdout)
+        text = "" if message is None else str(message)
+        if nl:
+            text += "\n"
+        if color is not True and not _isatty(stream):
+            text = _ANSI.sub("", text)
+        stream.write(text)
+        stream.flush()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:
+        return False
+
+
+def parse(params: list[_Param], argv: list[str]) -> dict[str, Any]:
+    """argv (after the command name) as keyword arguments, or _Unsupported."""
+    if any(p.unsupported for p in params):
+        raise _Unsupported("an option click must handle")
+    by_opt: dict[str, tuple[_Param, bool]] = {}
+    for p in params:
+        for o in p.opts:
+            by_opt[o] = (p, True)
+        for o in p.secondary:
+            by_opt[o] = (p, False)
+    args = [p for p in params if p.argument]
+    if len(args) != 1 or args[0].nargs != -1:
+        raise _Unsupported("arguments")
+    values: dict[str, Any] = {p.name: p.default() for p in params if p.exposed}
+    positional: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a == "-" or not a.startswith("-"):
+            positional.append(a)
+            continue
+        if a == "--" or a.startswith("---"):
+            raise _Unsupported(a)
+        name, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
+        hit = by_opt.get(name)
+        if hit is None:
+            raise _Unsupported(a)  # unknown, combined short flags, -ovalue, --help...
+        p, on = hit
+        if p.callback or not p.exposed:
+            raise _Unsupported(a)
+        if p.flag:
+            if eq:
+                raise _Unsupported(a)
+            values[p.name] = on
+            continue
+        if p.nargs != 1:
+            raise _Unsupported(a)
+        if eq:
+            raw = inline
+        else:
+            if i >= len(argv):
+                raise _Unsupported(a)  # a missing value: click's message
+            raw = argv[i]
+            i += 1
+            if raw.startswith("-") and raw != "-" and raw in by_opt:
+                raise _Unsupported(raw)
+        v = _convert(p.attrs.get("type"), raw)
+        if p.multiple:
+            values[p.name] = (*values[p.name], v)
+        else:
+            values[p.name] = v
+    values[args[0].name] = tuple(positional)
+    return values
+
+
+def _fall_back() -> None:
+    """Forget the modules imported against the recorder: click imports them afresh."""
+    for name in ("click", "ailint.doors.cli", "ailint.doors.ux"):
+        sys.modules.pop(name, None)
+    pkg = sys.modules.get("ailint.doors")
+    for attr in ("cli", "ux"):
+        if pkg is not None and attr in pkg.__dict__:
+            delattr(pkg, attr)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if (
+        argv[:1] == ["check"]
+        and not os.environ.get("AILINT_NO_LEAN")
+        and not any(a.startswith("_") for a in os.environ if a.startswith("_AILINT_COMPLETE"))
+    ):
+        lean_check(argv[1:])  # returns only when click must handle the command line
+    from ailint.doors import cli
+
+    cli.main()
+
+
+def lean_check(argv: list[str]) -> None:
+    if "click" in sys.modules:
+        return  # the real click is loaded already (an embedding program): use it
+    sys.modules["click"] = _Recorder  # type: ignore[assignment]
+    try:
+        from ailint.doors import cli
+
+        group = cli.cli
+        if not isinstance(group, _Group) or "check" not in group.commands:
+            raise _Unsupported("no check command")
+        cmd = group.commands["check"]
+        kwargs = parse(cmd.params, argv)
+    except _Unsupported:
+        _fall_back()
+        return
+    except BaseException:
+        _fall_back()
+        raise
+    try:
+        cmd.fn(**kwargs)
+        code: Any = 0
+    except SystemExit as stop:
+        code = stop.code
+    cli._fast_exit(code)

@@ -1,0 +1,98 @@
+"""The lean `check` path (`ailint.doors.lean`) answers every command line exactly as click does.
+
+Each argument list runs twice through the real entry point (`python -m ailint`): once as a
+user runs it, once with `AILINT_NO_LEAN=1` (click parses). Output, errors and exit codes
+must be identical; the plain command lines must also really take the lean path (click is
+never imported), and the others must really reach click.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+DEMO = "fixtures/demo/vllm.yaml"
+
+LEAN = [
+    ["check", "--format", "json", "--fail-on", "never", "--no-cache", DEMO],
+    ["check", DEMO],
+    ["check", "--no-color", "fixtures/GPU002"],
+    ["check", "--select", "GPU", "--ignore=GPU003", "--format=json", "fixtures/GPU001", "fixtures/GPU003"],
+    ["check", "--select", "GPU001,GPU002", "--extend-select", "SRV", "--format", "github", "fixtures/GPU002"],
+    ["check", "--no-schema", "--jobs", "1", "--kube-version", "1.30", "--format", "sarif", "fixtures/demo"],
+    ["check", "--fail-on", "error", "--format", "json", "--jobs=2", "fixtures/demo"],
+    ["check", "--set", "karpenter=true", "--format", "json", DEMO],
+    ["check", "--no-config", "--statistics", "fixtures/GPU001"],
+    ["check", "--exit-zero", "-q", "fixtures/GPU002"],
+    ["check", "--format", "json", "-", "--stdin-filename", "pod.yaml"],
+    ["check", "--format", "json", "fixtures/no-such-folder"],
+    ["check", "--select", "NOPE999", DEMO],
+]
+
+CLICK = [
+    ["check", "--help"],
+    ["check", "-h"],
+    ["check", "--jobs", "0", DEMO],
+    ["check", "--jobs", "many", DEMO],
+    ["check", "--format", "xml", DEMO],
+    ["check", "--format"],
+    ["check", "--no-such-option", DEMO],
+    ["check", "--explain", "GPU001"],
+    ["check", "--no-cache=yes", DEMO],
+    ["check", "--", DEMO],
+    ["--version"],
+    ["rules"],
+]
+
+STDIN = (ROOT / DEMO).read_text(encoding="utf-8")
+
+
+def _run(args: list[str], lean: bool, cache_dir: Path, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AILINT_CACHE_DIR": str(cache_dir), "NO_COLOR": "1"}
+    env.pop("AILINT_NO_LEAN", None)
+    env.pop("GITHUB_ACTIONS", None)
+    if not lean:
+        env["AILINT_NO_LEAN"] = "1"
+    py = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "ailint"]
+    return subprocess.run(
+        [*py, *args],
+        cwd=ROOT,
+        env=env,
+        input=STDIN if "-" in args else "",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def _imported(proc: subprocess.CompletedProcess[str], module: str) -> bool:
+    return any(
+        line.rstrip().endswith(f"| {module}") or line.rstrip().split("|")[-1].strip() == module
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    )
+
+
+@pytest.mark.parametrize("args", LEAN + CLICK, ids=lambda a: " ".join(a)[:60])
+def test_same_answer_as_click(args: list[str], tmp_path: Path) -> None:
+    lean = _run(args, True, tmp_path / "a")
+    ref = _run(args, False, tmp_path / "b")
+    assert (lean.returncode, lean.stdout, lean.stderr) == (ref.returncode, ref.stdout, ref.stderr)
+
+
+@pytest.mark.parametrize("args", LEAN[:6], ids=lambda a: " ".join(a)[:60])
+def test_plain_command_lines_skip_click(args: list[str], tmp_path: Path) -> None:
+    proc = _run(args, True, tmp_path, importtime=True)
+    assert not _imported(proc, "click"), "the lean path imported click"
+    assert _imported(proc, "ailint.doors.cli")
+
+
+@pytest.mark.parametrize("args", CLICK[:4], ids=lambda a: " ".join(a)[:60])
+def test_other_command_lines_reach_click(args: list[str], tmp_path: Path) -> None:
+    assert _imported(_run(args, True, tmp_path, importtime=True), "click")
