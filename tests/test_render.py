@@ -314,3 +314,13 @@ def test_action_paths_name_a_chart_and_an_overlay(render_tools, tmp_path):
     assert "file=fixtures/kustomize/gpu-job/overlays/prod/gpu-patch.yaml," in r.stdout
     results = json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["results"]
     assert any(res.get("relatedLocations") for res in results)
+
+
+def test_an_unused_suppression_in_a_template_is_reported_there(render_tools, tmp_path):
+    chart = tmp_path / "gpu-serve"
+    shutil.copytree(CHARTS / "gpu-serve", chart)
+    svc = chart / "templates" / "service.yaml"
+    svc.write_text(svc.read_text().replace("\nspec:\n", "\nspec:  # ailint: ignore[GPU001] no taints here\n"))
+    doc = report([str(chart)], render_tools, cwd=tmp_path)
+    (ail,) = [f for f in doc["findings"] if f["code"] == "AIL001"]
+    assert (ail["file"], ail["line"], ail["column"]) == ("gpu-serve/templates/service.yaml", 5, 8)

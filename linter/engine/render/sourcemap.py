@@ -795,8 +795,16 @@ def locate_overlay(
     labels = ((data.get("metadata") or {}).get("labels") or {}) if isinstance(data, dict) else {}
     if not path:
         path = ("kind",)
+    names = {name}  # a patch names its target as it was before later patches renamed it
+    src0 = origin.get("path") if origin else None
+    if isinstance(src0, str) and os.path.isfile(src0):
+        base_doc = _pick_doc(file_docs(src0), kind, name)
+        if base_doc is not None and isinstance(base_doc.data, dict):
+            names.add((base_doc.data.get("metadata") or {}).get("name"))
     for patch in reversed(scan.patches):
-        loc = _in_patch(patch, kind, name, labels, data, path)
+        loc = None
+        for n in names:
+            loc = loc or _in_patch(patch, kind, n, labels, data, path)
         if loc is not None:
             return loc
     loc = _in_kustomization(scan, kind, name, data, path, origin)

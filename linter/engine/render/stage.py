@@ -184,6 +184,10 @@ def render(p: Plan, settings: Any, engine: Any) -> list[FileResult]:
         else None
     )
     for u in p.units:
+        outside = _outside_the_project(u, settings)
+        if outside is not None:  # helm and kustomize would follow the link: not rendered
+            out.append(_problem_result(u, outside, p.shown_root))
+            continue
         if u.kind == "chart":
             rd = charts.render_chart(u, helm, p.opts.timeout, p.opts.max_output)
         else:
@@ -209,6 +213,31 @@ def render(p: Plan, settings: Any, engine: Any) -> list[FileResult]:
         out.append(fr)
         p.timings[u.title] = (rd.seconds, time.monotonic() - t0)
     return out
+
+
+def _outside_the_project(u: Unit, settings: Any) -> Problem | None:
+    """A link in the chart or overlay folder, or a values file the config names, that leads
+    out of the project (issue 19): helm's `.Files.Get` and kustomize read through links, so a
+    pull request could render `~/.git-credentials` into a ConfigMap. `--follow-external-symlinks`
+    allows links; values files given with `--values` are the user's choice."""
+    from ailint.engine.boundary import Boundary
+    from ailint.engine.render.charts import Problem
+
+    config_root = settings.root if getattr(settings, "config_path", None) else None
+    b = Boundary.for_paths([u.root], config_root)
+    if not getattr(settings, "follow_external_symlinks", False):
+        for dirpath, dirnames, filenames in os.walk(u.root):  # linked folders are not entered
+            dirnames[:] = [d for d in dirnames if d not in (".git",)]
+            for name in sorted(dirnames + filenames):
+                full = os.path.join(dirpath, name)
+                refused = b.refuse_read(full) if os.path.islink(full) else None
+                if refused is not None:
+                    return Problem("YML013", f"{refused[1]}; the {u.kind} is not rendered", full)
+    given = {os.path.abspath(v) for v in (getattr(settings, "render_cli", None) or {}).get("values") or ()}
+    for v in u.values:
+        if os.path.abspath(v) not in given and not b.inside(os.path.realpath(v)):
+            return Problem("YML013", f"values file {v} lies outside the project; the chart is not rendered", u.marker)
+    return None
 
 
 def _problem_result(u: Unit, pr: Problem, shown_root: str) -> FileResult:
@@ -317,7 +346,7 @@ class _Mapper:
         if rd is None:
             return f
         st = stats.setdefault(rd.unit.title, Stats())
-        obj = self._object(f)
+        obj = None if f.code.startswith("AIL") else self._object(f)  # suppressions: by their text
         src_text = self.result.sources.get(f.file)
         if obj is None:
             loc = self._comment_or_doc(rd, f, src_text)
@@ -424,8 +453,10 @@ class _Mapper:
                     continue
                 for i, ln in enumerate(s.text.split("\n"), 1):
                     if ln.strip() == line_text:
-                        col = ln.find(line_text) + 1
-                        hits.append((path, i, col, col + len(line_text)))
+                        same = src is not None and ln == src.line_text(f.span.line)
+                        col = f.span.col if same else ln.find(line_text) + 1
+                        end = f.span.end_col if same else col + len(line_text)
+                        hits.append((path, i, col, end))
             if len(hits) == 1:
                 path, i, col, end = hits[0]
                 return self.sm.Located(path, i, col, end)
