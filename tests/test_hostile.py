@@ -668,3 +668,37 @@ def test_cache_stays_private_and_a_repository_cannot_move_it(hostile, tmp_path):
     for p in entries:
         mode = st.S_IMODE(p.stat().st_mode)
         assert mode & 0o077 == 0, (p, oct(mode))
+
+
+def test_charts_and_overlays_that_link_out_are_not_rendered(render_tools, hostile):
+    if render_tools.helm is None or render_tools.kubectl is None:
+        pytest.skip(render_tools.reason or "no helm or kubectl")
+    repo, out = hostile
+    chart = repo / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "files").mkdir()
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: leak\nversion: 0.1.0\n")
+    (chart / "files" / "creds").symlink_to(out / "git-credentials")  # helm's .Files.Get follows it
+    (chart / "templates" / "cm.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  c: {{ .Files.Get "files/creds" | quote }}\n'
+    )
+    overlay = repo / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text("resources:\n  - cm.yaml\n")
+    (overlay / "cm.yaml").symlink_to(out / "kubeconfig.yaml")
+    for args in ([], ["--follow-external-symlinks"]):
+        r = subprocess.run(
+            [*AILINT, "check", "--format", "json", "--no-schema", "chart", "overlay", *args],
+            cwd=repo,
+            env={**render_tools.path_env(), "NO_COLOR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+        assert r.returncode in (0, 1), r.stderr
+        assert_no_secret(r.stdout + r.stderr, f"rendering {args}")
+        found = {(f["code"], f["file"]) for f in json.loads(r.stdout)["findings"]}
+        if not args:
+            assert ("YML013", "chart/files/creds") in found and ("YML013", "overlay/cm.yaml") in found, found
+        else:  # followed on request: rendered (and the secret still masked)
+            assert not any(code == "YML013" for code, _ in found), found
