@@ -45,7 +45,7 @@ _SERVER_CMD = (
     ("trtllm", re.compile(r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b")),
     ("triton", re.compile(r"(^|\s|/)tritonserver\b")),
     ("tgi", re.compile(r"(^|\s|/)text-generation-launcher\b")),
-    ("nim", re.compile(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim_serve\b")),
+    ("nim", re.compile(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim[-_]serve\b")),
     ("ollama", re.compile(r"(^|\s|/)ollama serve\b")),
     ("llama.cpp", re.compile(r"(^|\s|/)llama-server\b|\bllama_cpp\.server\b")),
     ("lmdeploy", re.compile(r"(^|\s|/)lmdeploy serve\b")),

@@ -549,6 +549,43 @@ def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False)
     click.echo(reg.doc)
 
 
+@cli.command("inventory")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the inventory to a file.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file to use.")
+@click.option("--no-config", is_flag=True, help="Ignore config files.")
+def inventory_cmd(
+    paths: tuple[str, ...], fmt: str, output: str | None, config_file: str | None, no_config: bool
+) -> None:
+    """List what ailint understood in PATHS: one entry per workload object (roles, engine,
+    model, accelerators per replica, replicas, pod templates), and the custom resources it
+    does not read (`unrecognized`). The JSON shape is schemas/inventory.schema.json."""
+    from ailint.engine import inventory
+    from ailint.engine.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(config_file, no_config)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    inv = inventory.build(list(paths), settings)
+    if fmt == "json":
+        import json
+
+        text = json.dumps(inv, indent=2) + "\n"
+    else:
+        text = inventory.render_text(inv)
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+    else:
+        click.echo(text, nl=False)
+
+
 @cli.command("clean")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file to use.")
 @click.option("--no-config", is_flag=True, help="Ignore config files.")

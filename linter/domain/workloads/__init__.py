@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import K8sObject
 from ailint.domain.extract import PodTemplate
+from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
 
 __all__ = [
@@ -42,11 +44,11 @@ _CATALOGUE: dict[str, list[tuple[str | None, Family]]] = {}
 
 
 def families() -> list[Family]:
-    """Every family module's FAMILY, in module-name order (imported once)."""
+    """Every family module's FAMILY, core first, then by module name (imported once)."""
     global _FAMILIES
     if _FAMILIES is None:
         found: list[Family] = []
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: (m.name != "core", m.name)):
             if info.name.startswith("_") or info.name == "base":
                 continue
             fam = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FAMILY", None)
@@ -181,3 +183,104 @@ def pod_role(pod: PodTemplate) -> str | None:
     if fam is None or fam.role is None:
         return None
     return fam.role(pod)
+
+
+# Engines as `inventory` names them (ailint.domain.roles names a few more internally)
+ENGINE_NAMES = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "trtllm": "trtllm",
+    "triton": "triton",
+    "tgi": "tgi",
+    "nim": "nim",
+    "ollama": "ollama",
+    "llama.cpp": "llamacpp",
+}
+_BATCH_KINDS = ("Job", "CronJob")
+_OTHER_ACCELERATOR = re.compile(
+    r"^(nvidia\.com/(mig-.+|gpu\..+)|google\.com/tpu|huawei\.com/ascend.*|habana\.ai/gaudi|intel\.com/gpu.*|amd\.com/.*gpu.*)$",
+    re.I,
+)
+
+
+def pod_facts(pod: PodTemplate, catalog: Catalog | None = None) -> Facts:
+    """What one pod template runs: its roles, engine, model and accelerators per pod."""
+    from ailint.domain import roles as r
+    from ailint.domain.extract import model_id, pod_accelerators
+
+    out = Facts(replicas=pod.replicas)
+    declared = r.declared_role(pod)
+    if declared:
+        out.roles = [declared]
+    else:
+        if r.is_serving_pod(pod):
+            out.roles.append("serving")
+        if r.is_training_pod(pod):
+            out.roles.append("training")
+        if r.is_agent_pod(pod):
+            out.roles.append("agent")
+        if not out.roles and pod.obj.kind in _BATCH_KINDS:
+            out.roles.append("batch")
+        if not out.roles and pod.obj.kind == "DaemonSet":
+            out.roles.append("infra")
+    for c, engine in r.serving_containers(pod):
+        out.engine = ENGINE_NAMES.get(engine, "other")
+        out.model = model_id(c)
+        break
+    if out.engine is None and "serving" in out.roles:
+        out.engine = "other"
+    acc = pod_accelerators(pod)
+    for c in pod.containers():  # devices the rules do not size yet (TPU, MIG, Ascend, Gaudi)
+        if c.init and not c.sidecar:
+            continue
+        for res in {**c.resources("requests"), **c.resources("limits")}:
+            if res not in acc and _OTHER_ACCELERATOR.match(res):
+                q = parse_quantity(c.limit(res) if c.limit(res) is not None else c.request(res))
+                if q:
+                    acc[res] = acc.get(res, 0) + q
+    if catalog is not None:
+        from ailint.domain.workloads.dra import claimed_devices
+
+        for k, v in claimed_devices(pod, catalog).items():
+            acc[k] = acc.get(k, 0) + v
+    out.accelerators = acc or None
+    return out
+
+
+def workload_facts(obj: K8sObject, catalog: Catalog | None = None) -> tuple[Facts, list[PodTemplate]]:
+    """The facts of a workload object (with `catalog`, merged with the runtimes, models and
+    claims it names), and its pod templates."""
+    catalog = catalog if catalog is not None else Catalog()
+    pods = list(pod_templates(obj, catalog))
+    out = Facts()
+    main: Facts | None = None
+    main_rank = (False, False, False)
+    for pod in pods:
+        pf = pod_facts(pod, catalog)
+        for role in pf.roles:
+            if role not in out.roles:
+                out.roles.append(role)
+        rank = (pf.engine is not None and pf.engine != "other", bool(pf.accelerators), pf.engine is not None)
+        if main is None or rank > main_rank:
+            main, main_rank = pf, rank
+    if main is not None:
+        out.engine, out.model, out.accelerators, out.replicas = (
+            main.engine,
+            main.model,
+            main.accelerators,
+            main.replicas,
+        )
+    fam = family_for(obj)
+    extra = fam.facts(obj, pods, catalog) if fam is not None and fam.facts is not None else None
+    if extra is not None:  # what the family knows beyond its pods wins
+        if extra.roles:
+            out.roles = list(extra.roles)
+        if extra.engine is not None and out.engine in (None, "other"):
+            out.engine = ENGINE_NAMES.get(extra.engine, extra.engine if extra.engine == "other" else "other")
+        for name in ("model", "accelerators", "replicas"):
+            if getattr(extra, name) is not None:
+                setattr(out, name, getattr(extra, name))
+        out.parallelism.update(extra.parallelism)
+    order = ["serving", "training", "agent", "batch", "infra"]
+    out.roles = sorted(set(out.roles), key=lambda x: (order.index(x) if x in order else len(order), x))
+    return out, pods

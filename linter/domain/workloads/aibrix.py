@@ -65,6 +65,7 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
         name = pod.labels.get(MODEL_LABEL)
         if isinstance(name, str) and name:
             out.model = name
+            out.roles = ["serving"]  # the AIBrix gateway routes this model to these pods
             break
     if obj.kind in ("StormService", "RoleSet"):
         out.replicas = as_int(obj.get("spec", "replicas")) if obj.has(("spec", "replicas")) else 1

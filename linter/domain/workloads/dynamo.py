@@ -13,6 +13,7 @@ not verified in code here, so the synthesized pod holds only what the file state
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,7 +54,10 @@ def _service_pod(obj: K8sObject, base: Path, svc: dict[str, Any], name: str) -> 
             for w in ("requests", "limits")
             if res.get(w) or mine.get(w)
         }
-    envs = [e for e in as_list(svc.get("envs")) if isinstance(e, dict)]
+    graph_envs = (
+        [e for e in as_list(obj.get("spec", "envs")) if isinstance(e, dict)] if base[:2] == ("spec", "services") else []
+    )
+    envs = [*graph_envs, *[e for e in as_list(svc.get("envs")) if isinstance(e, dict)]]
     if envs:
         c["env"] = [*as_list(c.get("env")), *envs]
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
@@ -71,6 +75,11 @@ def _service_pod(obj: K8sObject, base: Path, svc: dict[str, Any], name: str) -> 
     ]
     for i, _ in iter_dicts(extra.get("containers")):
         fields.append((("containers", 1 + i), ep + ("containers", i), True))
+    own = len(as_list(main.get("env")))
+    for j, _ in enumerate(graph_envs):
+        fields.append((("containers", 0, "env", own + j), ("spec", "envs", j), True))
+    for j, _ in enumerate(envs[len(graph_envs) :]):
+        fields.append((("containers", 0, "env", own + len(graph_envs) + j), base + ("envs", j), True))
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         if isinstance(svc.get(probe), dict) and probe not in main:
             fields.append((("containers", 0, probe), base + (probe,), True))
@@ -126,6 +135,22 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
     backend = obj.get("spec", "backendFramework")
     if isinstance(backend, str) and backend:
         out.engine = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}.get(backend, "other")
+    if out.model is None:  # Dynamo 0.3 graphs: the model in DYN_DEPLOYMENT_CONFIG (JSON)
+        for pod in pods:
+            for c in pod.containers():
+                raw = c.env_value("DYN_DEPLOYMENT_CONFIG")
+                if raw:
+                    try:
+                        conf = json.loads(raw)
+                    except ValueError:
+                        continue
+                    common = as_dict(as_dict(conf).get("Common"))
+                    model = common.get("served_model_name") or common.get("model")
+                    if isinstance(model, str) and model:
+                        out.model = model
+                        break
+            if out.model:
+                break
     roles = {"serving" if _component_type(obj, p) in _SERVING or "worker" in p.role.lower() else "infra" for p in pods}
     out.roles = sorted(roles) or ["serving"]
     return out

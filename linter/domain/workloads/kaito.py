@@ -97,7 +97,7 @@ def _preset_pod(obj: K8sObject, base: Path, res_path: Path, preset_path: Path, r
         (("containers", 0, "resources"), at_res, False),
         (("nodeSelector",), at_res, False),
         (("containers", 0, "command"), preset_path, False),
-        (("containers", 0, "image"), preset_path, False),
+        (("containers", 0, "image"), preset_path + (("presetOptions", "image") if "image" in c else ()), False),
     ]
     return synthesized(obj, preset_path, spec, "inference", replicas, fields)
 
@@ -143,8 +143,14 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
             out.model = str(preset["name"])
             out.engine = "vllm" if not tuning else "other"
         known = sku(res.get("instanceType"))
-        if known:
+        part = as_dict(res.get("partition"))
+        if part.get("mode") == "mig" and part.get("profile"):
+            out.accelerators = {f"nvidia.com/mig-{part['profile']}": float(as_int(part.get("count")) or 1)}
+        elif part.get("mode") == "accelerator" and as_int(part.get("count")):
+            out.accelerators = {"nvidia.com/gpu": float(as_int(part.get("count")) or 1)}
+        elif known:
             out.accelerators = {"nvidia.com/gpu": float(known[0])}
+        if known:
             out.parallelism["tensor"] = known[0]
         out.replicas = (_nodes(res) or 1) if kind == "Workspace" else as_int(obj.get("spec", "replicas")) or 1
         return out
@@ -164,9 +170,9 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
         out.roles = ["serving"]
         out.engine = "vllm"
         types = {as_dict(r).get("instanceType") for r in spec.get("roles") or [] if isinstance(r, dict)}
-        known = [sku(t) for t in types if sku(t)]
-        if known:
-            out.accelerators = {"nvidia.com/gpu": float(max(k[0] for k in known if k))}
+        counts = [k[0] for t in types if (k := sku(t)) is not None]
+        if counts:
+            out.accelerators = {"nvidia.com/gpu": float(max(counts))}
         return out
     return None
 

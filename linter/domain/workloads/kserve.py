@@ -145,7 +145,8 @@ def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catal
     spec.update({k: v for k, v in comp.items() if k not in _COMPONENT_ONLY and k != "containers"})
     spec["containers"] = containers
     fields.append(((), base, True))
-    pod = synthesized(obj, base, spec, base[-1], as_int(comp.get("minReplicas")), fields)
+    replicas = as_int(comp.get("minReplicas")) if "minReplicas" in comp else 1  # Knative's and KServe's default
+    pod = synthesized(obj, base, spec, base[-1], replicas, fields)
     pod.open = runtime is None  # the runtime (named or auto-selected) supplies image, command, probes...
     return pod
 
@@ -193,6 +194,11 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
     fmt = str(as_dict(model.get("modelFormat")).get("name") or ("" if key == "model" else key)).lower()
     if fmt.startswith("nvidia-nim"):
         out.engine = "nim"
+        for pod in pods:  # a NIM's model is its image (nvcr.io/nim/<org>/<model>)
+            for c in pod.containers(include_init=False):
+                if "/nim/" in c.image:
+                    out.model = c.image.split("/nim/", 1)[1].split(":", 1)[0]
+                    break
     elif fmt in _FORMAT_ENGINE:
         out.engine = _FORMAT_ENGINE[fmt]
     elif fmt:
@@ -201,6 +207,14 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
     if tp:
         out.parallelism["tensor"] = tp
     return out
+
+
+def _role(pod: PodTemplate) -> str | None:
+    """The merged model server of the predictor.model form serves (the containers form is
+    judged by what it runs, as before)."""
+    if pod.obj.kind == "InferenceService" and pod.synthetic is not None and pod.role == "predictor":
+        return "serving"
+    return None
 
 
 def supplies(c: Any, field: str) -> bool | None:
@@ -229,4 +243,5 @@ FAMILY = Family(
     preset_tokens=preset_tokens,
     takes_catalog=True,
     supplies=supplies,
+    role=_role,
 )

@@ -103,6 +103,8 @@ def _resources(name: str, count: int, prof: dict[str, Any] | None) -> dict[str, 
         return {"limits": {"nvidia.com/gpu": str(count)}}
     if name.startswith("amd-gpu"):
         return {"limits": {"amd.com/gpu": str(count)}}
+    if name.startswith("google-tpu"):  # values-gke.yaml: limits google.com/tpu 1 per unit
+        return {"limits": {"google.com/tpu": str(count)}}
     return {}
 
 
@@ -125,7 +127,19 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
 
     # the default images are the cluster's KubeAI config, not this file: only a written one counts
     image = spec.get("image") if isinstance(spec.get("image"), str) else ""
-    ref = model_ref(spec.get("url")) or ""
+    raw_url = spec.get("url")
+    url: str = raw_url if isinstance(raw_url, str) else ""
+    ref = model_ref(url) or ""
+    # engine_vllm.go: a cacheProfile loads the model into a PVC once (the loader Job) and
+    # vLLM reads modelCacheDir(m); a pvc:// model is mounted at /model; s3:// is streamed
+    volume: dict[str, Any] | None = None
+    if spec.get("cacheProfile"):
+        ref = f"/models/{obj.name or 'model'}"
+        volume = {"name": "model", "persistentVolumeClaim": {"claimName": f"{spec['cacheProfile']}-cache"}}
+    elif url.startswith("pvc://"):
+        ref = "/model"
+        claim = url[len("pvc://") :].split("/", 1)[0]
+        volume = {"name": "model", "persistentVolumeClaim": {"claimName": claim}}
     user_args = [a for a in as_list(spec.get("args")) if isinstance(a, (str, int, float))]
     env = [{"name": str(k), "value": str(v)} for k, v in as_dict(spec.get("env")).items()]
     c: dict[str, Any] = {"name": "server", "ports": [{"name": "http", "containerPort": 8000}]}
@@ -161,7 +175,11 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
     res = _resources(name, count, prof)
     if res:
         c["resources"] = res
+    if volume is not None:
+        c["volumeMounts"] = [{"name": "model", "mountPath": ref}]
     pod: dict[str, Any] = {"containers": [c]}  # the controller's /dev/shm volume: workloads.supplies
+    if volume is not None:
+        pod["volumes"] = [volume]
     if prof is not None:
         for key in ("nodeSelector", "tolerations", "affinity", "runtimeClassName"):
             if prof.get(key):

@@ -29,7 +29,11 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
         return
     spec = as_dict(obj.data.get("spec"))
     replicas = as_int(spec.get("replicas")) if "replicas" in spec else 1
-    yield from group_templates(obj, ("spec", "workloadTemplate"), replicas)
+    base: tuple[str, ...] = ("spec", "workloadTemplate")
+    if isinstance(obj.get(*base, "leaderWorkerTemplate"), dict):
+        base += ("leaderWorkerTemplate",)  # the older schema (llmaz before v0.1)
+        replicas = as_int(obj.get("spec", "workloadTemplate", "replicas")) or replicas
+    yield from group_templates(obj, base, replicas)
 
 
 def claimed_models(obj: K8sObject) -> list[str]:

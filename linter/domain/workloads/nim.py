@@ -39,7 +39,7 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
     if not spec:
         return
     port = as_int(as_dict(as_dict(spec.get("expose")).get("service")).get("port")) or PORT
-    std = [
+    std: list[dict[str, Any]] = [
         {"name": "NIM_CACHE_PATH", "value": "/model-store"},
         {
             "name": "NGC_API_KEY",

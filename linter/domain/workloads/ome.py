@@ -28,6 +28,9 @@ COMPONENTS = (("engine", "engineConfig"), ("decoder", "decoderConfig"), ("router
 
 
 def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
+    """The runtime named in `spec.runtime`, else the auto-selected one: a runtime whose
+    `supportedModelFormats` (autoSelect) name the base model's architecture and format,
+    highest priority first (sgl-project/ome pkg/runtimeselector)."""
     if catalog is None:
         return None
     name = obj.get("spec", "runtime", "name")
@@ -35,7 +38,27 @@ def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
         return catalog.get(GROUP, "ServingRuntime", name, obj.namespace) or catalog.get(
             GROUP, "ClusterServingRuntime", name
         )
-    return None
+    model = base_model(obj, catalog)
+    if model is None:
+        return None
+    arch = model.get("spec", "modelArchitecture")
+    fmt = model.get("spec", "modelFormat", "name")
+    best: tuple[int, K8sObject] | None = None
+    for kind in ("ServingRuntime", "ClusterServingRuntime"):
+        for rt in catalog.of_kind(GROUP, kind):
+            if kind == "ServingRuntime" and (rt.namespace or "default") != (obj.namespace or "default"):
+                continue
+            for f in rt.get("spec", "supportedModelFormats") or []:
+                if not isinstance(f, dict) or f.get("autoSelect") is not True:
+                    continue
+                if f.get("modelArchitecture") != arch or (
+                    fmt and as_dict(f.get("modelFormat")).get("name") not in (None, fmt)
+                ):
+                    continue
+                prio = as_int(f.get("priority")) or 0
+                if best is None or prio > best[0]:
+                    best = (prio, rt)
+    return best[1] if best else None
 
 
 def base_model(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
