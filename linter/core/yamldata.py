@@ -52,13 +52,13 @@ class _LazyResolver:
     whose first character can start a non-string.
     """
 
-    def descend_resolver(self, current_node, current_index):
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         return None
 
-    def ascend_resolver(self):
+    def ascend_resolver(self) -> None:
         return None
 
-    def resolve(self, kind, value, implicit):
+    def resolve(self, kind: Any, value: str, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode:
             return _PLAIN if implicit[0] else _STR
         if kind is yaml.SequenceNode:

@@ -157,9 +157,8 @@ class NodePoolView:
                 return False, None
             got = self._instance_labels.get(key)
             if got is None:  # once per pool and key: every pod's selector asks again
-                got = self._instance_labels[key] = frozenset(
-                    instances.get(t).labels().get(key, "") for t in types if instances.get(t)
-                )  # type: ignore[union-attr]
+                table = [it for it in (instances.get(t) for t in types) if it is not None]
+                got = self._instance_labels[key] = frozenset(it.labels().get(key, "") for it in table)
             return True, set(got)
         return False, None
 

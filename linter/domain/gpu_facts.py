@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from ailint.core.model import Edit, K8sObject, as_dict, as_list, iter_dicts
+from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
 from ailint.domain import instances
 from ailint.domain.extract import (
     ACCELERATOR_RESOURCES,
@@ -404,7 +404,7 @@ def eksctl_accelerator_nodegroups(ctx: Any) -> list[str]:
             continue
         for key in ("managedNodeGroups", "nodeGroups"):
             for _, ng in iter_dicts(o.get("spec", key) if o.get("spec", key) is not None else o.data.get(key)):
-                types = (
+                types: list[Any] = (
                     [ng.get("instanceType")]
                     + as_list(ng.get("instanceTypes"))
                     + as_list(as_dict(ng.get("instancesDistribution")).get("instanceTypes"))
@@ -418,7 +418,7 @@ def eksctl_accelerator_nodegroups(ctx: Any) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # Text in manifests
 # ---------------------------------------------------------------------------------------
-def line_span_in_value(obj: K8sObject, path: Sequence[Any], needle: str):
+def line_span_in_value(obj: K8sObject, path: Sequence[Any], needle: str) -> Span | None:
     """The span of the first line of the scalar at `path` that contains `needle`.
 
     Works for block (`|`, `>`) and plain multi-line scalars, whose lines appear in the

@@ -287,9 +287,9 @@ def preset_source(c: Container, flags: Sequence[str] = (), text: str = "", creat
     if extra and any(re.search(r"(^|\s)" + re.escape(f) + r"(=|\s|$)", extra) for f in flags):
         return c.path_of("env", c.env_index("VLLM_ADDITIONAL_ARGS"), "value")
     for f in flags:
-        key = _FLAG_FIELDS.get(f)
-        if key:
-            path = c.pod.group_path + ("parallelism", key)
+        field_name = _FLAG_FIELDS.get(f)
+        if field_name:
+            path = c.pod.group_path + ("parallelism", field_name)
             if create or obj.has(path):
                 return path
     if "--served-model-name" in flags and obj.has(("spec", "model", "name")):

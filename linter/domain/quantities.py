@@ -30,7 +30,7 @@ def to_int(v: Any) -> int | None:
 _INT_RE = re.compile(r"[-+]?[0-9]+")
 
 
-_SUFFIX = {
+_SUFFIX: dict[str, int | Decimal] = {
     "Ki": 2**10,
     "Mi": 2**20,
     "Gi": 2**30,

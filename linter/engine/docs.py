@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
 from ailint.engine.registry import FAMILIES, RegisteredRule, all_rules
 
@@ -80,7 +81,7 @@ def config_schema(base: dict) -> dict:
     props = {}
     for reg in all_rules().values():
         r = reg.rule
-        entry = {
+        entry: dict[str, Any] = {
             "type": "object",
             "additionalProperties": False,
             "description": f"{r.code} {r.name}: {r.summary}",
@@ -125,8 +126,8 @@ def write_all(root: str) -> list[str]:
     for path, content in expected.items():
         if path.endswith(".json"):
             continue
-        old = _read(path) if os.path.exists(path) else None
-        if old != content:
+        current = _read(path) if os.path.exists(path) else None
+        if current != content:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(content)
             changed.append(path)

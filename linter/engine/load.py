@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +94,7 @@ class _Skipped:
     name_col: int
 
 
-def _compose_documents(text: str, templated: bool = False):
+def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     """Composed documents of a stream, with CRD documents replaced by `_Skipped` markers.
 
     Files without a CRD take libyaml's stream path unchanged. With one, the stream is cut at

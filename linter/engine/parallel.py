@@ -51,7 +51,9 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     order = {id(c): i for i, c in enumerate(candidates)}
     results: list[tuple[int, FileResult]] = []
     with ProcessPoolExecutor(
-        max_workers=jobs, initializer=_init, initargs=(settings, (engine.rules, engine.debug, engine.bounded, engine.cache))
+        max_workers=jobs,
+        initializer=_init,
+        initargs=(settings, (engine.rules, engine.debug, engine.bounded, engine.cache)),
     ) as ex:
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
             for cand, fr in zip(chunk, res):
@@ -103,8 +105,8 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
     results = drain()
     os.close(rd)
     for pid, r in children:
-        with os.fdopen(r, "rb") as fh:
-            data = fh.read()
+        with os.fdopen(r, "rb") as rf:
+            data = rf.read()
         os.waitpid(pid, 0)
         try:
             results.update(pickle.loads(data))

@@ -372,10 +372,10 @@ def options_for(rule: Rule, configured: Mapping[str, Any] | None = None) -> Opti
     for name, value in (configured or {}).items():
         if name == "severity":
             continue
-        option = rule.options.get(name)
-        if option is None:
+        declared = rule.options.get(name)
+        if declared is None:
             raise OptionError(f"{rule.code} has no option `{name}`")
-        values[name] = coerce_option(name, option, value)
+        values[name] = coerce_option(name, declared, value)
     return Options(values)
 
 

@@ -365,7 +365,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             result.sources[fr.path] = fr.source
     # per-file ignores from config
     if settings.per_file_ignores:
-        kept = []
+        kept: list[Finding] = []
         for f in findings:
             drop = False
             for pattern, codes in settings.per_file_ignores.items():

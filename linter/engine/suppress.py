@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ailint.core.model import Finding, K8sObject, SourceFile, Span
@@ -32,7 +32,7 @@ class Suppression:
     used: bool = False
     kind: str = "comment"
 
-    def covers(self, finding: Finding, matches) -> bool:
+    def covers(self, finding: Finding, matches: Callable[[str, Finding], bool]) -> bool:
         if finding.file != self.file:
             return False
         if self.object_key is not None:
@@ -131,7 +131,13 @@ class SuppressionResult:
     meta: list[Finding] = field(default_factory=list)  # AIL findings
 
 
-def apply(findings: Iterable[Finding], suppressions: list[Suppression], matches, is_known, ran) -> SuppressionResult:
+def apply(
+    findings: Iterable[Finding],
+    suppressions: list[Suppression],
+    matches: Callable[[str, Finding], bool],
+    is_known: Callable[[str], bool],
+    ran: Callable[[str], bool],
+) -> SuppressionResult:
     """Split findings into kept and suppressed; report unused and unknown suppressions.
 
     `matches(selector, finding)` says whether a selector names the finding's rule;

@@ -229,12 +229,12 @@ def bundle_phase(
     patches: list[str] | None = None
     if schema:
         try:
-            from ailint.schema.validate import _kustomize_patches, validate_objects
+            from ailint.schema.validate import kustomize_patches, validate_objects
         except ImportError:
             schema = False
     if schema:
         judged = [o for o in objects if o.file not in hidden]
-        patch_set = _kustomize_patches(judged)
+        patch_set = kustomize_patches(judged)
         patches = sorted(patch_set)
         same = patches == prev_patches
         codes = {r.rule.code for r in sch}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, SourceFile
+from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile
 from ailint.fix.edits import DocumentEdit
 
 MAX_PASSES = 5
@@ -94,7 +94,7 @@ def _overlaps(a: Edit, b: Edit) -> bool:
 @dataclass
 class _Doc:
     data: Any
-    positions: dict[tuple[Any, ...], tuple[int, ...]]
+    positions: dict[tuple[Any, ...], Pos]
     problems: int  # duplicate keys and other YML findings inside the document
 
 
@@ -449,7 +449,7 @@ def _fix_file(st: _File, findings: list[Finding]) -> list[tuple[Fix, Finding]]:
     return good
 
 
-def _diff(display: str, old: str, new: str) -> str:
+def file_diff(display: str, old: str, new: str) -> str:
     lines = []
     for line in difflib.unified_diff(
         old.splitlines(keepends=True),
@@ -588,7 +588,7 @@ def run_fixes(
     if diff_only:
         messages.extend(f"ailint: {d}: no diff: {s.refused}" for d, s in files.items() if s.broken)
         for d, s in changed_files.items():
-            messages.append(_diff(d, s.source.text, s.text))
+            messages.append(file_diff(d, s.source.text, s.text))
         final = current
         remaining = _remaining_on_disk(result, final)
         fixed = _fixed_count(result, final)

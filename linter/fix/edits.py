@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import yaml
-from ailint.core.model import Edit, K8sObject
+from ailint.core.model import Edit, K8sObject, Pos
 
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./@:+-]+$")
 _RESERVED = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~", ""}
@@ -126,7 +126,7 @@ def _line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
-def _pos(obj: K8sObject, path: Sequence[Any]):
+def _pos(obj: K8sObject, path: Sequence[Any]) -> Pos | None:
     return obj.positions.get(obj.base + tuple(path))
 
 
@@ -672,7 +672,7 @@ def _styled(obj: K8sObject, coll_path: Sequence[Any], value: Any) -> str:
         return out
     coll = obj.get(*coll_path)
     keys = list(coll) if isinstance(coll, dict) else range(len(coll)) if isinstance(coll, list) else []
-    votes = Counter()
+    votes: Counter[str] = Counter()
     src = obj.source
     for k in keys:
         p = _pos(obj, tuple(coll_path) + (k,))

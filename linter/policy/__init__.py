@@ -49,9 +49,9 @@ class PolicyProvider:
         for i, item in enumerate(items):
             full = os.path.join(root, str(item))
             if not (globmod.glob(full, recursive=True) if globmod.has_magic(str(item)) else os.path.exists(full)):
-                from ailint.policy.custom_rules import _Where
+                from ailint.policy.custom_rules import Where
 
-                line, _col = _Where(path).line_col(("policies",))
+                line, _col = Where(path).line_col(("policies",))
                 raise ValueError(f"{path}:{line + i + 1}: `policies[{i}]`: no such file or folder: {item!r}")
 
     # -- runs ---------------------------------------------------------------------------------

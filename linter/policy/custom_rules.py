@@ -39,7 +39,7 @@ KEYS = {
 }
 
 
-class _Where:
+class Where:
     """Line and column of a config path, from the YAML nodes (TOML: a text search)."""
 
     def __init__(self, path: str) -> None:
@@ -149,14 +149,14 @@ def load_specs(data: dict[str, Any], path: str | None) -> list[Spec]:
         if isinstance(files, str):
             files = [files]
         if not isinstance(files, list):
-            raise ValueError(_at(_Where(path), ("custom-rules-files",), "`custom-rules-files` must be a list of globs"))
+            raise ValueError(_at(Where(path), ("custom-rules-files",), "`custom-rules-files` must be a list of globs"))
         root = os.path.dirname(os.path.abspath(path))
         for i, pattern in enumerate(files):
             full = os.path.join(root, str(pattern))
             matched = sorted(globmod.glob(full, recursive=True)) if globmod.has_magic(str(pattern)) else [full]
             matched = [m for m in matched if os.path.isfile(m)]
             if not matched:
-                w = _Where(path)
+                w = Where(path)
                 line, _ = w.line_col(("custom-rules-files",))
                 raise ValueError(
                     f"{path}:{line + i + 1 if w.root is not None else line}: `custom-rules-files[{i}]`: no file matches {pattern!r}"
@@ -185,13 +185,13 @@ def _specs_from_file(path: str) -> list[Spec]:
     raise ValueError(f"{path}:1: a custom rules file holds a `custom-rules:` mapping of codes to rules")
 
 
-def _at(w: _Where, keys: tuple[Any, ...], msg: str, key_node: bool = False) -> str:
+def _at(w: Where, keys: tuple[Any, ...], msg: str, key_node: bool = False) -> str:
     line, col = w.line_col(keys, key_node)
     return f"{w.path}:{line}:{col}: {msg}"
 
 
 def _specs_from(rules: Any, path: str, base: tuple[Any, ...]) -> list[Spec]:
-    w = _Where(path)
+    w = Where(path)
     if not isinstance(rules, dict):
         raise ValueError(_at(w, base, "`custom-rules` must map rule codes to rules"))
     out = []

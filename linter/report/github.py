@@ -15,7 +15,7 @@ def _escape_prop(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(result, **_: Any) -> str:
+def render(result: Any, **_: Any) -> str:
     from ailint.report.common import redact_result
 
     result = redact_result(result)  # no secret value in any output (public CI logs)

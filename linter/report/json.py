@@ -61,7 +61,7 @@ def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
     }
 
 
-def render(result, **_: Any) -> str:
+def render(result: Any, **_: Any) -> str:
     result = redact_result(result)  # no secret value in any output
     by_sev = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)}
     for f in result.findings:

@@ -100,7 +100,7 @@ def render(
     return "\n".join(out) + "\n" if out else ""
 
 
-def summary_line(result) -> str:
+def summary_line(result: Any) -> str:
     n = len(result.findings)
     counts = {"error": 0, "warning": 0, "info": 0}
     for f in result.findings:

@@ -578,7 +578,7 @@ def validate_objects(
     """Every SCH finding on `objects` (only for the codes in `enabled_codes`). `patches`: the
     kustomize patch names of the whole run, when `objects` is part of it (the cache)."""
     objects = list(objects)
-    out = _Out(settings, set(enabled_codes), _kustomize_patches(objects) if patches is None else patches)
+    out = _Out(settings, set(enabled_codes), kustomize_patches(objects) if patches is None else patches)
     if not out.enabled:
         return []
     for obj in objects:
@@ -1042,7 +1042,7 @@ def _placeholder(v: Any) -> bool:
     return isinstance(v, str) and _PLACEHOLDER_RE.search(v) is not None
 
 
-def _kustomize_patches(objects: list[K8sObject]) -> set[str]:
+def kustomize_patches(objects: list[K8sObject]) -> set[str]:
     """Base names of the files that Kustomizations in the run apply as patches."""
     names: set[str] = set()
     for o in objects:

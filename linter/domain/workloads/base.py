@@ -14,19 +14,9 @@ from typing import Any
 
 from ailint.core.model import Anchor, K8sObject, Path, as_dict, get_in, iter_dicts
 from ailint.domain.extract import PodTemplate
+from ailint.domain.quantities import to_int as as_int
 
 Kind = tuple[str | None, str]  # (API group, or None for any group; kind)
-
-
-def as_int(v: Any) -> int | None:
-    """An int from an int or a string of digits (never a bool)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v)
-    return None
 
 
 @dataclass

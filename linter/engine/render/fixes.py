@@ -346,7 +346,7 @@ def apply_source_fixes(
     result: Any, unsafe: bool, diff_only: bool, lint_again: Any, max_passes: int = 4
 ) -> tuple[Any, list[str], bool]:
     """Apply the source fixes of a run (charts and overlays); returns (result, messages, wrote)."""
-    from ailint.fix.apply import _diff, apply_to_text, write_atomic
+    from ailint.fix.apply import apply_to_text, file_diff, write_atomic
 
     messages: list[str] = []
     wrote = False
@@ -370,7 +370,7 @@ def apply_source_fixes(
                 continue
             originals.setdefault(target, text)
             if diff_only:
-                messages.append(_diff(os.path.relpath(target), text, new))
+                messages.append(file_diff(os.path.relpath(target), text, new))
                 continue
             err = write_atomic(target, new, expected=text)
             if err:

@@ -284,13 +284,13 @@ def remap(result: Any, p: Plan, settings: Any) -> dict[str, Stats]:
     result.suppressed = [mapper.map(f, stats, count=False) for f in result.suppressed]
     # config per-file-ignores against the source paths now
     if settings.per_file_ignores:
-        from ailint.engine.run import _selector_matches
+        from ailint.engine.registry import selector_matches
         from ailint.engine.sources import matches_any
 
         kept: list[Finding] = []
         for f in result.findings:
             drop = f.file != mapper.shown_of.get(f.file, f.file) or any(
-                matches_any(f.file, [pat]) and any(_selector_matches(c, f) for c in codes)
+                matches_any(f.file, [pat]) and any(selector_matches(c, f) for c in codes)
                 for pat, codes in settings.per_file_ignores.items()
             )
             (result.suppressed if drop else kept).append(f)
