@@ -569,7 +569,10 @@ def inventory_cmd(
     except ConfigError as exc:
         _fail(str(exc))
         return
-    inv = inventory.build(list(paths), settings)
+    problems: list[str] = []
+    inv = inventory.build(list(paths), settings, problems)
+    for line in problems:  # unreadable or unparsable input: said, never silently empty
+        click.echo(f"ailint: {line}", err=True)
     if fmt == "json":
         import json
 

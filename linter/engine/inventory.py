@@ -75,8 +75,9 @@ def entry(obj: K8sObject, catalog: Any) -> dict[str, Any]:
     }
 
 
-def build(paths: Sequence[str], settings: Settings) -> dict[str, Any]:
-    """The inventory of `paths` (files and folders, as `ailint check` finds them)."""
+def build(paths: Sequence[str], settings: Settings, problems: list[str] | None = None) -> dict[str, Any]:
+    """The inventory of `paths` (files and folders, as `ailint check` finds them). Files that
+    cannot be read or parsed are left out; `problems` collects `file:line: message` for them."""
     from ailint.domain import workloads
     from ailint.engine.run import read_candidate
     from ailint.engine.sources import discover
@@ -84,7 +85,10 @@ def build(paths: Sequence[str], settings: Settings) -> dict[str, Any]:
     root = settings.root if settings.config_path else os.getcwd()
     objects: list[K8sObject] = []
     for cand in discover(list(paths) or ["."], root, settings.exclude, settings.respect_gitignore):
-        objects.extend(read_candidate(cand, settings).objects)
+        fr = read_candidate(cand, settings)
+        objects.extend(fr.objects)
+        if problems is not None:
+            problems.extend(f"{f.file}:{f.span.line}: {f.code} {f.message}" for f in fr.findings)
     catalog = workloads.Catalog(o for o in objects if workloads.is_catalogue(o))
     known = _known_kinds()
     found: list[dict[str, Any]] = []
