@@ -6,7 +6,8 @@
   public edit helpers (`ailint.fix.edits`, a leaf over the core) for the fixes it builds;
 - nothing under core, engine, schema, fix, report or domain imports click, rich (the text
   reporter's lazy import of rich aside) or a door;
-- no import circle among modules at module level, and no private name imported across modules.
+- no import circle among modules at module level, and no private name used across modules
+  (`from m import _x` or `m._x`).
 """
 
 from __future__ import annotations
@@ -147,7 +148,37 @@ def test_no_private_name_imported_across_modules() -> None:
                 if name.startswith("ailint.rules.") and mod == ".".join(name.split(".")[:3]):
                     continue
                 bad.append(f"{path.relative_to(ROOT)}:{line}: from {mod} import {n}")
+        bad.extend(_private_attributes(name, path))
     assert not bad
+
+
+def _private_attributes(name: str, path: Path) -> list[str]:
+    """`module._name` reads where `module` is an imported ailint module (not its own family's)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ailint") and node.level == 0:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in MODULES:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("ailint") and a.asname:
+                    aliases[a.asname] = a.name
+    out = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            target = aliases[node.value.id]
+            if name.startswith("ailint.rules.") and target.startswith(".".join(name.split(".")[:3]) + "."):
+                continue  # the family's own helper module
+            out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr} ({target})")
+    return out
 
 
 def test_linter_top_level_stays_small() -> None:

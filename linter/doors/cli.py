@@ -667,10 +667,10 @@ def main() -> None:
         code: Any = 0
     except SystemExit as stop:
         code = stop.code
-    _fast_exit(code)
+    fast_exit(code)
 
 
-def _fast_exit(code: Any) -> None:
+def fast_exit(code: Any) -> None:
     import atexit
 
     if code is None:

@@ -306,4 +306,4 @@ def lean_check(argv: list[str]) -> None:
         code: Any = 0
     except SystemExit as stop:
         code = stop.code
-    cli._fast_exit(code)
+    cli.fast_exit(code)

@@ -251,7 +251,7 @@ def _insert_under(
             x = tpl.lines[j]
             if x.content and x.key == path[-1] and x.key_col == key_col:
                 return False
-            if x.directive_only and any(sourcemap._EMITS.search(a) for a in x.actions) and x.start <= key_col:
+            if x.directive_only and any(sourcemap.EMITS.search(a) for a in x.actions) and x.start <= key_col:
                 return False
     lines[line:line] = new_lines
     targets[file] = "\n".join(lines)

@@ -31,7 +31,7 @@ from ailint.engine.render.yamlpos import MISSING
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
 _KEY = re.compile(r"""^((?:"[^"]*"|'[^']*'|[^\s#'"{\-][^:#{]*?|-[^\s:#{][^:#{]*?)):(?:[ \t]|$)""")
-_EMITS = re.compile(r"\b(?:toYaml|toJson|toPrettyJson|include|tpl|template|fromYaml)\b|\.Files\.")
+EMITS = re.compile(r"\b(?:toYaml|toJson|toPrettyJson|include|tpl|template|fromYaml)\b|\.Files\.")
 _REF = re.compile(r"(\$[A-Za-z_]\w*|\$|(?<![\w)\]])\.)((?:Values)?(?:\.[A-Za-z_][\w-]*)*)")
 
 
@@ -486,7 +486,7 @@ def locate_chart(
                 return _in_block(cm, tpl, tfile, item, path, n + 1, rendered_value, item=True)
         return _in_block(cm, tpl, tfile, idx, path, n, rendered_value)
     # nothing literal: a directive writes the whole object (doc level)
-    emitters = [i for i, ln in enumerate(tpl.lines) if ln.directive_only and any(_EMITS.search(a) for a in ln.actions)]
+    emitters = [i for i, ln in enumerate(tpl.lines) if ln.directive_only and any(EMITS.search(a) for a in ln.actions)]
     docs_level = [i for i in emitters if tpl.lines[i].start <= 3]
     if len(docs_level) == 1 or len(emitters) == 1:
         i = docs_level[0] if len(docs_level) == 1 else emitters[0]
@@ -612,7 +612,7 @@ def _at_key(
         emitters = [
             i
             for i in range(idx + 1, end_b)
-            if tpl.lines[i].directive_only and any(_EMITS.search(a) for a in tpl.lines[i].actions)
+            if tpl.lines[i].directive_only and any(EMITS.search(a) for a in tpl.lines[i].actions)
         ]
         literal = [i for i in range(idx + 1, end_b) if tpl.lines[i].content]
         if len(emitters) == 1 and not literal:
@@ -644,7 +644,7 @@ def _in_block(
     emitters = [
         i
         for i in range(idx, end)
-        if any(_EMITS.search(a) or re.search(r"\.Values\b|^\s*\.\s*$|\$\w", a) for a in tpl.lines[i].actions)
+        if any(EMITS.search(a) or re.search(r"\.Values\b|^\s*\.\s*$|\$\w", a) for a in tpl.lines[i].actions)
         and (tpl.lines[i].directive_only or i == idx)
     ]
     if not emitters:
@@ -670,7 +670,7 @@ def _emitter(cm: ChartMap, tpl: Template, tfile: str, i: int, path: tuple[Any, .
     dot, vars_ = scopes(tpl, i)
     refs: list[tuple[Any, ...]] = []
     for a in ln.actions:
-        if _EMITS.search(a) and re.search(r"\binclude\b|\btemplate\b", a) and not re.search(r"toYaml|\.Values", a):
+        if EMITS.search(a) and re.search(r"\binclude\b|\btemplate\b", a) and not re.search(r"toYaml|\.Values", a):
             continue
         refs.extend(action_refs(a, dot, vars_))
     related: list[Related] = []
