@@ -46,7 +46,7 @@ def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
     best: tuple[int, K8sObject] | None = None
     for kind in ("ServingRuntime", "ClusterServingRuntime"):
         for rt in catalog.of_kind(GROUP, kind):
-            if kind == "ServingRuntime" and (rt.namespace or "default") != (obj.namespace or "default"):
+            if kind == "ServingRuntime" and rt.namespace_or_default != obj.namespace_or_default:
                 continue
             for f in rt.get("spec", "supportedModelFormats") or []:
                 if not isinstance(f, dict) or f.get("autoSelect") is not True:
