@@ -5,17 +5,28 @@
     python bench/run.py                       # all scenarios, markdown table on stdout
     python bench/run.py --update-readme       # also write the table into README.md
 
-Scenarios: the plain corpus (../shared/corpus/*/plain), one small file (ailint beside a
-bare `python -c pass`), and generated corpora of 1, 10 and 100 MB (copies of the corpus
-files, renamed) to show how time and memory grow. Runs alternate between the tools;
-the table reports medians of wall time and of peak RSS (`/usr/bin/time -v`). Checkov's
-first run after install compiles its modules: a warm-up run of each tool is discarded.
+ailint runs as a user has it: a regular (not editable) install of this tree in
+bench/.user-venv, rebuilt at the start of every run (`--dev-venv` uses this interpreter's
+install instead). Scenarios, each with the targets of the speed issue:
+
+- the plain corpus (../shared/corpus/*/plain, copied to bench/generated/plain so one file
+  can be edited): cold (`--no-cache`) against a warm Checkov; rerun with nothing changed;
+  rerun after editing one file (each sample edits it again);
+- one small file, cold and warm, against a bare `python -c pass` of an empty venv;
+- generated corpora of 1, 10 and 100 MB (copies of the corpus files), cold: time and peak
+  memory, and seconds per MB to show the growth is linear.
+
+Runs alternate between the tools; the table reports medians of wall time and of peak RSS
+(`/usr/bin/time -v`) after a discarded warm-up (which also fills the cache for the warm
+rows). The load average of the machine is printed with the table. `--profile` adds where a
+cold corpus run spends its time (one process, stage by stage).
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import platform
 import re
@@ -23,20 +34,46 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 PEER_VENV = ROOT / "bench" / ".peer-venv"
+USER_VENV = ROOT / "bench" / ".user-venv"
 GENERATED = ROOT / "bench" / "generated"  # not a dot folder: Checkov skips those
 PEER = "checkov==3.3.30"
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+EDIT_MARK = "# bench: edited "
 
 
-def ailint_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("ailint")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ailint"]
+def ailint_cmd(dev: bool) -> list[str]:
+    if dev:
+        exe = Path(sys.executable).with_name("ailint")
+        return [str(exe)] if exe.exists() else [sys.executable, "-m", "ailint"]
+    return [str(USER_VENV / "bin" / "ailint")]
+
+
+def user_install() -> None:
+    """This tree installed as a user installs it (a wheel, not an editable install)."""
+    fresh = not (USER_VENV / "bin" / "python").exists()
+    if fresh:
+        subprocess.run([sys.executable, "-m", "venv", str(USER_VENV)], check=True)
+    pip = [str(USER_VENV / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
+    with tempfile.TemporaryDirectory() as tmp:  # build from a copy: no build/ or egg-info in the tree
+        src = Path(tmp) / "src"
+        shutil.copytree(
+            ROOT,
+            src,
+            ignore=shutil.ignore_patterns(
+                ".git", ".venv", "bench", "__pycache__", "*.egg-info", "build", "fixtures", "tests", "docs"
+            ),
+        )
+        if fresh:  # with its dependencies from the index
+            subprocess.run([*pip, str(src)], check=True)
+        else:  # the same version number: force the new code in
+            subprocess.run([*pip, "--force-reinstall", "--no-deps", str(src)], check=True)
 
 
 def checkov_cmd() -> list[str] | None:
@@ -50,16 +87,10 @@ def install_peer() -> None:
     subprocess.run([str(PEER_VENV / "bin" / "pip"), "install", "-q", PEER], check=True)
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one whole process."""
     time_bin = "/usr/bin/time"
-    if os.path.exists(time_bin):
-        full = [time_bin, "-v", *cmd]
-    else:
-        full = cmd
-    # As on a user's machine, a tool's first (discarded) run may cache its bytecode: with
-    # PYTHONDONTWRITEBYTECODE set, every run would compile each edited module again.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    full = [time_bin, "-v", *cmd] if os.path.exists(time_bin) else cmd
     t0 = time.perf_counter()
     proc = subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -70,9 +101,7 @@ def measure(cmd: list[str]) -> tuple[float, float]:
 
 def bare_python() -> str:
     """The interpreter of an empty virtual environment (bench/.bare-venv): what `python -c
-    pass` costs on a user's machine. The development venv's own interpreter is slower to
-    start (its editable-install hook imports pathlib and more at every start), which would
-    flatter the ratio."""
+    pass` costs on a user's machine."""
     venv = ROOT / "bench" / ".bare-venv"
     exe = venv / "bin" / "python"
     if not exe.exists():
@@ -101,40 +130,148 @@ def generate(size_mb: int) -> Path:
     return out
 
 
-def scenarios(sizes: list[int]) -> list[tuple[str, list[str], list[str], list[str] | None]]:
-    """(name, ailint args, checkov args, extra baseline command)."""
-    plain = sorted(glob.glob(str(CORPUS / "*" / "plain")))
+def plain_copy() -> tuple[list[str], Path]:
+    """The plain corpus folders copied (fresh each run) and the file the edit scenario edits."""
+    out = GENERATED / "plain"
+    shutil.rmtree(out, ignore_errors=True)
+    folders = []
+    for d in sorted(glob.glob(str(CORPUS / "*" / "plain"))):
+        dst = out / Path(d).parent.name
+        shutil.copytree(d, dst)
+        folders.append(str(dst))
+    victim = next(
+        p
+        for p in sorted(out.rglob("*.yaml"))
+        if "\nkind: Deployment" in p.read_text(encoding="utf-8", errors="replace")
+    )
+    return folders, victim
+
+
+def edit(victim: Path) -> None:
+    """Change one line of the file (a comment: the edit any save makes, keeping its findings)."""
+    text = victim.read_text(encoding="utf-8")
+    lines = [ln for ln in text.split("\n") if not ln.startswith(EDIT_MARK)]
+    victim.write_text("\n".join(lines).rstrip("\n") + f"\n{EDIT_MARK}{time.time_ns()}\n", encoding="utf-8")
+
+
+def scenarios(args: argparse.Namespace, plain: list[str], victim: Path) -> list[dict]:
     small = ROOT / "fixtures" / "demo" / "vllm.yaml"
-    out: list[tuple[str, list[str], list[str], list[str] | None]] = [
-        (
-            f"plain corpus ({len(plain)} folders, 1,922 files)",
-            ["check", "--format", "json", "--fail-on", "never", *plain],
-            [a for d in plain for a in ("-d", d)],
-            None,
-        ),
-        (
-            "one small file",
-            ["check", "--format", "json", "--fail-on", "never", str(small)],
-            ["-f", str(small)],
-            [bare_python(), "-c", "pass"],
-        ),
+    fmt = ["check", "--format", "json", "--fail-on", "never"]
+    n_files = sum(1 for d in plain for p in Path(d).rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+    rows: list[dict] = [
+        {
+            "name": f"plain corpus ({len(plain)} folders, {n_files:,} files), cold (`--no-cache`)",
+            "key": "cold",
+            "ailint": [*fmt, "--no-cache", *plain],
+            "checkov": [a for d in plain for a in ("-d", d)],
+        },
+        {"name": "plain corpus, rerun with nothing changed", "key": "warm", "ailint": [*fmt, *plain], "of": "cold"},
+        {
+            "name": "plain corpus, rerun after editing one file",
+            "key": "edit",
+            "ailint": [*fmt, *plain],
+            "before": lambda: edit(victim),
+            "of": "cold",
+        },
+        {
+            "name": "one small file, cold (`--no-cache`)",
+            "key": "one",
+            "ailint": [*fmt, "--no-cache", str(small)],
+            "checkov": ["-f", str(small)],
+            "baseline": [bare_python(), "-c", "pass"],
+        },
+        {
+            "name": "one small file, rerun (cached)",
+            "key": "one-warm",
+            "ailint": [*fmt, str(small)],
+            "baseline": [bare_python(), "-c", "pass"],
+        },
     ]
-    for mb in sizes:
+    for mb in args.sizes:
         d = str(generate(mb))
-        out.append((f"generated {mb} MB", ["check", "--format", "json", "--fail-on", "never", d], ["-d", d], None))
-    return out
+        row = {"name": f"generated {mb} MB, cold", "key": f"gen{mb}", "ailint": [*fmt, "--no-cache", d], "mb": mb}
+        if args.peer_generated:
+            row["checkov"] = ["-d", d]
+        rows.append(row)
+    return rows
+
+
+def stage_profile(cmd_python: str, plain: list[str], env: dict[str, str]) -> str:
+    """Where a cold corpus run (one process) spends its time, stage by stage."""
+    code = r"""
+import sys, time, json
+T = {}
+t0 = time.perf_counter()
+def timed(owner, name, label):
+    f = getattr(owner, name)
+    def w(*a, **k):
+        t = time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            T[label] = T.get(label, 0.0) + time.perf_counter() - t
+    setattr(owner, name, w)
+from ailint.doors import cli
+from ailint.engine import run, load, registry, sources
+import ailint.schema.validate as validate
+t_import = time.perf_counter() - t0
+timed(run, "load_text", "parse (libyaml + positions)")
+timed(run.Engine, "check_object", "single-object rules")
+timed(run, "bundle_chunk", "bundle rules + schema")
+timed(validate, "validate_objects", "schema validation")
+timed(run, "discover", "discovery")
+for p in registry.providers():
+    timed(p, "run_pass", "admission-policy pass")
+import ailint.report.json as rj
+timed(rj, "render", "JSON report")
+sys.argv = ["ailint", "check", "--format", "json", "--fail-on", "never", "--no-cache", "--jobs", "1", *sys.argv[1:]]
+out = sys.stdout
+sys.stdout = open("/dev/null", "w")
+try:
+    cli.cli(prog_name="ailint")
+except SystemExit:
+    pass
+total = time.perf_counter() - t0
+T["bundle rules"] = T.pop("bundle rules + schema", 0.0) - T.get("schema validation", 0.0)
+T["start-up imports"] = t_import
+out.write(json.dumps({"total": total, **T}))
+"""
+    proc = subprocess.run(
+        [cmd_python, "-c", code, *plain], capture_output=True, text=True, env=env, check=False, timeout=600
+    )
+    try:
+        t = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return f"(profile failed: {proc.stderr.strip()[-300:]})"
+    total = t.pop("total")
+    parts = sorted(t.items(), key=lambda kv: -kv[1])
+    rest = total - sum(v for _, v in parts)
+    shown = (
+        ", ".join(f"{k} {v:.2f} s" for k, v in parts) + f", the rest (joining, suppressions, rule imports) {rest:.2f} s"
+    )
+    return f"Where a cold corpus run spends its time (`--jobs 1`, one process, {total:.2f} s): {shown}."
 
 
 def run(args: argparse.Namespace) -> str:
     if not CORPUS.is_dir():
         sys.exit(f"bench: {CORPUS} not found (the benchmark needs ../shared/corpus)")
-    peer = checkov_cmd()
+    if not args.dev_venv:
+        print("bench: installing this tree in bench/.user-venv", file=sys.stderr)
+        user_install()
+    peer = None if args.no_peer else checkov_cmd()
     if peer is None and not args.no_peer:
         print("bench: Checkov is not installed; run with --install-peer first, or --no-peer", file=sys.stderr)
+    cache_dir = tempfile.mkdtemp(prefix="ailint-bench-cache-")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "AILINT_NO_CACHE")}
+    env["AILINT_CACHE_DIR"] = cache_dir
+    plain, victim = plain_copy()
+    ailint = ailint_cmd(args.dev_venv)
+    load_before = os.getloadavg()
     rows = []
-    for name, a_args, c_args, baseline in scenarios(args.sizes):
-        cmds = {"ailint": ailint_cmd() + a_args}
-        if peer and not args.no_peer and not (name.startswith("generated 100") and args.skip_peer_100):
+    med_by_key: dict[str, dict[str, tuple[float, float]]] = {}
+    for sc in scenarios(args, plain, victim):
+        cmds = {"ailint": ailint + sc["ailint"]}
+        if peer and "checkov" in sc:
             cmds["checkov"] = peer + [
                 "--framework",
                 "kubernetes",
@@ -143,26 +280,39 @@ def run(args: argparse.Namespace) -> str:
                 "-o",
                 "json",
                 "--skip-download",
-                *c_args,
+                *sc["checkov"],
             ]
-        if baseline:
-            cmds["python -c pass"] = baseline
-        for cmd in cmds.values():  # warm-up, discarded
-            measure(cmd)
+        if "baseline" in sc:
+            cmds["python -c pass"] = sc["baseline"]
+        before = sc.get("before")
+        for cmd in cmds.values():  # warm-up, discarded (Checkov compiles; ailint fills the cache)
+            measure(cmd, env)
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
         for _ in range(args.repeat):
             for k, cmd in cmds.items():  # alternate between tools
-                samples[k].append(measure(cmd))
+                if before and k == "ailint":
+                    before()
+                samples[k].append(measure(cmd, env))
         med = {k: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)) for k, v in samples.items()}
-        ratio = ""
+        med_by_key[sc["key"]] = med
+        notes = []
         if "checkov" in med:
-            ratio = f"{med['checkov'][0] / med['ailint'][0]:.1f}x faster"
+            notes.append(f"{med['checkov'][0] / med['ailint'][0]:.1f}x faster than Checkov")
         if "python -c pass" in med:
-            ratio = f"{med['ailint'][0] / med['python -c pass'][0]:.1f}x `python -c pass`"
-            if "checkov" in med:
-                ratio += f"; {med['checkov'][0] / med['ailint'][0]:.1f}x faster than Checkov"
-        rows.append((name, med, ratio))
-        print(f"bench: {name}: " + ", ".join(f"{k} {v[0]:.2f}s {v[1]:.0f}MiB" for k, v in med.items()), file=sys.stderr)
+            notes.append(f"{med['ailint'][0] / med['python -c pass'][0]:.1f}x `python -c pass`")
+        if "of" in sc and sc["of"] in med_by_key:
+            notes.append(f"{100 * med['ailint'][0] / med_by_key[sc['of']]['ailint'][0]:.0f}% of the cold run")
+        if "mb" in sc:
+            notes.append(f"{med['ailint'][0] / sc['mb']:.2f} s/MB")
+        rows.append((sc["name"], med, "; ".join(notes)))
+        print(
+            f"bench: {sc['name']}: " + ", ".join(f"{k} {v[0]:.3f}s {v[1]:.0f}MiB" for k, v in med.items()),
+            file=sys.stderr,
+        )
+    profile = stage_profile(str(Path(ailint[0]).with_name("python")), plain, env) if args.profile else ""
+    edit(victim)  # leave no trace of the run's edits but a fresh copy next time
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    load_after = os.getloadavg()
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as fh:
@@ -170,10 +320,12 @@ def run(args: argparse.Namespace) -> str:
             cpu = m.group(1) if m else cpu
     except OSError:
         pass
+    install = "`pip install` of this tree in a fresh venv" if not args.dev_venv else "the development venv"
     lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores ({cpu}), Python "
-        f"{platform.python_version()}, medians of {args.repeat} alternating runs after a discarded warm-up "
-        f"(`python bench/run.py`).",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores ({cpu}), Python "
+        f"{platform.python_version()}, ailint from {install}; medians of {args.repeat} alternating runs after a "
+        f"discarded warm-up (`python bench/run.py`); load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after (other work on the machine makes every figure noisier).",
         "",
         "| scenario | ailint | peak RSS | Checkov 3.3.30 | peak RSS | ratio |",
         "|---|---|---|---|---|---|",
@@ -187,6 +339,8 @@ def run(args: argparse.Namespace) -> str:
         if base:
             cs = f"{cs} (python -c pass: {base[0] * 1000:.0f} ms)"
         lines.append(f"| {name} | {a[0]:.2f} s | {a[1]:.0f} MiB | {cs} | {cm} | {ratio} |")
+    if profile:
+        lines += ["", profile]
     return "\n".join(lines) + "\n"
 
 
@@ -206,7 +360,9 @@ def main() -> None:
     ap.add_argument("--no-peer", action="store_true", help="measure ailint only")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 10, 100])
-    ap.add_argument("--skip-peer-100", action="store_true", help="do not run Checkov on the 100 MB corpus")
+    ap.add_argument("--peer-generated", action="store_true", help="also run Checkov on the generated corpora (slow)")
+    ap.add_argument("--dev-venv", action="store_true", help="time this interpreter's ailint, not a user install")
+    ap.add_argument("--profile", action="store_true", help="add where a cold corpus run spends its time")
     ap.add_argument("--update-readme", action="store_true")
     args = ap.parse_args()
     if args.install_peer:
