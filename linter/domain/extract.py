@@ -22,6 +22,7 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job",
 KSERVE_LLM_KINDS = ("LLMInferenceService", "LLMInferenceServiceConfig")  # templates in ailint.domain.kserve
 KSERVE_SERVING_ROLES = ("main", "worker", "prefill", "prefill-worker")  # the pods that run vLLM
 POD_KINDS: tuple[str, ...]  # every workload kind, as a rule's `kinds=` lists it (from the adapters)
+SERVING_KINDS: tuple[str, ...]  # custom-resource kinds whose pods are long-running model servers
 BATCH_KINDS = (
     "Job",
     "CronJob",
@@ -73,6 +74,10 @@ def __getattr__(name: str) -> Any:
         from ailint.domain import workloads
 
         value: Any = workloads.rule_kinds()
+    elif name == "SERVING_KINDS":  # custom resources that run model servers (the adapters say)
+        from ailint.domain import workloads
+
+        value = workloads.serving_rule_kinds()
     elif name in _ROLES:  # moved to ailint.domain.roles; re-exported while rules move over
         from ailint.domain import roles
 

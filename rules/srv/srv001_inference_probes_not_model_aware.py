@@ -109,7 +109,8 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import models, serving
 from ailint.domain.context import Context
-from ailint.domain.extract import pod_templates, role_override, serving_engine
+from ailint.domain.extract import SERVING_KINDS, pod_templates, role_override, serving_engine
+from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
 
 RULE = Rule(
@@ -117,7 +118,7 @@ RULE = Rule(
     name="inference-probes-not-model-aware",
     severity=Severity.WARNING,
     summary="An inference server has no model-aware readiness probe, or a liveness probe that can kill it mid-load",
-    kinds=("Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster"),
+    kinds=("Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "RayCluster", *SERVING_KINDS),
     fix=FixAvailability.SOMETIMES,
     options={
         "expected-load-seconds": Option(600, "load time a liveness window must cover", "integer"),
@@ -143,8 +144,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             continue
         for c in pod.containers(include_init=False):
             engine = serving_engine(c)
-            if engine:
-                yield from _check_container(obj, c, engine, opts)
+            if engine and not ("readinessProbe" not in c.data and preset_supplies(c, "readinessProbe")):
+                yield from _check_container(obj, c, engine, opts)  # (a controller may add the probes)
 
 
 def _probe_kind(probe: Any) -> str | None:

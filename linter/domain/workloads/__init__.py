@@ -84,6 +84,12 @@ def rule_kinds() -> tuple[str, ...]:
     return tuple(dict.fromkeys(kind if group is None else f"{group}/{kind}" for group, kind in kinds()))
 
 
+def serving_rule_kinds() -> tuple[str, ...]:
+    """The custom-resource kinds whose pods are long-running model servers, in `kinds=`
+    notation (rules about servers add them to the core kinds they list)."""
+    return tuple(dict.fromkeys(k if g is None else f"{g}/{k}" for fam in families() for g, k in fam.serving))
+
+
 def _pick(table: dict[str, list[tuple[str | None, Family]]], obj: K8sObject) -> Family | None:
     entries = table.get(obj.kind)
     if not entries:

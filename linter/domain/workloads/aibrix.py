@@ -94,4 +94,5 @@ FAMILY = Family(
     ),
     role=_role,
     preset_tokens=lambda c: ray_node_tokens(c) if c.pod.obj.kind.startswith("RayCluster") else None,
+    serving=((GROUP, "StormService"), (GROUP, "RoleSet")),
 )

@@ -54,6 +54,8 @@ class Family:
     # (an OME runtime: the pods of every InferenceService that selects it)
     template_kinds: tuple[Kind, ...] = ()
     role: Callable[[PodTemplate], str | None] | None = None  # serving, training, batch, infra (None: heuristics)
+    # kinds whose pods are long-running model servers (rules for servers apply to them)
+    serving: tuple[Kind, ...] = ()
 
 
 class Catalog:

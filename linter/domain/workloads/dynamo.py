@@ -166,5 +166,10 @@ def _role(pod: PodTemplate) -> str | None:
 
 
 FAMILY = Family(
-    "dynamo", ((GROUP, "DynamoGraphDeployment"), (GROUP, "DynamoComponentDeployment")), templates, facts, role=_role
+    "dynamo",
+    ((GROUP, "DynamoGraphDeployment"), (GROUP, "DynamoComponentDeployment")),
+    templates,
+    facts,
+    role=_role,
+    serving=((GROUP, "DynamoGraphDeployment"), (GROUP, "DynamoComponentDeployment")),
 )

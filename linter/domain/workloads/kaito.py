@@ -195,4 +195,5 @@ FAMILY = Family(
     facts,
     role=_role,
     supplies=supplies,
+    serving=((GROUP, "Workspace"), (GROUP, "InferenceSet")),
 )

@@ -154,8 +154,8 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
         env = [{"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"}, *env]
         probe = {"httpGet": {"path": "/health", "port": "http"}}
         c["startupProbe"] = {**probe, "periodSeconds": 2, "failureThreshold": 5400}
-        c["readinessProbe"] = {**probe, "periodSeconds": 10}
-        c["livenessProbe"] = {**probe, "periodSeconds": 30}
+        c["readinessProbe"] = {**probe, "periodSeconds": 10, "failureThreshold": 3}
+        c["livenessProbe"] = {**probe, "periodSeconds": 30, "failureThreshold": 3}
     elif engine == "OLlama":
         if not image:
             c["command"] = ["ollama", "serve"]  # the entrypoint of the chart's ollama/ollama image
@@ -164,8 +164,22 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
             {"name": "OLLAMA_KEEP_ALIVE", "value": "999999h"},
             *env,
         ]
-        c["readinessProbe"] = {"httpGet": {"path": "/", "port": "http"}}
-        c["livenessProbe"] = {"httpGet": {"path": "/", "port": "http"}}
+        # engine_ollama.go: the startup probe pulls the model (timeout 180 min)
+        pull = f"/bin/ollama pull {ref} && /bin/ollama cp {ref} {obj.name or ''}"
+        c["startupProbe"] = {
+            "exec": {"command": ["bash", "-c", pull]},
+            "initialDelaySeconds": 1,
+            "periodSeconds": 3,
+            "failureThreshold": 10,
+            "timeoutSeconds": 10800,
+        }
+        c["readinessProbe"] = {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
+        c["livenessProbe"] = {
+            "httpGet": {"path": "/", "port": "http"},
+            "initialDelaySeconds": 900,
+            "periodSeconds": 30,
+            "failureThreshold": 3,
+        }
         if user_args:
             c["args"] = [str(a) for a in user_args]
     elif user_args:
@@ -222,4 +236,12 @@ def _role(pod: PodTemplate) -> str:
     return "serving"
 
 
-FAMILY = Family("kubeai", (("kubeai.org", "Model"),), templates, facts, supplies=supplies, role=_role)
+FAMILY = Family(
+    "kubeai",
+    (("kubeai.org", "Model"),),
+    templates,
+    facts,
+    supplies=supplies,
+    role=_role,
+    serving=(("kubeai.org", "Model"),),
+)

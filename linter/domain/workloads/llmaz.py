@@ -97,4 +97,5 @@ FAMILY = Family(
     facts,
     catalogue=((MODEL_GROUP, "OpenModel"), (GROUP, "BackendRuntime")),
     role=_role,
+    serving=((GROUP, "Service"),),
 )

@@ -137,4 +137,11 @@ def _role(pod: PodTemplate) -> str:
     return "serving"
 
 
-FAMILY = Family("nim", ((GROUP, "NIMService"), (GROUP, "NIMCache")), templates, facts, role=_role)
+FAMILY = Family(
+    "nim",
+    ((GROUP, "NIMService"), (GROUP, "NIMCache")),
+    templates,
+    facts,
+    role=_role,
+    serving=((GROUP, "NIMService"),),
+)

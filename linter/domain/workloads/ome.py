@@ -162,4 +162,5 @@ FAMILY = Family(
     takes_catalog=True,
     template_kinds=((GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
     role=_role,
+    serving=((GROUP, "InferenceService"), (GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
 )
