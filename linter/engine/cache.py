@@ -352,6 +352,7 @@ def finding_out(f: Finding) -> tuple[Any, ...]:
         ref,
         f.path,
         fix,
+        f.severity_reason,
     )
 
 
@@ -360,7 +361,8 @@ _APP = {a.value: a for a in Applicability}
 
 
 def finding_in(t: Sequence[Any]) -> Finding:
-    code, name, sev, message, file, s, ref, path, fix = t
+    code, name, sev, message, file, s, ref, path, fix, *rest = t
+    reason = rest[0] if rest else None  # why the severity differs from the rule's (a rule's own)
     return Finding(
         code,
         name,
@@ -371,6 +373,7 @@ def finding_in(t: Sequence[Any]) -> Finding:
         None if ref is None else ObjectRef(*ref),
         tuple(path),
         None if fix is None else Fix(fix[0], tuple(Edit(*e) for e in fix[1]), _APP[fix[2]]),
+        severity_reason=reason,
     )
 
 
