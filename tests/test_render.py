@@ -324,3 +324,34 @@ def test_an_unused_suppression_in_a_template_is_reported_there(render_tools, tmp
     doc = report([str(chart)], render_tools, cwd=tmp_path)
     (ail,) = [f for f in doc["findings"] if f["code"] == "AIL001"]
     assert (ail["file"], ail["line"], ail["column"]) == ("gpu-serve/templates/service.yaml", 5, 8)
+
+
+@pytest.mark.skipif(not SHARED, reason="../shared/charts is absent")
+@pytest.mark.parametrize(
+    "item", [s[0] for s in SHARED if "/" not in s[0]], ids=[s[0].split("__")[-1] for s in SHARED if "/" not in s[0]]
+)
+def test_fix_on_a_copy_of_a_shared_chart(render_tools, item, tmp_path):
+    folder, values, apis = next(s for s in SHARED if s[0] == item)
+    chart = tmp_path / "c"
+    shutil.copytree(SHARED_CHARTS / folder, chart)
+    for p in [chart, *chart.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o200)
+    vals = [str(chart / Path(v).relative_to(folder)) for v in values]
+    (tmp_path / ".ailint.yaml").write_text(
+        f"charts:\n  - path: c\n    values: {json.dumps(vals)}\n    api-versions: {json.dumps(apis)}\n"
+    )
+    before = {p.relative_to(chart): p.read_text(errors="replace") for p in chart.rglob("*") if p.is_file()}
+    ailint(["check", "--fix", "--unsafe-fixes", "c"], render_tools, cwd=tmp_path)
+    after = {p.relative_to(chart): p.read_text(errors="replace") for p in chart.rglob("*") if p.is_file()}
+    for p in (p for p in before if before[p] != after[p]):
+        old, new = before[p].split("\n"), after[p].split("\n")
+        assert [c for c in old if c.strip().startswith("#")] == [c for c in new if c.strip().startswith("#")], p
+        if p.name.startswith("values") or p.name.endswith("values.yaml"):
+            continue
+        assert p.parts[0] == "templates", p
+        assert [ln for ln in old if ln not in new] == [], p  # template lines are only added
+        assert all("{{" not in ln for ln in new if ln not in old), p
+    doc = json.loads(ailint(["check", "--format", "json", "c"], render_tools, cwd=tmp_path).stdout)
+    assert not [f for f in doc["findings"] if f["code"].startswith("YML02")]  # still renders
+    ailint(["check", "--fix", "--unsafe-fixes", "c"], render_tools, cwd=tmp_path)
+    assert {p.relative_to(chart): p.read_text(errors="replace") for p in chart.rglob("*") if p.is_file()} == after

@@ -18,6 +18,7 @@ each file written atomically, the run linted again, until nothing changes.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,10 +157,9 @@ def _carry(
         if ploc is None or (ploc.line == 1 and ploc.note):
             return False
         if ploc.values_file and ploc.values_path is not None:
-            vp = tuple(ploc.values_path) + tuple(path[len(ploc.values_prefix) :])
-            if len(vp) > len(ploc.values_path) and not isinstance(path[-1], int):
-                return _values_set(ploc.values_file, vp, value, targets)
-            return False
+            if isinstance(path[-1], int):
+                return False  # an item added to a values list: order is the values author's
+            return _values_set(ploc.values_file, (*ploc.values_path, path[-1]), value, targets)
         if not ploc.plain or isinstance(path[-1], int):
             return False
         return _insert_under(ploc.file, ploc.line, path, new, targets, template=True)
@@ -253,6 +253,14 @@ def _insert_under(
                 return False
             if x.directive_only and any(sourcemap.EMITS.search(a) for a in x.actions) and x.start <= key_col:
                 return False
+            if (
+                x.directive_only
+                and x.start <= key_col
+                and any(re.match(r"\s*(if|else|range|with|end)\b", a) for a in x.actions)
+            ):
+                return False  # the block is conditional at the key's level: another branch may differ
+            if x.content and x.key is None and not x.dashes:
+                return False  # a flow value (`{}`) in the block: a key beside it would not parse
     lines[line:line] = new_lines
     targets[file] = "\n".join(lines)
     return True

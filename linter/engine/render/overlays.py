@@ -165,7 +165,7 @@ def _scan(folder: str, out: Scan, depth: int) -> None:
                 continue
             target = entry.get("target") if isinstance(entry.get("target"), dict) else None
             if isinstance(entry.get("path"), str):
-                p: str = os.path.normpath(os.path.join(folder, entry["path"]))
+                p = os.path.normpath(os.path.join(folder, entry["path"]))
                 if os.path.isfile(p):
                     out.files.add(os.path.realpath(p))
                     out.patches.append(Patch(kfile, line_of(node, key, i), p, None, 0, target, j6902))

@@ -400,6 +400,10 @@ class _Mapper:
             from ailint.engine.render import fixes
 
             fix = fixes.remap_fix(f.fix, obj, loc, self, rd)
+            keys = [r.message.removeprefix("values key ") for r in loc.related if r.message.startswith("values key")]
+            if fix is None and keys:
+                # the rendered fix cannot be carried to a source line: say which values key to set
+                message += f" [to fix ({f.fix.title}): set {' or '.join(keys)} in the values]"
         out = replace(
             f,
             file=file,
