@@ -190,9 +190,9 @@ def has_queue_label(obj: K8sObject) -> bool:
 
 def gang_mechanism(obj: K8sObject) -> str | None:
     """A gang-scheduling mechanism visible on the object: a gang scheduler's schedulerName,
-    pod-group labels or annotations, PyTorchJob `runPolicy.schedulingPolicy`, or KubeRay's
+    pod-group labels or annotations, PyTorchJob/MPIJob `runPolicy.schedulingPolicy`, or KubeRay's
     batch-scheduler labels. Returns a short description, or None."""
-    if obj.kind == "PyTorchJob" and isinstance(obj.get("spec", "runPolicy", "schedulingPolicy"), dict):
+    if obj.kind in ("PyTorchJob", "MPIJob") and isinstance(obj.get("spec", "runPolicy", "schedulingPolicy"), dict):
         return "runPolicy.schedulingPolicy"
     metas = [obj.labels, obj.annotations]
     for p in pod_templates(obj):

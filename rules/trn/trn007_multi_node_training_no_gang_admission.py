@@ -2,7 +2,8 @@
 ## What it does
 Finds all-or-nothing accelerator workloads with no gang admission:
 
-- a PyTorchJob with 2 or more Worker replicas;
+- a PyTorchJob, or an MPIJob (kubeflow.org/v2beta1: `mpirun` needs every Worker), with 2 or
+  more Worker replicas;
 - a JobSet running 2 or more pods, or a TrainJob with `numNodes` 2 or more;
 - a LeaderWorkerSet group (`size`) of 2 or more pods;
 - a RayJob whose GPU worker groups start 2 or more pods (`replicas`, else `minReplicas`,
@@ -106,7 +107,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import ray
 from ailint.domain.context import Context
@@ -118,7 +119,7 @@ RULE = Rule(
     name="multi-node-training-no-gang-admission",
     severity=Severity.INFO,
     summary="A multi-pod accelerator workload has no gang admission (Kueue queue or gang scheduler)",
-    kinds=("PyTorchJob", "JobSet", "TrainJob", "LeaderWorkerSet", "RayJob"),
+    kinds=("PyTorchJob", "MPIJob", "JobSet", "TrainJob", "LeaderWorkerSet", "RayJob"),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
     options={"warning_gpus": Option(16, "accelerators at which the finding becomes a warning", "integer")},
@@ -137,6 +138,13 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         elastic_min = to_int(obj.get("spec", "elasticPolicy", "minReplicas"))
         if elastic_min is not None and elastic_min < workers:
             return None  # elastic training starts with fewer workers: not all-or-nothing
+        pods, devs = tr.accelerator_total(obj)
+        return pods, devs, f"{pods} pods ({workers} Workers)"
+    if kind == "MPIJob":
+        worker = as_dict(obj.get("spec", "mpiReplicaSpecs", "Worker"))
+        workers = tr.replica_count(worker) if worker else 0
+        if workers is None or workers < 2:
+            return None
         pods, devs = tr.accelerator_total(obj)
         return pods, devs, f"{pods} pods ({workers} Workers)"
     if kind == "JobSet":
