@@ -355,3 +355,43 @@ def test_fix_on_a_copy_of_a_shared_chart(render_tools, item, tmp_path):
     assert not [f for f in doc["findings"] if f["code"].startswith("YML02")]  # still renders
     ailint(["check", "--fix", "--unsafe-fixes", "c"], render_tools, cwd=tmp_path)
     assert {p.relative_to(chart): p.read_text(errors="replace") for p in chart.rglob("*") if p.is_file()} == after
+
+
+@pytest.mark.skipif(not SHARED, reason="../shared/charts is absent")
+@pytest.mark.parametrize(
+    "item", [s[0] for s in SHARED if "/" not in s[0]], ids=[s[0].split("__")[-1] for s in SHARED if "/" not in s[0]]
+)
+def test_every_key_of_every_rendered_object_maps_to_a_line_holding_it(render_tools, item, monkeypatch):
+    """Not only the keys findings happen to name: every key path of every object the chart
+    renders is mapped; the line named holds that key, or is the directive that prints it
+    (then a related values line holds the key); never another line."""
+    from ailint.engine.config import load_settings
+    from ailint.engine.render import sourcemap
+    from ailint.engine.run import lint
+
+    folder, values, apis = next(s for s in SHARED if s[0] == item)
+    monkeypatch.setenv("PATH", render_tools.path_env()["PATH"])
+    monkeypatch.chdir(SHARED_CHARTS)
+    settings = load_settings(None, True)
+    settings.render = {"charts": [{"path": folder, "values": values, "api-versions": apis}]}
+    plan = lint([folder], settings).render
+    (rendered,) = plan.rendered.values()
+    cm = sourcemap.ChartMap(rendered.unit.root, "", list(rendered.unit.values))
+    found = 0
+    for obj in next(iter(plan.objects.values())):
+        for path in obj.positions:
+            if not path or not isinstance(path[-1], str):
+                continue
+            loc = sourcemap.locate_chart(cm, obj.template, obj.kind, obj.data, obj.positions, path)
+            if loc is None or (loc.line == 1 and loc.note):
+                continue  # reported at line 1 with a note
+            found += 1
+            key = re.escape(path[-1])
+            text = Path(loc.file).read_text().split("\n")[loc.line - 1]
+            if re.search(rf"(^|[\s\-\"']){key}[\"']?:", text):
+                continue
+            assert "{{" in text, (obj.template, path, loc.line, text)
+            for r in loc.related:
+                rt = Path(r.file).read_text().split("\n")[r.line - 1]
+                assert re.search(rf"(^|[\s\-\"']){key}[\"']?:", rt), (path, r, rt)
+    assert found > 0
