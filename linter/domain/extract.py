@@ -101,7 +101,9 @@ class _Memo:
     def _cached(self, key: str, compute: Callable[[], Any]) -> Any:
         memo = self._memo
         if memo is None:
-            memo = self._memo = {}
+            # the `_memo` slot is declared by the dataclass holders (PodTemplate, Container);
+            # mypy checks this against the mixin's own empty __slots__
+            memo = self._memo = {}  # type: ignore[misc]
         try:
             return memo[key]
         except KeyError:
@@ -336,6 +338,7 @@ def shell_split(s: str) -> list[str]:
             raise ValueError("No closing quotation" if s[pos] in "'\"" else "No escaped character")
         pos = m.end()
         kind = m.lastindex
+        assert kind is not None  # every alternative of _SH_PIECE is a group
         if kind == 1 or kind == 2:  # whitespace or a comment ends the word
             if in_word:
                 out.append("".join(word))

@@ -8,6 +8,7 @@ file) is parsed here, never in a rule, and cached by its text.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -186,7 +187,9 @@ class EngineArgs:
 
     def has(self, key: str) -> bool:
         names = self.flags.get(key)
-        return bool(names) and has_flag(self.tokens, names)
+        if not names:
+            return False
+        return has_flag(self.tokens, names)
 
     def int(self, key: str) -> int | None:
         return arg_int(self.raw(key))
@@ -207,15 +210,15 @@ class EngineArgs:
         return False
 
     @property
-    def tp(self) -> int:
+    def tp(self) -> builtins.int:  # `int` in this class body is the method above
         return self.int("tp") or 1
 
     @property
-    def pp(self) -> int:
+    def pp(self) -> builtins.int:
         return self.int("pp") or 1
 
     @property
-    def dp(self) -> int:
+    def dp(self) -> builtins.int:
         return self.int("dp") or 1
 
     @property
@@ -549,9 +552,9 @@ def serving_port(c: Container, engine: str | None) -> int | str | None:
     """The port a serving container listens on: `--port`, a declared port, else the engine default."""
     args = engine_args(c, engine) if engine else None
     if args is not None:
-        p = args.int("port")
-        if p:
-            return p
+        port = args.int("port")
+        if port:
+            return port
     ports = [p for _, p in iter_dicts(c.data.get("ports"))]
     for p in ports:
         if str(p.get("name") or "") in ("http", "serve", "api", "openai"):

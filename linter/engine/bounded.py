@@ -23,7 +23,8 @@ from __future__ import annotations
 import marshal
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from types import MemberDescriptorType
 from typing import Any
 
 from ailint.core.model import FileResult, Path, Pos, SourceFile
@@ -33,7 +34,8 @@ from ailint.core.model import FileResult, Path, Pos, SourceFile
 TEXT_CACHE = 32
 TABLE_CACHE = 16
 
-_TEXT_SLOT = SourceFile.text  # the `text` slot of SourceFile (a member descriptor)
+# the `text` slot of SourceFile (a member descriptor; holds a str or, spilled, a _TextRef)
+_TEXT_SLOT: MemberDescriptorType = vars(SourceFile)["text"]
 
 
 class FileChangedError(RuntimeError):
@@ -195,13 +197,14 @@ class LazyPositions(dict):  # type: ignore[type-arg]
     def __len__(self) -> int:
         return dict.__len__(self._t())
 
-    def keys(self):  # type: ignore[override]
+    # dict's own views of the loaded table: typeshed names them dict_keys etc., a private type
+    def keys(self) -> KeysView[Any]:  # type: ignore[override]
         return dict.keys(self._t())
 
-    def values(self):  # type: ignore[override]
+    def values(self) -> ValuesView[Any]:  # type: ignore[override]
         return dict.values(self._t())
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> ItemsView[Any, Any]:  # type: ignore[override]
         return dict.items(self._t())
 
     def copy(self) -> dict[Path, Pos]:

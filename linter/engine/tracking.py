@@ -148,6 +148,7 @@ def bundle_phase(
     """The bundle findings (serial order: object, then rule) and the schema findings of the
     run, reusing the previous state of the same paths where nothing they read changed."""
     from ailint.engine.cache import findings_in, findings_out
+    from ailint.engine.run import bundle_root
 
     prev = cache.store.get(cache.state_key)
     try:
@@ -170,10 +171,10 @@ def bundle_phase(
     changed |= {d for d in prev_files if d not in kinds}
     touched: set[str] = set()
     for d in changed:
-        for t in kinds.get(d, ()):
-            touched.update(t)
-        for t in prev_kinds.get(d, ()):
-            touched.update(t)
+        for tok in kinds.get(d, ()):
+            touched.update(tok)
+        for tok in prev_kinds.get(d, ()):
+            touched.update(tok)
     if changed:
         touched.add(ALL)
 
@@ -196,7 +197,9 @@ def bundle_phase(
                 todo[t].append(i)
 
     if any(todo):
-        ctx = TrackingContext(objects=objects, profile=settings.profile, bundle=True)
+        ctx = TrackingContext(
+            objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings)
+        )
         ctx.build_indexes()
 
         def work(t: int) -> list[tuple[int, tuple[str, ...], list[Any]]]:
@@ -220,8 +223,8 @@ def bundle_phase(
         if results is None:
             results = {t: work(t) for t in tasks}
         for t in tasks:
-            for i, toks, found in results[t]:
-                calls[(i, t)] = (toks, found)
+            for i, used, found in results[t]:
+                calls[(i, t)] = (used, found)
 
     # schema: per file, again only where the file or the kustomize patches changed
     sch_parts: list[Finding] = []
@@ -254,9 +257,9 @@ def bundle_phase(
     # the findings in the serial order, and the state for the next run
     bundle_findings: list[Finding] = []
     new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
-    for (i, t), (toks, found) in sorted(calls.items()):
+    for (i, t), (used, found) in sorted(calls.items()):
         d, j = where[i]
-        new_bundle[d][j][rules[t].rule.code] = (toks, found)
+        new_bundle[d][j][rules[t].rule.code] = (used, found)
         bundle_findings.extend(findings_in(found))
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},

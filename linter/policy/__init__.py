@@ -132,9 +132,9 @@ class PolicyProvider:
                 return []
             from ailint.engine.registry import all_rules
 
-            reg = all_rules()["POL002"].rule
+            pol002 = all_rules()["POL002"].rule
             return [
-                reg.finding(o, (), f"policy {o.name} not evaluated: {missing}")
+                pol002.finding(o, (), f"policy {o.name} not evaluated: {missing}")
                 for o in [*objects, *context]
                 if o.kind == "ValidatingAdmissionPolicy" and o.group == "admissionregistration.k8s.io"
             ]

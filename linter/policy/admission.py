@@ -99,7 +99,8 @@ def build_policy(obj: K8sObject) -> Policy:
         me = None
         if isinstance(v.get("messageExpression"), str):
             me = _expr(obj, v["messageExpression"], ("spec", "validations", i, "messageExpression"))
-        msg = v.get("message") if isinstance(v.get("message"), str) else ""
+        message = v.get("message")
+        msg = message if isinstance(message, str) else ""
         p.validations.append((e, msg, me, str(v.get("reason") or "Invalid")))
     for _, e in p.variables + p.conditions:
         if e.error and not e.error.unsupported:
@@ -137,10 +138,12 @@ def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
         expr = as_dict(expr)
         key, op = expr.get("key"), expr.get("operator")
         values = [str(x) for x in as_list(expr.get("values"))]
-        present = key in labels
-        if op == "In" and not (present and str(labels[key]) in values):
+        # a key that is not a string (bad YAML) selects nothing; a list would not even hash
+        label = str(labels[key]) if isinstance(key, str) and key in labels else None
+        present = label is not None
+        if op == "In" and not (present and label in values):
             return False
-        if op == "NotIn" and present and str(labels[key]) in values:
+        if op == "NotIn" and present and label in values:
             return False
         if op == "Exists" and not present:
             return False

@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -411,37 +412,57 @@ class _Compiler:
             elif k == "required":
                 # the API server applies defaults before it checks required fields
                 req = tuple(r for r in v if not self.defaulted(node, r))
-                checks.append(lambda x, req=req: not isinstance(x, dict) or all(r in x for r in req))
+
+                def required(x: Any, req: tuple[Any, ...] = req) -> bool:
+                    return not isinstance(x, dict) or all(r in x for r in req)
+
+                checks.append(required)
             elif k == "enum":
                 allowed = list(v)
-                checks.append(lambda x, a=allowed: any(_equal(x, e) for e in a))
+
+                def in_enum(x: Any, a: list[Any] = allowed) -> bool:
+                    return any(_equal(x, e) for e in a)
+
+                checks.append(in_enum)
             elif k == "items":
                 checks.append(_items_check(self.lazy(v)))
             elif k == "pattern":
                 rx = re.compile(v)
-                checks.append(lambda x, rx=rx: not isinstance(x, str) or rx.search(x) is not None)
+
+                def matches(x: Any, rx: re.Pattern[str] = rx) -> bool:
+                    return not isinstance(x, str) or rx.search(x) is not None
+
+                checks.append(matches)
             elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-                op = {
-                    "minimum": lambda a, b: a >= b,
-                    "maximum": lambda a, b: a <= b,
-                    "exclusiveMinimum": lambda a, b: a > b,
-                    "exclusiveMaximum": lambda a, b: a < b,
+                op: Callable[[Any, Any], bool] = {
+                    "minimum": operator.ge,
+                    "maximum": operator.le,
+                    "exclusiveMinimum": operator.gt,
+                    "exclusiveMaximum": operator.lt,
                 }[k]
-                checks.append(lambda x, op=op, b=v: not _is_type(x, "number") or op(x, b))
+
+                def bounded(x: Any, op: Callable[[Any, Any], bool] = op, b: Any = v) -> bool:
+                    return not _is_type(x, "number") or op(x, b)
+
+                checks.append(bounded)
             elif k in ("minLength", "maxLength"):
-                checks.append(
-                    lambda x, k=k, n=v: not isinstance(x, str) or (len(x) >= n if k == "minLength" else len(x) <= n)
-                )
+
+                def str_length(x: Any, k: str = k, n: Any = v) -> bool:
+                    return not isinstance(x, str) or (len(x) >= n if k == "minLength" else len(x) <= n)
+
+                checks.append(str_length)
             elif k in ("minItems", "maxItems"):
-                checks.append(
-                    lambda x, k=k, n=v: not isinstance(x, list) or (len(x) >= n if k == "minItems" else len(x) <= n)
-                )
+
+                def list_length(x: Any, k: str = k, n: Any = v) -> bool:
+                    return not isinstance(x, list) or (len(x) >= n if k == "minItems" else len(x) <= n)
+
+                checks.append(list_length)
             elif k in ("minProperties", "maxProperties"):
-                checks.append(
-                    lambda x, k=k, n=v: (
-                        not isinstance(x, dict) or (len(x) >= n if k == "minProperties" else len(x) <= n)
-                    )
-                )
+
+                def dict_length(x: Any, k: str = k, n: Any = v) -> bool:
+                    return not isinstance(x, dict) or (len(x) >= n if k == "minProperties" else len(x) <= n)
+
+                checks.append(dict_length)
             elif k == "uniqueItems":
                 if v:
                     checks.append(
@@ -453,14 +474,30 @@ class _Compiler:
             elif k in ("oneOf", "anyOf", "allOf"):
                 subs = [self.compile(s) for s in v]
                 if k == "anyOf":
-                    checks.append(lambda x, subs=subs: any(f(x) for f in subs))
+
+                    def any_of(x: Any, subs: list[Callable[[Any], bool]] = subs) -> bool:
+                        return any(f(x) for f in subs)
+
+                    checks.append(any_of)
                 elif k == "allOf":
-                    checks.append(lambda x, subs=subs: all(f(x) for f in subs))
+
+                    def all_of(x: Any, subs: list[Callable[[Any], bool]] = subs) -> bool:
+                        return all(f(x) for f in subs)
+
+                    checks.append(all_of)
                 else:
-                    checks.append(lambda x, subs=subs: sum(1 for f in subs if f(x)) == 1)
+
+                    def one_of(x: Any, subs: list[Callable[[Any], bool]] = subs) -> bool:
+                        return sum(1 for f in subs if f(x)) == 1
+
+                    checks.append(one_of)
             elif k == "not":
                 sub = self.compile(v)
-                checks.append(lambda x, f=sub: not f(x))
+
+                def negated(x: Any, f: Callable[[Any], bool] = sub) -> bool:
+                    return not f(x)
+
+                checks.append(negated)
             else:
                 return _never_unless_null  # a keyword we do not know: let jsonschema decide
         if node.get("format") == "quantity":
@@ -490,7 +527,7 @@ class _Compiler:
         """properties + additionalProperties; each property compiled on first use."""
         compiled: dict[str, Callable[[Any], bool]] = {}
         compile_ = self.compile
-        rest = None if addl is True else (_never_unless_null if addl is False else None)
+        rest: Callable[[Any], bool] | None = None if addl is True else (_never_unless_null if addl is False else None)
 
         def obj_check(x: Any) -> bool:
             nonlocal rest
@@ -1164,7 +1201,13 @@ def _requirements(obj: K8sObject, base: Path, nodepool: bool) -> CelResult:
         if op == "In" and not n:
             yield p + ("values",), f"requirement `{key}` with operator In has no values", "field"
         if op in ("Gt", "Lt", "Gte", "Lte"):
-            ok = n == 1 and isinstance(values[0], str) and _INT_RE.match(values[0]) and int(values[0]) >= 0
+            ok = (
+                isinstance(values, list)
+                and len(values) == 1
+                and isinstance(values[0], str)
+                and _INT_RE.match(values[0])
+                and int(values[0]) >= 0
+            )
             if not ok:
                 yield (
                     p + ("values",),
@@ -1245,7 +1288,7 @@ def _cel_ec2nodeclass(obj: K8sObject) -> CelResult:
         aliases = [(i, t.get("alias")) for i, t in iter_dicts(terms) if "alias" in t]
         fam = spec.get("amiFamily")
         for i, alias in aliases:
-            p = ("spec", "amiSelectorTerms", i, "alias")
+            p: Path = ("spec", "amiSelectorTerms", i, "alias")
             if not isinstance(alias, str):
                 continue
             if not re.match(r"^[a-zA-Z0-9]+@.+$", alias):
