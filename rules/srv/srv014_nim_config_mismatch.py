@@ -83,7 +83,7 @@ from ailint.domain.quantities import to_int
 from ailint.domain.roles import serving_engine
 
 RULE = Rule(
-    code="SRV012",
+    code="SRV014",
     name="nim-config-mismatch",
     severity=Severity.WARNING,
     summary="A NIM container's parallelism, readiness probe or log level does not match what NIM needs",
