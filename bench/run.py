@@ -288,7 +288,8 @@ def run(args: argparse.Namespace) -> str:
         for cmd in cmds.values():  # warm-up, discarded (Checkov compiles; ailint fills the cache)
             measure(cmd, env)
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
-        for _ in range(args.repeat):
+        repeat = args.large_repeat if sc.get("mb", 0) >= 100 and args.large_repeat else args.repeat
+        for _ in range(repeat):
             for k, cmd in cmds.items():  # alternate between tools
                 if before and k == "ailint":
                     before()
@@ -304,6 +305,8 @@ def run(args: argparse.Namespace) -> str:
             notes.append(f"{100 * med['ailint'][0] / med_by_key[sc['of']]['ailint'][0]:.0f}% of the cold run")
         if "mb" in sc:
             notes.append(f"{med['ailint'][0] / sc['mb']:.2f} s/MB")
+        if repeat != args.repeat:
+            notes.append(f"median of {repeat}")
         rows.append((sc["name"], med, "; ".join(notes)))
         print(
             f"bench: {sc['name']}: " + ", ".join(f"{k} {v[0]:.3f}s {v[1]:.0f}MiB" for k, v in med.items()),
@@ -360,6 +363,7 @@ def main() -> None:
     ap.add_argument("--no-peer", action="store_true", help="measure ailint only")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 10, 100])
+    ap.add_argument("--large-repeat", type=int, default=0, help="runs of the 100 MB corpus (default: --repeat)")
     ap.add_argument("--peer-generated", action="store_true", help="also run Checkov on the generated corpora (slow)")
     ap.add_argument("--dev-venv", action="store_true", help="time this interpreter's ailint, not a user install")
     ap.add_argument("--profile", action="store_true", help="add where a cold corpus run spends its time")
