@@ -636,11 +636,11 @@ class LazySources(dict):  # type: ignore[type-arg]
     def __len__(self) -> int:
         return len(self._where)
 
-    def keys(self):  # type: ignore[override]
+    def keys(self) -> Any:
         return self._where.keys()
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> Any:
         return [(k, self[k]) for k in self._where if self.get(k) is not None]
 
-    def values(self):  # type: ignore[override]
+    def values(self) -> Any:
         return [v for _, v in self.items()]
