@@ -1,0 +1,145 @@
+"""
+## What it does
+Finds `Service`s of type `LoadBalancer` or `NodePort` that select model-server pods (vLLM,
+SGLang, TGI, Triton, NIM, Ollama... recognised by what the container runs) when the load
+balancer is not internal and nothing in the pod authenticates requests.
+
+Internal means one of: `service.beta.kubernetes.io/aws-load-balancer-scheme: internal` (AWS
+Load Balancer Controller), `service.beta.kubernetes.io/aws-load-balancer-internal` set to
+anything but `false` (in-tree AWS provider; deprecated in the controller in favour of the
+scheme), `networking.gke.io/load-balancer-type: Internal` (or the older
+`cloud.google.com/load-balancer-type: Internal`), `spec.loadBalancerClass:
+networking.gke.io/l4-regional-internal`, or `service.beta.kubernetes.io/azure-load-balancer-internal:
+"true"`. A `loadBalancerSourceRanges` list also counts as a deliberate restriction.
+Authentication means: vLLM's `--api-key` or `VLLM_API_KEY`, SGLang's `--api-key`, or an auth
+proxy container in the pod (oauth2-proxy, kube-rbac-proxy, Pomerium, Envoy with ext_authz...).
+
+## Why is this bad?
+An OpenAI-compatible server answers anyone who reaches its port: the whole internet through an
+external load balancer, or anyone who reaches a node's port for a `NodePort`. Scanners look for
+`/v1/models` and `/api/tags` on public addresses; an open server is free GPU time for others,
+leaks what the model was tuned on, and exposes endpoints (LoRA loading, `/v1/load_lora_adapter`,
+Ollama's `/api/pull`) that change what it serves.
+
+## Example
+```yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: vllm
+spec:
+  type: LoadBalancer
+  selector: {app: vllm}
+  ports: [{port: 80, targetPort: 8000}]
+```
+
+## Use instead
+```yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: vllm
+  annotations:
+    service.beta.kubernetes.io/aws-load-balancer-scheme: internal
+spec:
+  type: LoadBalancer
+  selector: {app: vllm}
+  ports: [{port: 80, targetPort: 8000}]
+```
+or keep the Service `ClusterIP` behind an authenticating Gateway or Ingress, or start vLLM with
+`--api-key` read from a Secret (`VLLM_API_KEY`).
+
+## Options
+None.
+
+## Severity
+Error for `LoadBalancer`; warning for `NodePort` (node addresses are often private).
+
+## Fix
+None: which network should reach the server is the team's decision.
+
+## References
+- https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/service/annotations/
+- https://cloud.google.com/kubernetes-engine/docs/concepts/service-load-balancer-parameters
+- https://learn.microsoft.com/en-us/azure/aks/internal-lb
+- https://docs.vllm.ai/en/latest/serving/openai_compatible_server/
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ailint.core.model import Finding, K8sObject, Severity, as_dict
+from ailint.core.rule import Options, Rule, Scope
+from ailint.domain.context import Context, selector_matches
+from ailint.domain.extract import Container, PodTemplate, has_flag
+from ailint.domain.roles import serving_engine
+
+RULE = Rule(
+    code="SEC011",
+    name="model-server-public-unauthenticated",
+    severity=Severity.ERROR,
+    summary="A model server is reachable through a public LoadBalancer or NodePort Service without authentication",
+    kinds=("Service",),
+    scope=Scope.BUNDLE,
+    single_object=False,
+    tags=("security", "serving", "network"),
+    precision="high",
+    security_severity=8.0,
+)
+
+_AUTH_PROXY = re.compile(
+    r"oauth2-proxy|kube-rbac-proxy|pomerium|authelia|openresty.*auth|envoy.*authz|ext-authz|keycloak-gatekeeper|"
+    r"vouch-proxy|caddy-security"
+)
+
+
+def internal(svc: K8sObject) -> bool:
+    ann = {str(k).lower(): str(v).strip().lower() for k, v in svc.annotations.items()}
+    if ann.get("service.beta.kubernetes.io/aws-load-balancer-scheme") == "internal":
+        return True
+    v = ann.get("service.beta.kubernetes.io/aws-load-balancer-internal")
+    if v is not None and v != "false":
+        return True
+    if "internal" in (ann.get("networking.gke.io/load-balancer-type"), ann.get("cloud.google.com/load-balancer-type")):
+        return True
+    if ann.get("service.beta.kubernetes.io/azure-load-balancer-internal") == "true":
+        return True
+    spec = as_dict(svc.get("spec"))
+    if str(spec.get("loadBalancerClass") or "").endswith("-internal"):
+        return True
+    return bool(spec.get("loadBalancerSourceRanges"))
+
+
+def _authenticated(pod: PodTemplate, server: Container) -> bool:
+    if has_flag(server.tokens, "--api-key") or server.has_env("VLLM_API_KEY") or server.has_env("API_KEY"):
+        return True
+    return any(_AUTH_PROXY.search(c.image.lower() + " " + c.name.lower()) for c in pod.containers() if c is not server)
+
+
+def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
+    spec = as_dict(obj.get("spec"))
+    kind = spec.get("type")
+    if obj.group != "" or kind not in ("LoadBalancer", "NodePort") or internal(obj):
+        return
+    selector = spec.get("selector")
+    if not isinstance(selector, dict) or not selector:
+        return
+    for wl, pod in ctx.pods_in(obj.namespace_or_default):
+        if not selector_matches(selector, pod.labels):
+            continue
+        for c in pod.containers(include_init=False):
+            engine = serving_engine(c)
+            if not engine or _authenticated(pod, c):
+                continue
+            yield RULE.finding(
+                obj,
+                ("spec", "type"),
+                f"{kind} Service {obj.name} exposes {engine} in {wl.kind} {wl.name} without an internal-load-balancer "
+                "annotation and nothing in the pod checks credentials: anyone who reaches the address can use "
+                "the model; make it internal, put an authenticating gateway in front, or set --api-key",
+                severity=Severity.WARNING if kind == "NodePort" else None,
+                severity_reason="a NodePort is reachable only where the nodes are" if kind == "NodePort" else None,
+            )
+            return
