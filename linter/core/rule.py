@@ -184,9 +184,10 @@ class Rule:
 
 
 # -- small helpers for rules ---------------------------------------------------------------
-def make_fix(title: str, edits: Iterable[Edit], unsafe: bool = False) -> Fix | None:
-    """A Fix from edits, or None when no edit could be built (then the rule offers none)."""
-    edits = tuple(e for e in edits if e is not None)
-    if not edits:
+def make_fix(title: str, edits: Iterable[Edit | None], unsafe: bool = False) -> Fix | None:
+    """A Fix from edits (an edit helper that declined gives None: it is skipped), or None when
+    no edit could be built (then the rule offers none)."""
+    built = tuple(e for e in edits if e is not None)
+    if not built:
         return None
-    return Fix(title, edits, Applicability.UNSAFE if unsafe else Applicability.SAFE)
+    return Fix(title, built, Applicability.UNSAFE if unsafe else Applicability.SAFE)

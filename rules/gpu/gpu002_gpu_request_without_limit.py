@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers
@@ -125,7 +125,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 )
 
 
-def _copy_to_limits(obj: Any, c: Any, res: str, value: Any):
+def _copy_to_limits(obj: Any, c: Any, res: str, value: Any) -> Fix | None:
     limits_path = c.path_of("resources", "limits")
     current = obj.get(*limits_path)
     if isinstance(current, dict) and current and not edits.is_flow(obj, limits_path):

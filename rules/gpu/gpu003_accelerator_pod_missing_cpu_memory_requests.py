@@ -119,20 +119,26 @@ def _share(c: Any, types: set[str]) -> dict[str, str] | None:
     """The container's share of the smallest type (by allocatable) that has its devices."""
     acc = c.accelerators()
     best = None
-    for t in sorted(types, key=lambda x: (instances.get(x).allocatable_cpu_m, x) if instances.get(x) else (0, x)):
+
+    def by_allocatable(x: str) -> tuple[int, str]:
+        info = instances.get(x)
+        return (info.allocatable_cpu_m, x) if info else (0, x)
+
+    for t in sorted(types, key=by_allocatable):
         it = instances.get(t)
         if it is None:
             continue
-        fractions = []
+        fractions: list[float] = []
+        fits = True
         for res, n in acc.items():
             total = gpu_facts.device_count(it, res)
             if res == "vpc.amazonaws.com/efa":
                 continue
             if total < n:
-                fractions = None
+                fits = False
                 break
             fractions.append(n / total)
-        if fractions is None:
+        if not fits:
             continue
         frac = max(fractions) if fractions else None
         if frac is None:
@@ -174,7 +180,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 f"from requests, so its {needs} {'are' if len(missing) > 1 else 'is'} not reserved"
             )
             fix = None
-            share = _share(c, types) if types else None
+            share = _share(c, types) if isinstance(types, set) and types else None
             if share:
                 values = {r: share[r] for r in missing}
                 edits_ = gpu_facts.set_map_values(obj, c.path_of("resources", "requests"), values)

@@ -95,7 +95,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import gpu_facts
 from ailint.domain.context import Context
@@ -200,7 +200,7 @@ def _size(c: Any, wanted: str) -> str:
     return wanted
 
 
-def _fix(obj: Any, pod: Any, c: Any, size_limit: str):
+def _fix(obj: Any, pod: Any, c: Any, size_limit: str) -> Fix | None:
     vols = volumes(pod)
     name = "dshm"
     existing = vols.get(name)

@@ -135,7 +135,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 seen.setdefault(kind, (c, res, n))
                 if types is False:
                     types = gpu_facts.target_types(ctx, pod)
-                neuron_types = {t for t in (types or ()) if instances.get(t) and instances.get(t).is_neuron}
+                neuron_types = {t for t in (types or ()) if (info := instances.get(t)) and info.is_neuron}
                 whole = _whole_counts(res, neuron_types or None)
                 if neuron_types:
                     full = all(gpu_facts.device_count(instances.get(t), res) == n for t in neuron_types)

@@ -114,7 +114,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts, karpenter
 from ailint.domain.context import Context
@@ -199,7 +199,7 @@ def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
 
 def _pins_run_pool(ctx: Any, pod: Any) -> bool:
     """The pod targets NodePools of the run by name or by a custom label one of them sets."""
-    custom = {}
+    custom: dict[str, set[Any]] = {}
     for pool in ctx.nodepools:
         for k, v in pool.labels.items():
             if not _WELL_KNOWN.match(k):
@@ -299,7 +299,7 @@ def _replacement(key: str, values: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _fix(obj: Any, ctx: Any, pod: Any, key: str, values: list[str], path: tuple):
+def _fix(obj: Any, ctx: Any, pod: Any, key: str, values: list[str], path: tuple) -> Fix | None:
     rep = _replacement(key, values)
     if rep is None:
         return None

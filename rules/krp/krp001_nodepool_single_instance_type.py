@@ -77,7 +77,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import instances, karpenter
 from ailint.domain.context import Context
@@ -158,7 +158,7 @@ def _hint(single: str, alts: list[str]) -> str:
     return f"{', '.join(names)}{more} also {verb} {it.count} {unit} with >= {gib:g} GiB"
 
 
-def _fix(obj: Any, index: int, single: str, alts: list[str]):
+def _fix(obj: Any, index: int, single: str, alts: list[str]) -> Fix | None:
     vpath = ("spec", "template", "spec", "requirements", index, "values")
     title = "also allow " + ", ".join(alts)
     if edits.is_flow(obj, vpath):
@@ -201,11 +201,11 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         )
         return
     if spot_only:
-        single = karpenter.single_type_family_resolution(obj)
-        if single:
+        resolved = karpenter.single_type_family_resolution(obj)
+        if resolved:
             yield RULE.finding(
                 obj,
                 ("spec", "template", "spec", "requirements"),
                 f"NodePool {obj.name!r} is Spot-only and its family and size requirements resolve to "
-                f"{single} alone: a Spot shortage of that one type blocks every pending pod",
+                f"{resolved} alone: a Spot shortage of that one type blocks every pending pod",
             )

@@ -75,7 +75,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import karpenter
 from ailint.domain.context import Context
@@ -123,6 +123,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     )
     after = f"consolidateAfter {raw}" if raw is not None else "consolidateAfter unset (default 0s)"
     dpath = ("spec", "disruption")
+    where: Path
     if raw is not None:
         where = dpath + ("consolidateAfter",)
         edit = edits.replace_value(obj, where, target)

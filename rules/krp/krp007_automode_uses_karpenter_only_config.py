@@ -87,7 +87,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import karpenter
 from ailint.domain.context import Context
@@ -130,7 +130,7 @@ def _rename_value(obj: K8sObject, path: tuple, old: str, new: str) -> Edit | Non
     return Edit(loc.value_start, loc.value_end, text.replace(old, new))
 
 
-def _key_fix(edit: Edit | None, old: str, new: str):
+def _key_fix(edit: Edit | None, old: str, new: str) -> Fix | None:
     return make_fix(f"use {new}", [edit]) if edit is not None else None
 
 

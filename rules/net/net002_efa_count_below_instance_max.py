@@ -93,7 +93,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances
 from ailint.domain.context import Context
@@ -148,8 +148,9 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         path = first.path_of("resources", where, EFA)
         n = int(efa)
         types = ctx.target_types(pod) if ctx.bundle else None
-        infos = sorted((instances.get(t) for t in types or ()), key=lambda i: i.type) if types else []
-        infos = [i for i in infos if i is not None]
+        # (unknown types dropped before sorting by name: sorting a None would raise)
+        infos = [i for i in (instances.get(t) for t in types or ()) if i is not None] if types else []
+        infos.sort(key=lambda i: i.type)
         if infos:
             if all(i.efa_max < n for i in infos):
                 if all(i.efa_max == 0 for i in infos):
@@ -193,7 +194,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             )
 
 
-def _fix(obj: Any, containers: list[Any], infos: list[Any]):
+def _fix(obj: Any, containers: list[Any], infos: list[Any]) -> Fix | None:
     if len(containers) != 1 or len(infos) != 1:
         return None
     c, target = containers[0], infos[0].efa_max

@@ -85,7 +85,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in, iter_dicts
+from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, pod_node_requirements, pod_templates
@@ -178,7 +178,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     )
 
 
-def _add_affinity(obj: Any, pod: PodTemplate):
+def _add_affinity(obj: Any, pod: PodTemplate) -> Edit | None:
     spec = pod.spec
     aff = spec.get("affinity")
     if aff is None:

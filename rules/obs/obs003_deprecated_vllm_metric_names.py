@@ -144,16 +144,17 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if "vllm:" not in text:
             continue
         raw = _raw(obj, path)
+        raw_off, raw_text = raw if raw is not None else (0, "")
         for m in _metrics():
             hits = list(m["re"].finditer(text))
             if not hits:
                 continue
             name = m["name"]
-            raw_hits = list(m["re"].finditer(raw[1])) if raw else []
-            mapped = raw is not None and len(raw_hits) == len(hits) and raw[1][:1] not in "&*!"
+            raw_hits = list(m["re"].finditer(raw_text)) if raw else []
+            mapped = raw is not None and len(raw_hits) == len(hits) and raw_text[:1] not in "&*!"
             span = None
             if raw_hits:
-                off = raw[0] + raw_hits[0].start()
+                off = raw_off + raw_hits[0].start()
                 line, col = obj.source.position(off)
                 span = Span(line, col, line, col + len(raw_hits[0].group(0)))
             still = version_at_least(version, m["hidden_in"]) is False
@@ -176,15 +177,18 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 if fixable and mapped:
                     fix = make_fix(
                         f"rename {name} to {m['replacement']}",
-                        [Edit(raw[0] + h.start(), raw[0] + h.start() + len(name), m["replacement"]) for h in raw_hits],
+                        [
+                            Edit(raw_off + h.start(), raw_off + h.start() + len(name), m["replacement"])
+                            for h in raw_hits
+                        ],
                     )
             elif m.get("expression"):
                 successor = "; compute it from vllm:prefix_cache_hits / vllm:prefix_cache_queries"
-                bare = [h for h in raw_hits if not h.group(1) and not re.match(r"\s*[\[{]", raw[1][h.end() :])]
+                bare = [h for h in raw_hits if not h.group(1) and not re.match(r"\s*[\[{]", raw_text[h.end() :])]
                 if fixable and mapped and len(bare) == len(raw_hits):
                     fix = make_fix(
                         f"replace {name} with a rate ratio of the prefix-cache counters",
-                        [Edit(raw[0] + h.start(), raw[0] + h.end(), m["expression"]) for h in bare],
+                        [Edit(raw_off + h.start(), raw_off + h.end(), m["expression"]) for h in bare],
                         unsafe=True,
                     )
             else:

@@ -198,8 +198,8 @@ def _rules_without_absent(obj: Any, ctx: Any) -> Iterator[Finding]:
     for i, g in iter_dicts(obj.get("spec", "groups")):
         for j, r in iter_dicts(g.get("rules")):
             expr = r.get("expr")
-            if isinstance(expr, str) and r.get("alert") and _AI_SERIES.search(expr):
-                first = (i, j, _AI_SERIES.search(expr).group(1))
+            if isinstance(expr, str) and r.get("alert") and (hit := _AI_SERIES.search(expr)):
+                first = (i, j, hit.group(1))
                 break
         if first:
             break

@@ -138,7 +138,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.descheduler import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, policies_in, protected_by
@@ -238,7 +238,7 @@ def _protections_value(args: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def _fix(pol: Policy, prof: Profile):
+def _fix(pol: Policy, prof: Profile) -> Fix | None:
     if isinstance(prof, LegacyProfile):
         return None
     view = pol.edit_view

@@ -107,7 +107,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.disruption import (
@@ -198,7 +198,7 @@ def _hosted(pool: Any, ctx: Any) -> list[_Group]:
     return ctx.memo("REL005.hosted", build).get(id(pool.obj), [])
 
 
-def _fix(obj: Any):
+def _fix(obj: Any) -> Fix | None:
     tpath = ("spec", "template", "spec")
     if obj.has(tpath + ("expireAfter",)):
         edit = edits.replace_value(obj, tpath + ("expireAfter",), "Never")

@@ -105,7 +105,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import models, serving
 from ailint.domain.context import Context
@@ -231,7 +231,7 @@ def _has_persistent_volume(c: Any) -> bool:
     return False
 
 
-def _add_probe(obj: Any, c: Any, key: str, path: str | None, port: Any, failures: int):
+def _add_probe(obj: Any, c: Any, key: str, path: str | None, port: Any, failures: int) -> Fix | None:
     if not path or not port or not isinstance(obj.get(*c.path), dict):
         return None
     probe = {"httpGet": {"path": path, "port": port}, "periodSeconds": 10, "failureThreshold": failures}

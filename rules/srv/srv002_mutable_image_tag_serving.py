@@ -84,7 +84,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context
@@ -198,7 +198,7 @@ def _training(obj: Any, pod: Any) -> bool:
     return any(_LAUNCHER.search(" ".join(c.tokens)) for c in pod.containers())
 
 
-def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: Options):
+def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: Options) -> Fix | None:
     pins = opts.get_dict("pins")
     pin = pins.get(ref.full_repository, pins.get(ref.repository))
     if pin is None and ref.repository == "vllm/vllm-openai" and ref.registry in ("", "docker.io"):
@@ -210,7 +210,8 @@ def _pin(obj: Any, c: Any, ref: serving.ImageRef, ctx: Any, opts: Options):
         return None
     pin = pin.strip().lstrip(":@")
     new = f"{ref.full_repository}@{pin}" if pin.startswith("sha256:") else f"{ref.full_repository}:{pin}"
-    if serving.parse_image(new) is None or serving.mutable_tag_reason(serving.parse_image(new)) is not None:
+    pinned = serving.parse_image(new)
+    if pinned is None or serving.mutable_tag_reason(pinned) is not None:
         return None
     return make_fix(
         f"pin the image to {new}", [edits.replace_value(obj, c.path_of("image"), edits.scalar(new))], unsafe=True

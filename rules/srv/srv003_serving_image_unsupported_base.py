@@ -83,8 +83,8 @@ def _containers(obj: Any) -> Iterator[tuple[tuple, dict[str, Any]]]:
         for i, c in iter_dicts(obj.get("spec", "containers")):
             yield ("spec", "containers", i), c
         return
-    for c in all_containers(obj):
-        yield c.path, c.data
+    for cont in all_containers(obj):
+        yield cont.path, cont.data
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

@@ -93,7 +93,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
 from ailint.domain.context import Context
@@ -251,7 +251,7 @@ def _check_container(
         )
 
 
-def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp: bool):
+def _fix(obj: Any, c: Any, args: serving.EngineArgs, dp: int, gpus: int, has_tp: bool) -> Fix | None:
     denom = args.pp * dp
     if gpus % denom:
         return None
@@ -278,7 +278,8 @@ def _rayservice(obj: Any) -> Iterator[Finding]:
     if not workers:
         return
     per_pod = max(g for _, g, _ in workers)
-    total = None if any(n is None for _, _, n in workers) else sum(g * n for _, g, n in workers)
+    counts = [(g, n) for _, g, n in workers if n is not None]
+    total = sum(g * n for g, n in counts) if len(counts) == len(workers) else None
     for cfg in configs:
         tp, pp = cfg.tp, cfg.pp
         need = tp * pp

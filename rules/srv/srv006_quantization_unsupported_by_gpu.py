@@ -75,7 +75,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
 from ailint.domain.context import Context
@@ -175,7 +175,7 @@ def _judge(obj: Any, ctx: Any, pod: Any, path: tuple, span: Any, reason: str) ->
     )
 
 
-def _fix(obj: Any, ctx: Any, pod: Any):
+def _fix(obj: Any, ctx: Any, pod: Any) -> Fix | None:
     for term in pod_node_requirements(pod):
         for r in term:
             if r.key in instances.INSTANCE_KEYS or r.key == "karpenter.sh/nodepool":

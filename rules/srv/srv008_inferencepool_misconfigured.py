@@ -80,7 +80,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context, selector_matches
@@ -224,7 +224,7 @@ def _replace_entry(obj: Any, path: tuple, new: str) -> Edit | None:
     return Edit(rng[0], rng[1], new)
 
 
-def _ports_to_v1(obj: Any, spec: dict[str, Any]):
+def _ports_to_v1(obj: Any, spec: dict[str, Any]) -> Fix | None:
     n = serving.arg_int(spec.get("targetPortNumber"))
     if n is None or "targetPorts" in spec:
         return None
@@ -234,7 +234,7 @@ def _ports_to_v1(obj: Any, spec: dict[str, Any]):
     )
 
 
-def _ports_to_v1a2(obj: Any, spec: dict[str, Any]):
+def _ports_to_v1a2(obj: Any, spec: dict[str, Any]) -> Fix | None:
     ports = [serving.arg_int(p.get("number")) for _, p in iter_dicts(spec.get("targetPorts"))]
     if len(ports) != 1 or ports[0] is None or "targetPortNumber" in spec:
         return None
@@ -248,7 +248,7 @@ def _ref_fields(ref: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     return [f"{k}: {edits.scalar(ref[k])}" for k in keys if k in ref and not isinstance(ref[k], (dict, list))]
 
 
-def _ref_to_v1(obj: Any, spec: dict[str, Any]):
+def _ref_to_v1(obj: Any, spec: dict[str, Any]) -> Fix | None:
     ref = spec.get("extensionRef")
     if not isinstance(ref, dict) or "endpointPickerRef" in spec or not isinstance(ref.get("name"), str):
         return None
@@ -262,7 +262,7 @@ def _ref_to_v1(obj: Any, spec: dict[str, Any]):
     )
 
 
-def _ref_to_v1a2(obj: Any, spec: dict[str, Any]):
+def _ref_to_v1a2(obj: Any, spec: dict[str, Any]) -> Fix | None:
     ref = spec.get("endpointPickerRef")
     if not isinstance(ref, dict) or "extensionRef" in spec or not isinstance(ref.get("name"), str):
         return None
@@ -277,7 +277,7 @@ def _ref_to_v1a2(obj: Any, spec: dict[str, Any]):
     )
 
 
-def _selector_fix(obj: Any, labels: dict[str, Any], wrap: bool):
+def _selector_fix(obj: Any, labels: dict[str, Any], wrap: bool) -> Fix | None:
     if not labels or any(isinstance(v, (dict, list)) for v in labels.values()):
         return None
     inner = "{" + ", ".join(f"{edits.scalar(str(k))}: {edits.scalar(str(v))}" for k, v in labels.items()) + "}"
@@ -321,9 +321,9 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
                 models_seen.setdefault(m, o.name or "")
         if servers and servers[0][0].image:
             images.setdefault(servers[0][0].image, o.name or "")
-            p = serving.serving_port(c, engine)
-            if isinstance(p, int):
-                ports.add(p)
+            served = serving.serving_port(c, engine)
+            if isinstance(served, int):
+                ports.add(served)
         app = list(pod.containers(include_init=False))
         for c in app:
             ports |= serving.container_ports(c)

@@ -98,9 +98,9 @@ import math
 import posixpath
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context
@@ -169,7 +169,7 @@ def _max_pods(obj: Any, ctx: Any) -> tuple[int, str]:
     return 1, "replicas (default)"
 
 
-def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | bool | None:
+def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | Literal[False] | None:
     """(ConfigMap, data path, text) of the proxy config; None: no config; False: not in the run."""
     path = serving.get_flag(c.tokens, ["--config"]) or c.env_value("CONFIG_FILE_PATH")
     if not path:
@@ -256,7 +256,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             yield RULE.finding(obj, path, msg, severity=sev, fix=_fix(obj, cfg, budget, pods * workers))
 
 
-def _fix(obj: Any, cfg: Any, budget: int, per: int):
+def _fix(obj: Any, cfg: Any, budget: int, per: int) -> Fix | None:
     if not cfg or cfg[0].source is not obj.source or per <= 0:
         return None
     new = budget // per

@@ -434,11 +434,11 @@ def _check_cache(obj: Any, pod: Any, cache: Cache, est: Estimate, rooms: list[Ro
     if cache.kind == "emptyDir":
         yield from _check_ephemeral(obj, pod, cache, est, fits_node)
     # (c) and (d): the node
-    if cache.kind == "localPV" or not rooms:
+    if cache.kind == "localPV" or smallest is None:  # (no rooms: no smallest)
         return
     img = image_bytes(pod) or 0.0
     img_txt = f" + {format_bytes(img)} image" if img else ""
-    if model + img > smallest.bytes:  # type: ignore[union-attr]
+    if model + img > smallest.bytes:
         r = smallest
         yield RULE.finding(
             obj,

@@ -76,7 +76,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
@@ -158,7 +158,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 )
 
 
-def _set_size(obj: Any, ed_path: tuple, ed: dict[str, Any], value: str):
+def _set_size(obj: Any, ed_path: tuple, ed: dict[str, Any], value: str) -> Fix | None:
     if ed and not edits.is_flow(obj, ed_path):
         edit = edits.insert_key(obj, ed_path, "sizeLimit", value)
     else:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import Edit, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import GPU_RESOURCES, Container, PodTemplate, command_tokens, flag_value, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
 
@@ -258,7 +258,7 @@ def replica_count(rs: dict[str, Any]) -> int | None:
 __all__ = ["iter_dicts"]
 
 
-def add_label_edit(obj: K8sObject, key: str, value: str):
+def add_label_edit(obj: K8sObject, key: str, value: str) -> Edit | None:
     """An edit adding `key: value` to the object's `metadata.labels` (None when the layout
     makes it unsafe)."""
     from ailint.fix import edits

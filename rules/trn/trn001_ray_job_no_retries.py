@@ -179,7 +179,7 @@ def _arg_value(args: str, start: int) -> str:
     return args[start:i].strip()
 
 
-def train_problem(code: str) -> tuple[str, str] | None:
+def train_problem(code: object) -> tuple[str, str] | None:
     """(message, text to point at) when the code builds a Ray Train run without retries."""
     if not isinstance(code, str) or not _RAY_IMPORT.search(code):
         return None

@@ -86,7 +86,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain import ray
 from ailint.domain.context import Context
@@ -104,7 +104,7 @@ RULE = Rule(
 )
 
 
-def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]):
+def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]) -> Fix | None:
     if head.ray_resources:
         where = head.path + ("resources",)
         keys = {"num-cpus": "CPU", "num-gpus": "GPU"}

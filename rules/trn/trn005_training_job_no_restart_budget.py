@@ -96,7 +96,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import flag_value, has_flag, pod_templates
@@ -125,7 +125,7 @@ def _budget(opts: Options) -> int:
         return 3
 
 
-def _max_restarts_fix(obj: K8sObject, base: Path, n: int):
+def _max_restarts_fix(obj: K8sObject, base: Path, n: int) -> Fix | None:
     fp = obj.get(*base, "failurePolicy")
     if isinstance(fp, dict) and "maxRestarts" in fp:
         return make_fix(

@@ -76,7 +76,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, flag_value, pod_templates
@@ -108,7 +108,7 @@ def _consequence(procs: int, devices: int, res: str) -> str:
     return f"{procs - devices} extra rank{'s' if procs - devices != 1 else ''} have no {unit} of their own"
 
 
-def _flag_fix(obj: Any, use: tr.FlagUse, new: int):
+def _flag_fix(obj: Any, use: tr.FlagUse, new: int) -> Fix | None:
     if not use.inline:
         return make_fix(f"set --nproc_per_node to {new}", [edits.replace_value(obj, use.path, edits.quoted(str(new)))])
     text = obj.get(*use.path)
@@ -218,14 +218,16 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
     runtime = tr.trainjob_runtime(obj, ctx)
     dev = tr.trainjob_devices(obj, runtime)
     raw = obj.get("spec", "trainer", "numProcPerNode")
-    path = ("spec", "trainer", "numProcPerNode")
+    path: Path | None = ("spec", "trainer", "numProcPerNode")
     if raw is None and runtime is not None:
         raw = runtime.get("spec", "mlPolicy", "torch", "numProcPerNode")
         path = None
     n = to_int(raw)
     if dev is not None and n is not None and n != dev[1]:
         res, count = dev
-        src = f"numProcPerNode is {raw}" if path else f"numProcPerNode is {raw} (from runtime {runtime.name!r})"  # type: ignore[union-attr]
+        # (no path: the value came from the runtime)
+        from_runtime = f" (from runtime {runtime.name!r})" if path is None and runtime is not None else ""
+        src = f"numProcPerNode is {raw}{from_runtime}"
         new = count if isinstance(raw, int) else edits.quoted(str(count))
         fix = make_fix(f"set numProcPerNode to {count}", [edits.replace_value(obj, path, str(new))]) if path else None
         yield RULE.finding(

@@ -182,11 +182,11 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
             return None
         pods, devs = 0, 0.0
         for g in ray.worker_groups(obj):
-            per = g.gpus_per_pod()
-            if per > 0:
+            per_pod = g.gpus_per_pod()
+            if per_pod > 0:
                 n = g.replicas * g.num_of_hosts
                 pods += n
-                devs += per * n
+                devs += per_pod * n
         return (pods, devs, f"{pods} GPU worker pods") if pods >= 2 else None
     return None
 
@@ -204,7 +204,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if any(q.name == "default" for q in queues):
         return  # Kueue's LocalQueue defaulting labels the job with the `default` queue
     try:
-        warn_at = opts.get_int("warning_gpus")
+        warn_at: float = opts.get_int("warning_gpus")
     except (TypeError, ValueError):
         warn_at = 16.0
     sev = Severity.WARNING if devs >= warn_at else Severity.INFO
