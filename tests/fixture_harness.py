@@ -101,7 +101,8 @@ def settings_for(code: str, text: str) -> Settings:
 
 def run_rule(code: str, path: pathlib.Path):
     text = path.read_text(encoding="utf-8")
-    return lint([str(path)], settings_for(code, text))
+    # other objects' files are named against the checkout, whatever folder pytest runs in
+    return lint([str(path)], settings_for(code, text), run_root=str(ROOT))
 
 
 def render_snapshot(findings) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -314,6 +315,82 @@ def test_cross_file_message_names_the_path_and_the_object(tmp_path: Path) -> Non
     msgs = [f["message"] for f in json.loads(r.output)["findings"]]
     assert msgs, r.output
     assert any("the DeschedulerPolicy in policies/descheduler.yaml" in m for m in msgs), msgs
+
+
+NODEPOOL = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [g5]}
+      taints:
+        - {key: dedicated, value: gpu, effect: NoSchedule}
+"""
+SERVE = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ai}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            limits: {nvidia.com/gpu: 1}
+"""
+
+
+@pytest.mark.parametrize("marker", ["git", "config"])
+def test_cross_file_message_names_the_object_and_its_path_from_the_run_root(tmp_path: Path, marker: str) -> None:
+    """Run from a subfolder, a message about another file's object names it as `Kind
+    namespace/name` with its path relative to the run root (the git work tree, else the
+    config's folder; SARIF's base), never `../x.yaml` or a bare file name."""
+    for d in ("karpenter", "policies", "apps"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "karpenter" / "nodepools.yaml").write_text(NODEPOOL)
+    (tmp_path / "policies" / "descheduler.yaml").write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: default\n"
+        "    pluginConfig:\n      - name: DefaultEvictor\n      - name: RemoveDuplicates\n"
+        "    plugins:\n      balance:\n        enabled: [RemoveDuplicates]\n"
+    )
+    (tmp_path / "apps" / "serve.yaml").write_text(SERVE)
+    if marker == "git":
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        args = ["check", "--no-config"]
+    else:
+        (tmp_path / ".ailint.yaml").write_text("select: [GPU001, REL003]\n")
+        args = ["check", "--config", str(tmp_path / ".ailint.yaml")]
+    r = run(
+        [*args, "--select", "GPU001,REL003", "--format", "json", ".", "../karpenter", "../policies"],
+        cwd=tmp_path / "apps",
+    )
+    found = {f["code"]: f["message"] for f in json.loads(r.output)["findings"]}
+    assert "NodePool gpu (karpenter/nodepools.yaml)" in found["GPU001"], found
+    assert "DeschedulerPolicy in policies/descheduler.yaml" in found["REL003"], found
+    assert "../" not in found["GPU001"] + found["REL003"]
+
+
+def test_describe_names_kind_namespace_name_and_root_relative_path(tmp_path: Path) -> None:
+    from ailint.core.model import K8sObject, SourceFile
+    from ailint.domain.context import Context, describe
+
+    f = tmp_path / "k8s" / "x.yaml"
+    f.parent.mkdir()
+    f.write_text("")
+    src = SourceFile(str(f), "k8s/x.yaml", "")
+    pdb = K8sObject(src, 0, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"}}, {})
+    pool = K8sObject(src, 0, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"}}, {})
+    ctx = Context(root=str(tmp_path))
+    assert ctx.describe(pdb) == "PodDisruptionBudget default/p (k8s/x.yaml)"
+    assert ctx.describe(pool) == "NodePool gpu (k8s/x.yaml)"
+    assert describe(pool, str(tmp_path / "elsewhere")) == "NodePool gpu (k8s/x.yaml)"  # outside: as the run shows it
 
 
 # -- the flags users reach for --------------------------------------------------------------

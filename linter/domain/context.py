@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list, get_in, iter_dicts
+from ailint.core.paths import root_relative
 from ailint.domain import instances
 from ailint.domain.extract import (
     ACCELERATOR_RESOURCES,
@@ -24,6 +25,35 @@ from ailint.domain.extract import (
     requirements_from_terms,
     untolerated,
 )
+from ailint.domain.resources import CLUSTER_SCOPED
+
+
+def shown_path(obj: K8sObject, root: str = "") -> str:
+    """The file of `obj` as messages name it: relative to the run `root` (the folder SARIF
+    URIs are relative to, `ailint.core.paths.run_root`), so it reads the same from any
+    subfolder; the path the run shows when there is no root or the file lies outside it."""
+    src = obj.source
+    if root and not src.is_stdin and src.path:
+        rel = root_relative(src.path, root)
+        if rel is not None:
+            return rel
+    return obj.file
+
+
+def describe(obj: K8sObject, root: str = "") -> str:
+    """How a message names another object: `Kind namespace/name (path)`, the namespace
+    left out for cluster-scoped kinds, e.g. `NodePool gpu (karpenter/nodepools.yaml)`.
+    Bundle rules call `ctx.describe(obj)`, which passes the run root."""
+    name = obj.name or "(unnamed)"
+    if obj.namespace:
+        name = f"{obj.namespace}/{name}"
+    elif (obj.group, obj.kind) not in CLUSTER_SCOPED and obj.kind not in _UNSCOPED:
+        name = f"{obj.namespace_or_default}/{name}"
+    return f"{obj.kind or 'object'} {name} ({shown_path(obj, root)})"
+
+
+# documents that are not API objects (no namespace to show)
+_UNSCOPED = frozenset({"DeschedulerPolicy", "KubeSchedulerConfiguration"})
 
 
 def copyable_selector(selector: Any) -> dict[str, Any] | None:
@@ -199,6 +229,16 @@ class Context:
     objects: list[K8sObject] = field(default_factory=list)
     profile: Profile = field(default_factory=Profile)
     bundle: bool = True  # False in the webhook: one object, no neighbours
+    root: str = ""  # the run root (`ailint.core.paths.run_root`); "" when there is none
+
+    def describe(self, obj: K8sObject) -> str:
+        """`Kind namespace/name (path relative to the run root)`: how a message names
+        another object (see `describe`)."""
+        return describe(obj, self.root)
+
+    def path_of(self, obj: K8sObject) -> str:
+        """The file of `obj` relative to the run root (see `shown_path`)."""
+        return shown_path(obj, self.root)
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """A value computed once per run: bundle rules index the other objects here.

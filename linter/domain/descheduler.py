@@ -22,14 +22,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from ailint.core.model import Edit, K8sObject, Path, SourceFile, Span, as_dict, as_list, iter_dicts
+from ailint.core.model import (
+    Edit,
+    K8sObject,
+    Path,
+    SourceFile,
+    Span,
+    as_dict,
+    as_list,
+    iter_dicts,
+)
 from ailint.core.yamldata import Converter, Limits
-from ailint.domain.context import selector_matches
+from ailint.domain.context import selector_matches, shown_path
 from ailint.domain.extract import PodTemplate
 
 TSC_PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 EVICTOR = "DefaultEvictor"
-DEFAULT_PROTECTIONS = ("PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods")
+DEFAULT_PROTECTIONS = (
+    "PodsWithLocalStorage",
+    "SystemCriticalPods",
+    "FailedBarePods",
+    "DaemonSetPods",
+)
 # deprecated DefaultEvictor booleans -> (protection, True when the flag lifts a default one)
 LEGACY_FLAGS = {
     "evictLocalStoragePods": ("PodsWithLocalStorage", True),
@@ -66,7 +80,12 @@ class Embedded:
     def __init__(self, obj: K8sObject, key: str, text: str, data: dict[str, Any], positions: dict) -> None:
         self.obj = obj
         self.key = key
-        self.view = K8sObject(SourceFile(obj.source.path, obj.source.display, text), obj.doc_index, data, positions)
+        self.view = K8sObject(
+            SourceFile(obj.source.path, obj.source.display, text),
+            obj.doc_index,
+            data,
+            positions,
+        )
         self.first_line = 0
         self.indent = 0
         self.mapped = self._map(text)
@@ -110,7 +129,10 @@ class Embedded:
             return None
         s = self.view.value_span(path) if anchor == "value" else self.view.span(path)
         return Span(
-            self.first_line + s.line - 1, self.indent + s.col, self.first_line + s.end_line - 1, self.indent + s.end_col
+            self.first_line + s.line - 1,
+            self.indent + s.col,
+            self.first_line + s.end_line - 1,
+            self.indent + s.end_col,
         )
 
     def _file_offset(self, eoffset: int) -> tuple[int, bool]:
@@ -168,6 +190,7 @@ class Policy:
     obj: K8sObject
     data: dict[str, Any]
     embedded: Embedded | None = None
+    root: str = ""  # the run root its file is named against (`Context.root`)
 
     @property
     def key(self) -> str | None:
@@ -184,19 +207,24 @@ class Policy:
         run shows files (relative to the run root), since it is usually in another file."""
         if self.embedded:
             ns = self.obj.namespace + "/" if self.obj.namespace else ""
-            return f"ConfigMap {ns}{self.obj.name} (key {self.key}, in {self.obj.file})"
+            return f"ConfigMap {ns}{self.obj.name} (key {self.key}, in {self.file})"
         return self._doc_label()
 
     def _doc_label(self) -> str:
         if self.obj.name:
-            return f"DeschedulerPolicy {self.obj.name} (in {self.obj.file})"
-        return f"the DeschedulerPolicy in {self.obj.file}"
+            return f"DeschedulerPolicy {self.obj.name} (in {self.file})"
+        return f"the DeschedulerPolicy in {self.file}"
+
+    @property
+    def file(self) -> str:
+        """Its file, relative to the run root."""
+        return shown_path(self.obj, self.root)
 
     @property
     def short_label(self) -> str:
         if self.embedded:
             ns = self.obj.namespace + "/" if self.obj.namespace else ""
-            return f"ConfigMap {ns}{self.obj.name} (in {self.obj.file})"
+            return f"ConfigMap {ns}{self.obj.name} (in {self.file})"
         return self._doc_label()
 
     def obj_path(self, path: Path) -> Path:
@@ -388,8 +416,11 @@ def policies(ctx: Any) -> list[Policy]:
     if cached is not None:
         return cached
     out: list[Policy] = []
+    root = getattr(ctx, "root", "")
     for obj in list(ctx.of_kind("DeschedulerPolicy")) + list(ctx.of_kind("ConfigMap")):
-        out.extend(policies_in(obj))
+        for pol in policies_in(obj):
+            pol.root = root
+            out.append(pol)
     try:
         setattr(ctx, _CACHE_ATTR, out)
     except AttributeError:
@@ -430,7 +461,12 @@ def pod_traits(pod: PodTemplate, ctx: Any = None) -> list[Trait]:
     if pod.obj.kind == "Pod" and not as_list(pod.obj.metadata.get("ownerReferences")):
         out.append(Trait("FailedBarePods", "a bare Pod (no controller)"))
     if spec.get("priorityClassName") in CRITICAL_PRIORITY_CLASSES:
-        out.append(Trait("SystemCriticalPods", f"priorityClassName {spec.get('priorityClassName')}"))
+        out.append(
+            Trait(
+                "SystemCriticalPods",
+                f"priorityClassName {spec.get('priorityClassName')}",
+            )
+        )
     if pod.obj.kind == "DaemonSet":
         out.append(Trait("DaemonSetPods", "a DaemonSet pod"))
     if ctx is not None and not has_pdb(pod, ctx):

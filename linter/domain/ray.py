@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, containers_of, pod_templates, volumes
+from ailint.domain.extract import (
+    Container,
+    PodTemplate,
+    containers_of,
+    pod_templates,
+    volumes,
+)
 from ailint.domain.quantities import to_int
 
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
@@ -242,7 +248,13 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
                 data = as_dict(cms[cm_name].get("data"))
                 text = "\n".join(str(v) for v in data.values() if isinstance(v, str))
                 if text.strip():
-                    out.append(CodeSource(text, pod.path("volumes", i, "configMap", "name"), f"ConfigMap {cm_name!r}"))
+                    out.append(
+                        CodeSource(
+                            text,
+                            pod.path("volumes", i, "configMap", "name"),
+                            ctx.describe(cms[cm_name]),
+                        )
+                    )
     return out
 
 
@@ -273,7 +285,17 @@ def storage_paths(text: str) -> list[str | None]:
     return out
 
 
-REMOTE_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://", "abfss://", "az://", "hdfs://", "s3a://", "oss://")
+REMOTE_SCHEMES = (
+    "s3://",
+    "gs://",
+    "gcs://",
+    "abfs://",
+    "abfss://",
+    "az://",
+    "hdfs://",
+    "s3a://",
+    "oss://",
+)
 
 
 def is_remote_uri(path: str) -> bool:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
+from ailint.core.paths import run_root
 from ailint.core.rule import Options
 from ailint.domain.context import Context
 from ailint.engine import registry, suppress
-from ailint.engine.boundary import Boundary
+from ailint.engine.boundary import Boundary, open_regular
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
@@ -39,8 +40,8 @@ class RunResult:
     sources: dict[str, SourceFile] = field(default_factory=dict)
     rules: list[RegisteredRule] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)  # files a folder walk passed over, by reason
-    render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     context_files: int = 0  # files loaded as context only (not reported)
+    render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     boundary: Boundary | None = None  # what the run may read and --fix may write (ailint.engine.boundary)
 
     @property
@@ -61,6 +62,7 @@ class Engine:
     pack: bool = False  # a --jobs worker: marshal position tables for the trip to the parent
     context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
     cache: Any = None  # the run's results cache (ailint.engine.cache.RunCache), when on
+    run_root: str = ""  # what bundle messages name other files against ("": `bundle_root(settings)`)
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -172,8 +174,7 @@ def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult
                     )
                 ],
             )
-        with open(c.path, "rb") as fh:
-            return fh.read(settings.limits.max_file_bytes + 1), None
+        return open_regular(c.path, settings.limits.max_file_bytes + 1), None  # never a FIFO or device
     except OSError as exc:
         return None, FileResult(
             path=c.display,
@@ -201,12 +202,14 @@ def lint(
     context: Sequence[str] = (),
     root: str | None = None,
     cache: bool = False,
+    run_root: str | None = None,
 ) -> RunResult:
     """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
-    rules only. `root` overrides the folder report paths are relative to."""
+    rules only. `root` overrides the folder report paths are relative to, `run_root` the one
+    messages name other objects' files against (`ailint.core.paths.run_root` by default)."""
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
-    engine = Engine(settings, rules, debug)
+    engine = Engine(settings, rules, debug, run_root=run_root or "")
     for provider in registry.providers():
         provider.begin_run()
     shown_root = root or (settings.root if settings.config_path else os.getcwd())
@@ -224,11 +227,12 @@ def lint(
             boundary=boundary,
         )
     )
+    if stdin_filename:
+        candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
     from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
 
     render_plan, candidates = render_stage.plan(paths or ["."], candidates, settings, shown_root)
-    if stdin_filename:
-        candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
+    cache = cache and not render_plan.units
     extra = context_candidates(context, settings, shown_root, candidates)
     engine.context_only = frozenset(c.display for c in extra)
     candidates += extra
@@ -331,12 +335,17 @@ def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
     return False
 
 
+def bundle_root(settings: Settings) -> str:
+    """The run root the bundle rules name other objects' files against (SARIF's too)."""
+    return run_root(settings.root if settings.config_path else None)
+
+
 def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
     """Join the files: bundle rules over the whole run, then suppressions."""
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
-    ctx = Context(objects=objects, profile=settings.profile, bundle=True)
+    ctx = Context(objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings))
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
     # context objects are joined (ctx), never judged: the rules and the schema skip them
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))

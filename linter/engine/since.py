@@ -107,7 +107,7 @@ def findings_at(
 ) -> list[Finding]:
     """The findings the same run would have reported on REF's tree (same paths, settings
     and report paths)."""
-    from ailint.engine.run import lint
+    from ailint.engine.run import bundle_root, lint
 
     top = repo_top(shown_root)
     commit = resolve(ref, top)
@@ -133,7 +133,16 @@ def findings_at(
         old_root = os.path.join(tmp, *root_rel.split("/")) if root_rel else tmp
         old_settings = dataclasses.replace(settings, root=old_root)  # type: ignore[type-var]
         old_context = [q for p in context if (q := there(p)) is not None]
-        result = lint(old_paths, old_settings, jobs=jobs, context=old_context, root=old_root)  # type: ignore[arg-type]
+        # other objects' files are named as in the current run: against the same run root in REF's tree
+        old_run_root = there(bundle_root(settings))  # type: ignore[arg-type]
+        result = lint(
+            old_paths,
+            old_settings,  # type: ignore[arg-type]
+            jobs=jobs,
+            context=old_context,
+            root=old_root,
+            run_root=old_run_root,
+        )
         return result.findings
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

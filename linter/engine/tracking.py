@@ -148,6 +148,7 @@ def bundle_phase(
     """The bundle findings (serial order: object, then rule) and the schema findings of the
     run, reusing the previous state of the same paths where nothing they read changed."""
     from ailint.engine.cache import findings_in, findings_out
+    from ailint.engine.run import bundle_root
 
     prev = cache.store.get(cache.state_key)
     try:
@@ -196,7 +197,9 @@ def bundle_phase(
                 todo[t].append(i)
 
     if any(todo):
-        ctx = TrackingContext(objects=objects, profile=settings.profile, bundle=True)
+        ctx = TrackingContext(
+            objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings)
+        )
         ctx.build_indexes()
 
         def work(t: int) -> list[tuple[int, tuple[str, ...], list[Any]]]:

@@ -21,7 +21,8 @@ import attr
 import sarif_om as om
 from ailint import __version__
 from ailint.core.model import Finding
-from ailint.engine.baseline import fingerprint
+from ailint.core.paths import root_relative, run_root
+from ailint.engine.baseline import fingerprint, fingerprints
 from ailint.engine.registry import all_rules
 from ailint.report.common import edit_region, redact_result
 from ailint.report.explain import severity_reason
@@ -59,18 +60,6 @@ def _uri(path: str) -> str:
     return quote(path.replace("\\", "/"), safe="/:@-._~")
 
 
-def repository_root(start: str) -> str | None:
-    """The git work tree holding `start` (a `.git` folder or file above it), or None."""
-    cur = os.path.abspath(start)
-    while True:
-        if os.path.exists(os.path.join(cur, ".git")):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
-
-
 class _Locator:
     """Artifact URIs relative to one base (`%SRCROOT%`): the repository root, else the config
     root, else the current folder; GitHub resolves them against the checkout. A file outside
@@ -92,8 +81,8 @@ class _Locator:
         if src is not None and src.is_stdin:
             return om.ArtifactLocation(uri=_uri(file), uri_base_id="%SRCROOT%")
         path = os.path.abspath(src.path if src is not None else file)
-        rel = os.path.relpath(path, self.base)
-        if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        rel = root_relative(path, self.base)
+        if rel is None:
             return om.ArtifactLocation(uri=pathlib.Path(path).as_uri())
         return om.ArtifactLocation(uri=_uri(rel), uri_base_id="%SRCROOT%")
 
@@ -154,7 +143,9 @@ def rule_descriptors() -> tuple[list[om.ReportingDescriptor], dict[str, int]]:
     return rules, index
 
 
-def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator | None = None) -> om.Result:
+def _result(
+    f: Finding, index: dict[str, int], sources: dict, fp: str = "", locate: _Locator | None = None
+) -> om.Result:
     locate = locate or _Locator(os.getcwd(), sources)
     loc = om.Location(
         physical_location=om.PhysicalLocation(
@@ -173,7 +164,7 @@ def _result(f: Finding, index: dict[str, int], sources: dict, locate: _Locator |
         rule_id=f.code,
         level=_LEVEL[f.severity.value],
         locations=[loc],
-        partial_fingerprints={"ailint/v1": fingerprint(f)},
+        partial_fingerprints={"ailint/v1": fp or fingerprint(f)},
     )
     if f.code in index:
         res.rule_index = index[f.code]
@@ -223,13 +214,16 @@ def build(result: Any, root: str | None = None) -> dict[str, Any]:
     (the config file's folder), else the current folder."""
     result = redact_result(result)  # no secret value in any output
     rules, index = rule_descriptors()
-    locate = _Locator(repository_root(os.getcwd()) or root or os.getcwd(), result.sources)
+    locate = _Locator(run_root(root), result.sources)
     driver = om.ToolComponent(
         name="ailint", version=__version__, semantic_version=__version__, information_uri=INFORMATION_URI, rules=rules
     )
     run = om.Run(
         tool=om.Tool(driver=driver),
-        results=[_result(f, index, result.sources, locate) for f in result.findings],
+        results=[
+            _result(f, index, result.sources, fp, locate)
+            for f, fp in zip(result.findings, fingerprints(result.findings))
+        ],
         original_uri_base_ids=locate.base_ids(),
         column_kind="unicodeCodePoints",
         invocations=[om.Invocation(execution_successful=True)],

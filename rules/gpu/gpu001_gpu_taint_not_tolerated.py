@@ -197,7 +197,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                     break
                 blocked.append((pool, bad))
             if blocked:
-                yield _pool_finding(obj, pod, why, blocked, ert)
+                yield _pool_finding(obj, pod, why, blocked, ert, ctx)
             continue
         profile_taints = [
             t
@@ -219,13 +219,13 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             )
 
 
-def _pool_finding(obj: Any, pod: Any, why: str, blocked: list, ert: bool) -> Finding:
+def _pool_finding(obj: Any, pod: Any, why: str, blocked: list, ert: bool, ctx: Any) -> Finding:
     first_pool, first_bad = blocked[0]
     if len(blocked) == 1:
         taint = "taint" if len(first_bad) == 1 else "taints"
-        where = f"does not tolerate NodePool {first_pool.name}'s {taint} {_taints_text(first_bad)}"
+        where = f"does not tolerate the {taint} {_taints_text(first_bad)} of {ctx.describe(first_pool.obj)}"
     else:
-        listed = "; ".join(f"{p.name} ({_taints_text(b)})" for p, b in blocked[:3])
+        listed = "; ".join(f"{ctx.describe(p.obj)}: {_taints_text(b)}" for p, b in blocked[:3])
         more = f" and {len(blocked) - 3} more" if len(blocked) > 3 else ""
         where = f"every NodePool that could host it has a taint it does not tolerate: {listed}{more}"
     note = ""

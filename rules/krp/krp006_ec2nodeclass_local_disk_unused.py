@@ -218,8 +218,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             ("spec",),
-            f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of NodePool "
-            f"{p.name!r} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored; images and "
+            f"EC2NodeClass {obj.name!r} has no instanceStorePolicy: RAID0, so the local NVMe of "
+            f"{ctx.describe(p)} ({smallest.type}: {smallest.local_nvme_gb} GB and up) is ignored; images and "
             f"caches fill {_container_volume(obj)}",
             fix=make_fix(
                 "add instanceStorePolicy: RAID0", [edits.insert_key(obj, ("spec",), "instanceStorePolicy", "RAID0")]
@@ -240,7 +240,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             continue
         if not any(pl.name in pool_names for pl in ctx.pools_for(pod)):
             continue
-        need, who = n, f"{o.kind} {o.name}"
+        need, who = n, ctx.describe(o)
     if need <= room:
         return
     size = opts.get_str("volume_size")

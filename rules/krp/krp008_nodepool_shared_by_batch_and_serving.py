@@ -184,7 +184,7 @@ def _index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
                 if len(eligible) != 1:
                     continue
                 entry = out.setdefault(eligible[0], ([], []))
-                label = f"{o.kind} {o.name}"
+                label = ctx.describe(o)
                 lst = entry[1] if batch else entry[0]
                 if label not in lst:
                     lst.append(label)

@@ -170,8 +170,8 @@ def _evidence(ctx: Any) -> str | None:
     # Auto Mode nodes do not run the self-managed CNI: its env does not apply to them
     pools = [p for p in gpu_facts.accelerator_pools(ctx) if not p.is_auto_mode]
     if pools:
-        names = ", ".join(p.name for p in pools[:2]) + (" and more" if len(pools) > 2 else "")
-        return f"accelerator NodePool {names}" if len(pools) == 1 else f"accelerator NodePools {names}"
+        names = ", ".join(ctx.describe(p.obj) for p in pools[:2]) + (" and more" if len(pools) > 2 else "")
+        return f"accelerator {names}"
     groups = gpu_facts.eksctl_accelerator_nodegroups(ctx)
     if groups:
         return f"accelerator node group {groups[0]}"
@@ -318,7 +318,7 @@ def _large(ctx: Any, pools: list[Any]) -> str | None:
             n = q / per
             nodes = n if nodes is None else min(nodes, n)
         if nodes is not None and nodes > 100:
-            return f"NodePool {p.name} limits allow {int(nodes)} {it.type} nodes"
+            return f"the limits of {ctx.describe(p.obj)} allow {int(nodes)} {it.type} nodes"
     return None
 
 
@@ -336,10 +336,10 @@ def _check_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         return
     large = _large(ctx, sparse)
     sev = Severity.WARNING if large else Severity.INFO
-    pools = ", ".join(p.name for p in sparse[:2]) + (" and more" if len(sparse) > 2 else "")
+    pools = ", ".join(ctx.describe(p.obj) for p in sparse[:2]) + (" and more" if len(sparse) > 2 else "")
     state = f'ipv4PrefixSize is "{size}"' if size is not None else "ipv4PrefixSize is unset (Auto)"
     msg = (
-        f"NodeClass {obj.name} serves pod-sparse NodePool {pools} but {state}, so each node reserves /28 "
+        f"NodeClass {obj.name} serves pod-sparse {pools} but {state}, so each node reserves /28 "
         f'prefixes (16 IPs per slot); use "32" (secondary-IP mode)' + (f"; {large}" if large else "")
     )
     fix = None

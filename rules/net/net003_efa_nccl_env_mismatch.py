@@ -166,7 +166,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
                     None if v is None else str(v),
                     c.path_of("envFrom", i),
                     None,
-                    f"ConfigMap {cm.name}",
+                    ctx.describe(cm),
                 )
             )
     # scripts sourced from a ConfigMap volume
@@ -196,7 +196,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
         for line in script.splitlines():
             m = _EXPORT.match(line)
             if m:
-                out.append(EnvVar(m.group(1), _strip(m.group(2)), where, None, f"{target} of ConfigMap {cm.name}"))
+                out.append(EnvVar(m.group(1), _strip(m.group(2)), where, None, f"{target} of {ctx.describe(cm)}"))
     return out
 
 

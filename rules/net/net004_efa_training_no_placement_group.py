@@ -174,7 +174,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             ("spec", "placementGroupSelector"),
-            f"{other.kind} {other.name} runs {n} EFA pods on NodePool {hosts[0].name}, but this "
+            f"{ctx.describe(other)} runs {n} EFA pods on {ctx.describe(hosts[0].obj)}, but this "
             "EC2NodeClass has no placementGroupSelector and the pool is not pinned to one zone; "
             "EFA does not cross AZs",
         )

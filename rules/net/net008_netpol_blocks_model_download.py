@@ -176,13 +176,13 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if _https_allowed(policies):
             continue
         d = downloads[0]
-        names = ", ".join(sorted(np.name or "?" for np in policies)[:3])
+        names = ", ".join(sorted(ctx.describe(np) for np in policies)[:3])
         what = (
             f"container {d.container.name} loads Hub model {d.what}"
             if d.kind == "hub"
             else f"init container {d.container.name} runs {d.what}"
         )
-        who = f"NetworkPolicies {names} allow" if len(policies) > 1 else f"NetworkPolicy {names} allows"
+        who = f"{names} allow" if len(policies) > 1 else f"{names} allows"
         yield RULE.finding(
             obj,
             d.where,

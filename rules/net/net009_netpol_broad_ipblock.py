@@ -157,6 +157,6 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                     obj,
                     path + (peer_key, j, "ipBlock", "cidr"),
                     f"{direction.lower()} {verb} ipBlock {cidr} {_ports(rule)} opens {kind} pods "
-                    f"({target.kind} {target.name}) to {scope}; list the real destinations",
+                    f"({ctx.describe(target)}) to {scope}; list the real destinations",
                     severity=Severity.ERROR if agents else None,
                 )

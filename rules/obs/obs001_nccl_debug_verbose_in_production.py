@@ -276,10 +276,10 @@ def _config_map(cm: Any, ctx: Any) -> Iterator[Finding]:
         path = ("data", key)
         if kind == "env":
             fix = make_fix(f"set {name}={new}", [edits.replace_scalar(cm, path, new)])
-            msg = f"ConfigMap key {name}={shown} is loaded into {o.kind} {o.name}"
+            msg = f"ConfigMap key {name}={shown} is loaded into {ctx.describe(o)}"
         else:
             fix = make_fix(f"set {name}={new}", _text_edits(cm, path, shown, f"{name}={new}"))
-            msg = f"script {key} sets {shown} and is sourced by {o.kind} {o.name}"
+            msg = f"script {key} sets {shown} and is sourced by {ctx.describe(o)}"
         yield RULE.finding(
             cm, path, f"{msg}; verbose collective logging slows jobs and floods logs: use {new}", severity=sev, fix=fix
         )

@@ -174,7 +174,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             else:
                 sev = Severity.WARNING
                 tail = (
-                    f"NodePool {unlimited[0].name} has no nvidia.com/gpu limit"
+                    f"{ctx.describe(unlimited[0].obj)} has no nvidia.com/gpu limit"
                     if unlimited
                     else "no NodePool limit in these files bounds it"
                 )

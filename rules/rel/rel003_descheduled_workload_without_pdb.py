@@ -205,7 +205,7 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
                 continue
             reasons = disrupting_reasons(pool)
             if reasons:
-                return f"Karpenter {' and '.join(reasons)} on NodePool {pool.name}"
+                return f"Karpenter {' and '.join(reasons)} on {ctx.describe(pool.obj)}"
     return None
 
 
@@ -316,7 +316,7 @@ def _check_pdb(pdb: Any, ctx: Any) -> Iterator[Finding]:
             continue
         path, what = blocked
         yield RULE.finding(
-            pdb, path, f"{what} allows no eviction of {o.kind} {o.name}, so {why} is blocked and its nodes never drain"
+            pdb, path, f"{what} allows no eviction of {ctx.describe(o)}, so {why} is blocked and its nodes never drain"
         )
         return
 

@@ -173,7 +173,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         for pool in pools:
             r = disrupting_reasons(pool)
             if r:
-                reasons, pool_name = r, pool.name
+                reasons, pool_name = r, ctx.describe(pool.obj)
                 break
         if not reasons:
             continue
@@ -192,7 +192,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             yield RULE.finding(
                 obj,
                 path,
-                f"{key} was removed in Karpenter v1; {what} on NodePool {pool_name} can evict this training pod",
+                f"{key} was removed in Karpenter v1; {what} on {pool_name} can evict this training pod",
                 severity=sev,
                 fix=_rename(obj, path, key),
             )
@@ -202,8 +202,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             yield RULE.finding(
                 obj,
                 path,
-                f"{DO_NOT_DISRUPT}: {value} does not cover the run; {what} on NodePool "
-                f"{pool_name} can evict this training pod",
+                f"{DO_NOT_DISRUPT}: {value} does not cover the run; {what} on {pool_name} can evict this training pod",
                 severity=sev,
                 fix=make_fix(f'set {DO_NOT_DISRUPT}: "true"', [edits.replace_value(obj, path, '"true"')]),
             )
@@ -212,7 +211,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             path,
-            f'training pod lacks {DO_NOT_DISRUPT}: "true"; {what} on NodePool {pool_name} can evict it mid-run',
+            f'training pod lacks {DO_NOT_DISRUPT}: "true"; {what} on {pool_name} can evict it mid-run',
             severity=sev,
             fix=_add(obj, pod),
         )

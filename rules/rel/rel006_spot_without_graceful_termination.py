@@ -325,13 +325,13 @@ def _karpenter_controller(obj: Any, ctx: Any) -> Iterator[Finding]:
                 return
             if c.has_env("INTERRUPTION_QUEUE") and c.env_value("INTERRUPTION_QUEUE") is None:
                 return  # from a ConfigMap or Secret: cannot tell
-            spot = [p.name for p in ctx.nodepools if pool_allows_spot(p)]
+            spot = [ctx.describe(p.obj) for p in ctx.nodepools if pool_allows_spot(p)]
             if spot:
                 yield RULE.finding(
                     obj,
                     c.path_of("env"),
                     f"Karpenter runs without an interruption queue while "
-                    f"NodePool {spot[0]} allows spot: Spot notices are missed "
+                    f"{spot[0]} allows spot: Spot notices are missed "
                     "and nothing drains; set INTERRUPTION_QUEUE",
                 )
             return

@@ -158,7 +158,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     yield RULE.finding(
         obj,
         path,
-        f"VPA updateMode {shown} on accelerator workload {target.kind} {target.name}: "
+        f"VPA updateMode {shown} on accelerator workload {ctx.describe(target)}: "
         f'{tail}; use updateMode "Off" (recommendations only)',
         severity=sev,
         fix=make_fix('set updateMode: "Off"', [edit]),

@@ -179,8 +179,8 @@ RULE = Rule(
 )
 
 
-def _who(agents: list[AgentPod]) -> str:
-    labels = list(dict.fromkeys(a.label for a in agents))
+def _who(agents: list[AgentPod], ctx: Any) -> str:
+    labels = list(dict.fromkeys(ctx.describe(a.obj) for a in agents))
     sas = list(dict.fromkeys(a.sa[1] for a in agents))
     head = labels[0] + (f" +{len(labels) - 1} more" if len(labels) > 1 else "")
     return f"agent {head} (SA {sas[0]}{' +' + str(len(sas) - 1) if len(sas) > 1 else ''})"
@@ -240,7 +240,7 @@ def _check_role(role: Any, ctx: Any) -> Iterator[Finding]:
         yield RULE.finding(
             role,
             ("rules", i, grant.field),
-            f"grants {grant.what} {scope} to {_who(all_agents)} via {b.kind} {b.name}",
+            f"grants {grant.what} {scope} to {_who(all_agents, ctx)} via {ctx.describe(b)}",
             severity=grant.severity,
         )
 
@@ -256,7 +256,7 @@ def _check_builtin_binding(binding: Any, ctx: Any) -> Iterator[Finding]:
     yield RULE.finding(
         binding,
         ("roleRef", "name"),
-        f"binds the built-in ClusterRole {name} ({BUILTIN_BROAD_ROLES[name]}) {scope} to {_who(granted[0][1])}",
+        f"binds the built-in ClusterRole {name} ({BUILTIN_BROAD_ROLES[name]}) {scope} to {_who(granted[0][1], ctx)}",
     )
 
 

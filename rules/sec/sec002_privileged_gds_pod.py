@@ -130,9 +130,9 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
         sc = pvc.get("spec", "storageClassName")
         vol = pvc.get("spec", "volumeName")
         if isinstance(sc, str) and sc in classes:
-            out[pvc.name] = f"FSx PVC {pvc.name} (StorageClass {sc})"
+            out[pvc.name] = f"FSx {ctx.describe(pvc)} (StorageClass {sc})"
         elif isinstance(vol, str) and vol in pvs and pvs[vol].get("spec", "csi", "driver") == FSX_DRIVER:
-            out[pvc.name] = f"FSx PVC {pvc.name} (PersistentVolume {vol})"
+            out[pvc.name] = f"FSx {ctx.describe(pvc)} ({ctx.describe(pvs[vol])})"
     for pv in pvs.values():
         ref = as_dict(pv.get("spec", "claimRef"))
         if (
@@ -140,7 +140,7 @@ def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
             and ref.get("name")
             and (ref.get("namespace") or "default") == namespace
         ):
-            out.setdefault(str(ref["name"]), f"FSx PVC {ref['name']} (PersistentVolume {pv.name})")
+            out.setdefault(str(ref["name"]), f"FSx PVC {ref['name']} ({ctx.describe(pv)})")
     return out
 
 

@@ -155,7 +155,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 yield RULE.finding(
                     obj,
                     path,
-                    f"{what} uses RuntimeClass {rc.name} whose handler "
+                    f"{what} uses {ctx.describe(rc.obj)} whose handler "
                     f"{rc.handler or '(empty)'} is not a sandbox{extra}; use gVisor "
                     "(runsc) or Kata",
                     severity=sev,
@@ -167,7 +167,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                     obj,
                     path,
                     f"RuntimeClass {rc.name} is not defined in these files, which define "
-                    f"the sandbox RuntimeClass {sandboxes[0].name}; the pod is rejected "
+                    f"the sandbox {ctx.describe(sandboxes[0])}; the pod is rejected "
                     "if it does not exist",
                     severity=Severity.INFO,
                 )

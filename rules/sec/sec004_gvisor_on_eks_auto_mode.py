@@ -126,7 +126,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         rc_sel = [Requirement(str(k), "In", (str(v),)) for k, v in rc.node_selector.items()]
         terms = [t + rc_sel for t in pod_node_requirements(pod)]
         path = pod.spec_path + ("runtimeClassName",)
-        what = f"RuntimeClass {rc.name} (handler {handler})" if rc.obj is not None else f"gVisor RuntimeClass {rc.name}"
+        what = f"{ctx.describe(rc.obj)} (handler {handler})" if rc.obj is not None else f"gVisor RuntimeClass {rc.name}"
         if _requires_auto(terms):
             yield RULE.finding(
                 obj,

@@ -210,11 +210,11 @@ def _cilium_state(ctx: Any, pod: Any) -> tuple[bool, bool, str | None]:
                 ]
                 if ents & {"world", "all"}:
                     ent = sorted(ents & {"world", "all"})[0]
-                    broad = broad or f"CiliumNetworkPolicy {cnp.name} allows toEntities {ent}"
+                    broad = broad or f"{ctx.describe(cnp)} allows toEntities {ent}"
                 elif any((ipblock_prefix(c) or (4, 32))[1] == 0 for c in cidrs):
-                    broad = broad or f"CiliumNetworkPolicy {cnp.name} allows 0.0.0.0/0"
+                    broad = broad or f"{ctx.describe(cnp)} allows 0.0.0.0/0"
                 elif not r:
-                    broad = broad or f"CiliumNetworkPolicy {cnp.name} has an empty egress rule"
+                    broad = broad or f"{ctx.describe(cnp)} has an empty egress rule"
     return selected, fqdn, broad
 
 
@@ -266,7 +266,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             for i, r in iter_dicts(np.get("spec", "egress")):
                 why = broad_k8s_rule(r)
                 if why:
-                    k_broad = f"NetworkPolicy {np.name} egress[{i}] allows {why}"
+                    k_broad = f"{ctx.describe(np)} egress[{i}] allows {why}"
                     break
             if k_broad:
                 break

@@ -252,8 +252,8 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
             yield RULE.finding(
                 obj,
                 ("spec", "type"),
-                f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of {ray.kind} "
-                f"{ray.name}, which has no token auth; use ClusterIP and port-forward, or set "
+                f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of "
+                f"{ctx.describe(ray)}, which has no token auth; use ClusterIP and port-forward, or set "
                 "authOptions.mode: token",
             )
             return
@@ -295,8 +295,8 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
             yield RULE.finding(
                 obj,
                 path,
-                f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of {ray.kind} "
-                f"{ray.name}{via}, which has no token auth; set authOptions.mode: token "
+                f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of "
+                f"{ctx.describe(ray)}{via}, which has no token auth; set authOptions.mode: token "
                 "or drop the route",
             )
             return

@@ -127,7 +127,7 @@ def _tenant_taints(ctx: Any) -> list[tuple[str, dict[str, Any]]]:
     for pool in ctx.nodepools:
         for t in pool.taints:
             if _TENANT_KEY.search(str(t.get("key") or "").lower()) and t.get("value"):
-                out.append((pool.name, t))
+                out.append((ctx.describe(pool.obj), t))
     return out
 
 
@@ -172,7 +172,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                         obj,
                         path,
                         f"workload in namespace {ns} tolerates {taint.get('key')}="
-                        f"{taint.get('value')}, the tenant taint of NodePool {pool_name}; "
+                        f"{taint.get('value')}, the tenant taint of {pool_name}; "
                         "only that tenant should run there",
                     )
                     break

@@ -210,9 +210,9 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         _c, engine = cached[0]
         what = "vLLM prefix caching" if engine == "vllm" else "SGLang's radix (prefix) cache"
         how = f"{n} replicas" if auto is None else f"up to {n} replicas"
-        names = ", ".join(sorted({str(s.name) for s in services}))
+        names = ", ".join(sorted({ctx.describe(s) for s in services}))
         msg = (
-            f"{what} is on in {how} behind round-robin Service {names}, so shared prefixes miss the cache; "
+            f"{what} is on in {how} behind round-robin {names}, so shared prefixes miss the cache; "
             "route with an InferencePool or use sessionAffinity: ClientIP"
         )
         path = ("spec", "replicas") if "replicas" in spec else ("spec",)

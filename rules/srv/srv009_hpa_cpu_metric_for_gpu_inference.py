@@ -172,7 +172,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
     w, engine, model = found
     metric = serving.data()["queue_metrics"].get(engine, "vllm:num_requests_waiting")
-    what = f"{w.kind} {w.name} ({engine} on GPUs)"
+    what = f"{ctx.describe(w)} ({engine} on GPUs)"
     if obj.kind == "HorizontalPodAutoscaler":
         metrics = spec.get("metrics")
         if obj.api_version == "autoscaling/v1" or not metrics:

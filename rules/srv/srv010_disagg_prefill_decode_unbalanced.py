@@ -235,11 +235,11 @@ def _autoscaler(obj: Any, ctx: Any) -> str | None:
     for hpa in ctx.of_kind("HorizontalPodAutoscaler", namespace=ns):
         ref = as_dict(hpa.get("spec", "scaleTargetRef"))
         if ref.get("kind") == obj.kind and ref.get("name") == obj.name:
-            return f"HPA {hpa.name}"
+            return ctx.describe(hpa)
     for so in ctx.of_kind("ScaledObject", namespace=ns):
         ref = as_dict(so.get("spec", "scaleTargetRef"))
         if (ref.get("kind") or "Deployment") == obj.kind and ref.get("name") == obj.name:
-            return f"ScaledObject {so.name}"
+            return ctx.describe(so)
     return None
 
 
@@ -259,14 +259,14 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             obj,
             spec_path,
             f"{me.role} side {obj.kind} {obj.name} has no autoscaler while its {other.role} pair "
-            f"{other.obj.name} scales with {theirs}; the prefill:decode ratio drifts under load",
+            f"{ctx.describe(other.obj)} scales with {theirs}; the prefill:decode ratio drifts under load",
         )
     if me.role != "prefill":
         if me.connector is None and other.connector:
             yield RULE.finding(
                 obj,
                 me.container_path,
-                f"decode side {obj.name} configures no KV connector while prefill {other.obj.name} uses "
+                f"decode side {obj.name} configures no KV connector while prefill {ctx.describe(other.obj)} uses "
                 f"{other.connector or 'a shared KV tier'}; the KV cache cannot reach it",
             )
         return
@@ -274,20 +274,20 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             me.container_path,
-            f"prefill/decode pair {obj.name}/{other.obj.name} configures no KV connector or shared KV "
+            f"prefill/decode pair {obj.name}/{ctx.describe(other.obj)} configures no KV connector or shared KV "
             "tier (NIXL, LMCache, Mooncake): decode recomputes every prompt",
         )
     elif me.connector is None:
         yield RULE.finding(
             obj,
             me.container_path,
-            f"prefill side {obj.name} configures no KV connector while decode {other.obj.name} uses "
+            f"prefill side {obj.name} configures no KV connector while decode {ctx.describe(other.obj)} uses "
             f"{other.connector or 'a shared KV tier'}; the KV cache cannot move between them",
         )
     elif me.connector and other.connector and me.connector.lower() != other.connector.lower():
         yield RULE.finding(
             obj,
             me.connector_path or me.container_path,
-            f"prefill {obj.name} uses KV connector {me.connector} but decode {other.obj.name} uses "
+            f"prefill {obj.name} uses KV connector {me.connector} but decode {ctx.describe(other.obj)} uses "
             f"{other.connector}; both sides must use the same connector",
         )

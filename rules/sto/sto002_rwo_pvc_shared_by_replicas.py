@@ -247,18 +247,22 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             if n is not None and n > 1:
                 severity = Severity.ERROR if mode == "ReadWriteOncePod" or spread else None
                 sc = scaling_of(ctx, obj) if obj.kind in ("Deployment", "StatefulSet", "ReplicaSet") else None
-                via = f" ({sc.label} max {sc.max_replicas})" if sc is not None and sc.max_replicas == n else ""
+                via = (
+                    f" ({ctx.describe(sc.source)} max {sc.max_replicas})"
+                    if sc is not None and sc.max_replicas == n
+                    else ""
+                )
                 if mode == "ReadWriteOncePod":
                     tail = "only one pod can use it"
                 elif spread:
                     tail = "they are placed on different nodes, so all but one hang in ContainerCreating (Multi-Attach error)"
                 else:
                     tail = "replicas on other nodes hang in ContainerCreating (Multi-Attach error)"
-                msg = f"PVC {claim} is {mode} but {obj.kind} {obj.name} runs up to {n} pods mounting it{via}; {tail}"
+                msg = f"{ctx.describe(pvc)} is {mode} but {obj.kind} {obj.name} runs up to {n} pods mounting it{via}; {tail}"
             elif others:
                 severity = Severity.ERROR if mode == "ReadWriteOncePod" else None
-                names = ", ".join(f"{o.kind} {o.name}" for o in others[:3])
-                msg = f"PVC {claim} is {mode} and also mounted by {names}; " + (
+                names = ", ".join(ctx.describe(o) for o in others[:3])
+                msg = f"{ctx.describe(pvc)} is {mode} and also mounted by {names}; " + (
                     "only one pod can use it"
                     if mode == "ReadWriteOncePod"
                     else "pods on different nodes cannot attach it at the same time"

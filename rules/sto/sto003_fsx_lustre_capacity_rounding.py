@@ -138,7 +138,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             kind = f"{params.deployment_type} HDD"
         shown = str(raw) if str(raw).endswith("Gi") else f"{raw} ({_gib(size)})"
         msg = (
-            f"requests {shown} on {sc.name} ({kind}), which takes {rule['valid']}; "
+            f"requests {shown} on {ctx.describe(sc)} ({kind}), which takes {rule['valid']}; "
             f"the driver creates and bills {rounded}Gi"
         )
         lower = _lower_valid(rounded, rule)

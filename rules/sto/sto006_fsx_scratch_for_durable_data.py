@@ -157,7 +157,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         for o, pod, paths in users:
             hit = next((p for p in paths if _PATH_RE.search(p)), None)
             if hit and is_training_pod(pod):
-                reason = f"mounted at {hit} by {o.kind} {o.name}"
+                reason = f"mounted at {hit} by {ctx.describe(o)}"
                 break
         if reason is None and _NAME_RE.search(claim.name):
             reason = "named for checkpoints"
@@ -168,7 +168,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             path,
-            f"claim {claim.name} holds durable training data ({reason}) on {sc.name}, "
+            f"claim {claim.name} holds durable training data ({reason}) on {ctx.describe(sc)}, "
             f"an FSx {dt} file system without s3ExportPath; scratch data is not "
             "replicated and is lost if a file server fails",
         )

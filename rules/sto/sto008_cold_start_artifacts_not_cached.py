@@ -209,9 +209,9 @@ def _scales(ctx: Any, obj: Any) -> str | None:
         return None
     if sc.max_replicas > sc.min_replicas:
         zero = " from zero" if sc.min_replicas == 0 else ""
-        return f"{sc.label} scales it{zero} up to {sc.max_replicas}"
+        return f"{ctx.describe(sc.source)} scales it{zero} up to {sc.max_replicas}"
     if sc.min_replicas == 0:
-        return f"{sc.label} scales it from zero"
+        return f"{ctx.describe(sc.source)} scales it from zero"
     return None
 
 

@@ -1,0 +1,42 @@
+"""The run root: the one folder every report path that must not depend on the current folder
+is relative to (SARIF artifact URIs, and the other objects' files that messages name).
+
+It is the git work tree holding the current folder, else the config file's folder, else the
+current folder. GitHub resolves SARIF URIs against the checkout, and a message reads the
+same whichever subfolder the run started in.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def repository_root(start: str) -> str | None:
+    """The git work tree holding `start` (a `.git` folder or file above it), or None."""
+    cur = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(cur, ".git")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def run_root(config_root: str | None = None) -> str:
+    """The run root (absolute): the git work tree of the current folder, else `config_root`
+    (the config file's folder, when a config was read), else the current folder."""
+    cwd = os.getcwd()
+    return os.path.abspath(repository_root(cwd) or config_root or cwd)
+
+
+def root_relative(path: str, root: str) -> str | None:
+    """`path` relative to `root` with forward slashes, or None when it lies outside `root`."""
+    full = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(full, os.path.abspath(root))
+    except ValueError:  # another drive
+        return None
+    if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        return None
+    return rel.replace(os.sep, "/")
