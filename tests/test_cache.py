@@ -27,12 +27,15 @@ def _lint(paths: list[str], cache_dir: Path | None, jobs: int = 1, **settings_ch
     for k, v in settings_changes.items():
         setattr(settings, k, v)
     saved = os.environ.get("AILINT_CACHE_DIR")
-    os.environ["AILINT_CACHE_DIR"] = str(cache_dir)  # the runner's choice (a config's must stay in the project)
+    if cache_dir is None:  # an uncached run: no cache folder at all (str(None) would make ./None)
+        os.environ.pop("AILINT_CACHE_DIR", None)
+    else:
+        os.environ["AILINT_CACHE_DIR"] = str(cache_dir)  # the runner's choice (a config's must stay in the project)
     try:
         result = lint(paths, settings, jobs=jobs, cache=cache_dir is not None)
     finally:
         if saved is None:
-            del os.environ["AILINT_CACHE_DIR"]
+            os.environ.pop("AILINT_CACHE_DIR", None)
         else:
             os.environ["AILINT_CACHE_DIR"] = saved
     return json.loads(rep.render(result))
