@@ -702,3 +702,18 @@ def test_charts_and_overlays_that_link_out_are_not_rendered(render_tools, hostil
             assert ("YML013", "chart/files/creds") in found and ("YML013", "overlay/cm.yaml") in found, found
         else:  # followed on request: rendered (and the secret still masked)
             assert not any(code == "YML013" for code, _ in found), found
+
+
+def test_no_planted_secret_in_any_output_format(hostile):
+    from ailint.doors.cli import FORMATS
+
+    repo, _ = hostile
+    assert {"text", "json", "sarif", "github"} <= set(FORMATS)
+    for fmt in FORMATS:  # html too, when the build has it
+        for extra in ([], ["--follow-external-symlinks"]):
+            proc = ailint(repo, ".", "--format", fmt, "--no-schema", *extra)
+            assert proc.stdout.strip(), fmt
+            assert_no_secret(proc.stdout + proc.stderr, f"--format {fmt} {extra}")
+    # the masked frame still points at the value: lines and columns are unchanged
+    text = ailint(repo, "app.yaml", "--format", "text", "--no-schema").stdout
+    assert 'value: "*****' in text and "^^^^" in text
