@@ -45,10 +45,8 @@ def describe(obj: K8sObject, root: str = "") -> str:
     left out for cluster-scoped kinds, e.g. `NodePool gpu (karpenter/nodepools.yaml)`.
     Bundle rules call `ctx.describe(obj)`, which passes the run root."""
     name = obj.name or "(unnamed)"
-    if obj.namespace:
-        name = f"{obj.namespace}/{name}"
-    elif (obj.group, obj.kind) not in CLUSTER_SCOPED and obj.kind not in _UNSCOPED:
-        name = f"{obj.namespace_or_default}/{name}"
+    if (obj.group, obj.kind) not in CLUSTER_SCOPED and obj.kind not in _UNSCOPED:
+        name = f"{obj.namespace_or_default}/{name}"  # a namespace a cluster-scoped kind sets is ignored
     return f"{obj.kind or 'object'} {name} ({shown_path(obj, root)})"
 
 

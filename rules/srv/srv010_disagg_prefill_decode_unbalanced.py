@@ -274,7 +274,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             me.container_path,
-            f"prefill/decode pair {obj.name}/{ctx.describe(other.obj)} configures no KV connector or shared KV "
+            f"prefill/decode pair {obj.name} and {ctx.describe(other.obj)} configures no KV connector or shared KV "
             "tier (NIXL, LMCache, Mooncake): decode recomputes every prompt",
         )
     elif me.connector is None:
