@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TextIO
 
 from ailint import __version__
 
@@ -256,7 +256,8 @@ class Reviewer:
         The object is checked as is, without a YAML round trip: positions do not matter
         in a warning, so every span falls back to the object itself.
         """
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        raw_meta = obj.get("metadata")
+        meta = raw_meta if isinstance(raw_meta, dict) else {}
         name = meta.get("name") or meta.get("generateName") or ""
         source = self._SourceFile("-", f"{obj.get('kind', 'object')}/{name}", "")
         o = self._K8sObject(source, 0, obj, {})
@@ -431,7 +432,9 @@ def _write_log(log: Any, entry: dict[str, Any]) -> None:
         pass
 
 
-def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr, worker: int | None = None):
+def make_handler(
+    reviewer: Reviewer, metrics: Metrics, log: TextIO = sys.stderr, worker: int | None = None
+) -> type[BaseHTTPRequestHandler]:
     tag = {} if worker is None else {"worker": worker}
 
     class Handler(BaseHTTPRequestHandler):
@@ -562,7 +565,8 @@ def make_handler(reviewer: Reviewer, metrics: Metrics, log=sys.stderr, worker: i
             self._send(200, payload)
             req = body["request"]
             obj = req.get("object") if isinstance(req.get("object"), dict) else {}
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            raw_meta = obj.get("metadata")
+            meta = raw_meta if isinstance(raw_meta, dict) else {}
             self._log(
                 {
                     "uid": req["uid"],
@@ -726,10 +730,13 @@ class Server(ThreadingHTTPServer):
         self._conn_lock = threading.Lock()
         self._conns: dict[Any, bool] = {}  # handler -> busy
 
-    def finish_request(self, request: socket.socket, client_address: Any) -> None:
+    # a stream server's requests are sockets: the (bytes, socket) pair in the base signature is
+    # a datagram server's
+    def finish_request(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         """In the connection's thread: the TLS handshake, then the request loop."""
         if self.tls is None:
-            self.RequestHandlerClass(request, client_address, self)
+            # (typeshed types the handler's server argument as an unbound Self mypy cannot match)
+            self.RequestHandlerClass(request, client_address, self)  # type: ignore[arg-type]
             return
         try:
             request.settimeout(self.handshake_timeout)
@@ -738,7 +745,7 @@ class Server(ThreadingHTTPServer):
         except (OSError, ValueError):
             return  # a failed handshake; the caller closes `request`
         try:
-            self.RequestHandlerClass(conn, client_address, self)
+            self.RequestHandlerClass(conn, client_address, self)  # type: ignore[arg-type]  # (as above)
         finally:
             self.shutdown_request(conn)
 
@@ -856,7 +863,7 @@ def build_server(
     tls_key: str | None,
     insecure_http: bool = False,
     enforce: bool = False,
-    log=sys.stderr,
+    log: TextIO = sys.stderr,
     **limits: Any,
 ) -> Server:
     """A single-process server, bound and listening (port 0 picks a free port); `limits`:
@@ -969,9 +976,10 @@ def _supervise(
             pid, status = os.waitpid(-1, 0)  # retried after a signal handler runs (PEP 475)
         except ChildProcessError:
             break
-        slot = children.pop(pid, None)
-        if slot is None or state["stopping"]:
+        gone = children.pop(pid, None)
+        if gone is None or state["stopping"]:
             continue
+        slot = gone
         now = time.monotonic()
         restarts[:] = [t for t in restarts if now - t < 60] + [now]
         _write_log(

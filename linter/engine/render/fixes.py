@@ -98,12 +98,12 @@ def _remap(fix: Fix, obj: K8sObject, mapper: Any, rd: Any) -> Fix | None:
                 return None
     if len(targets) != 1:
         return None
-    ((path, new),) = targets.items()
-    old = _read(path)
+    ((target_file, new),) = targets.items()
+    old = _read(target_file)
     if old is None or old == new:
         return None
-    shown = mapper.shown(path)
-    return SourceFix(fix.title, (_minimal_edit(old, new),), fix.applicability, target=path, target_display=shown)
+    shown = mapper.shown(target_file)
+    return SourceFix(fix.title, (_minimal_edit(old, new),), fix.applicability, target=target_file, target_display=shown)
 
 
 def _object_at(mapper: Any, rd: Any, doc: Any) -> K8sObject | None:

@@ -352,29 +352,30 @@ class _Mapper:
             loc = self._comment_or_doc(rd, f, src_text)
         else:
             path = _rendered_path(obj, f)
+            found: sourcemap.Located | None = None
             if rd.unit.kind == "chart":
-                loc = None
                 if obj.template:
                     cm = self.chart_map(rd)
                     try:
-                        loc = self.sm.locate_chart(cm, obj.template, obj.kind, obj.data, obj.positions, path)
+                        found = self.sm.locate_chart(cm, obj.template, obj.kind, obj.data, obj.positions, path)
                     except (RecursionError, ValueError, IndexError, KeyError):
-                        loc = None
-                    if loc is None:
+                        found = None
+                    if found is None:
                         tfile = cm.template_file(obj.template)
                         note = (
                             f"`{_dotted(path)}` was not found in this template"
                             if tfile
                             else f"rendered from {obj.template}, which is inside a packaged subchart"
                         )
-                        loc = self.sm.Located(tfile or rd.unit.marker, 1, 1, 2, note=note)
+                        found = self.sm.Located(tfile or rd.unit.marker, 1, 1, 2, note=note)
                 else:
-                    loc = self.sm.Located(rd.unit.marker, 1, 1, 2, note="helm named no template for this object")
+                    found = self.sm.Located(rd.unit.marker, 1, 1, 2, note="helm named no template for this object")
             else:
                 origin = rd.origins.get(obj.doc_index)
-                loc = self.sm.locate_overlay(rd.scan, origin, obj.kind, obj.data, path)
-                if loc is None:
-                    loc = self.sm.Located(rd.unit.marker, 1, 1, 2, note=f"`{_dotted(path)}`: source not found")
+                found = self.sm.locate_overlay(rd.scan, origin, obj.kind, obj.data, path)
+                if found is None:
+                    found = self.sm.Located(rd.unit.marker, 1, 1, 2, note=f"`{_dotted(path)}`: source not found")
+            loc = found
         if count:
             if loc.line == 1 and loc.note:
                 st.file_only += 1
