@@ -490,7 +490,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     entries match, the others parsed and checked (their entries written), and the bundle
     phase over the previous state (`ailint.engine.tracking`)."""
     from ailint.engine.load import decode
-    from ailint.engine.run import finish, process_files, read_raw
+    from ailint.engine.run import finish, process_file, read_raw
 
     keys: list[bytes] = []
     raws: list[bytes | None] = []
@@ -546,14 +546,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             spill(fr, settings.limits)
         file_results[n] = fr
     todo = [candidates[n] for n in misses]
-    if engine.progress is not None:
-        engine.progress(len(candidates) - len(todo))  # read from the cache
     if engine.jobs > 1 and len(todo) > 1:
         from ailint.engine.parallel import run_parallel
 
         done = run_parallel(todo, settings, engine, engine.jobs)
     else:
-        done = process_files(todo, settings, engine)
+        done = [process_file(c, settings, engine) for c in todo]
     for n, fr in zip(misses, done):
         file_results[n] = fr
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
