@@ -546,12 +546,19 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             spill(fr, settings.limits)
         file_results[n] = fr
     todo = [candidates[n] for n in misses]
+    tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
+    if tick is not None:
+        tick(len(candidates) - len(todo))  # read from the cache
     if engine.jobs > 1 and len(todo) > 1:
         from ailint.engine.parallel import run_parallel
 
         done = run_parallel(todo, settings, engine, engine.jobs)
     else:
-        done = [process_file(c, settings, engine) for c in todo]
+        done = []
+        for c in todo:
+            done.append(process_file(c, settings, engine))
+            if tick is not None:
+                tick(1)
     for n, fr in zip(misses, done):
         file_results[n] = fr
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)

@@ -58,6 +58,8 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
             for cand, fr in zip(chunk, res):
                 results.append((order[id(cand)], fr))
+            if getattr(engine, "progress", None) is not None:
+                engine.progress(len(chunk))  # a terminal's progress line
     results.sort(key=lambda x: x[0])
     return [fr for _, fr in results]
 
