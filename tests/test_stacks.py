@@ -34,6 +34,7 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
         ("REL006", 98),  # serving pod on a spot-capable pool keeps the 30 s grace period
         ("REL006", 109),  # ... and has no preStop hook
         ("STO008", 113),  # Hub download at every start while the HPA scales to 8
+        ("SRV012", 149),  # liveness probe without timeoutSeconds (1 s default)
         ("STO007", 166),  # /dev/shm Memory emptyDir without sizeLimit
         ("SRV009", 194),  # HPA on CPU only for a GPU model server
         ("NET007", 229),  # namespaceSelector on the unset label `name`

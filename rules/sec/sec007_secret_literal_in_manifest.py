@@ -96,6 +96,11 @@ RULE = Rule(
     tags=("security", "secrets"),
     precision="high",
     security_severity=8.0,
+    why_when=(  # the harm of each condition, not the remedy sentence ("Secrets ... keep the value out")
+        (r"holds a placeholder", "Anything in a manifest ends up"),
+        (r"Hugging Face|NGC|NVIDIA API key|\(sk-", "A Hugging Face or NGC token leaked"),
+        (r"", "Anything in a manifest ends up"),
+    ),
 )
 
 
@@ -178,8 +183,9 @@ def _config_map(obj: Any) -> Iterator[Finding]:
 
 def _text_findings(obj: Any, path: tuple, where: str) -> Iterator[Finding]:
     text = obj.get(*path)
+    after = 0  # findings come in line order: each one is searched after the previous match
     for key, value, hit in scan_config_text(text):
-        span = _span_of(obj, path, value)
+        span, after = _span_of(obj, path, value, after)
         label = f"{key} in {where}" if key else where
         if hit.placeholder:
             yield RULE.finding(
@@ -200,17 +206,19 @@ def _text_findings(obj: Any, path: tuple, where: str) -> Iterator[Finding]:
             )
 
 
-def _span_of(obj: Any, path: tuple, value: str) -> Span | None:
-    """The secret's own position inside a block scalar, when the raw text shows it."""
+def _span_of(obj: Any, path: tuple, value: str, after: int = 0) -> tuple[Span | None, int]:
+    """The secret's own position inside a block scalar, when the raw text shows it, searched
+    from offset `after` (so that a value written twice gets each finding at its own line),
+    and the offset to search the next one from."""
     loc = obj.location(path)
     if loc is None or not value:
-        return None
+        return None, after
     src = obj.source
-    i = src.text.find(value, loc.value_start, loc.value_end)
+    i = src.text.find(value, max(loc.value_start, after), loc.value_end)
     if i < 0:
-        return None
+        return None, after
     line, col = src.position(i)
     eline, ecol = src.position(i + len(value))
     if eline != line:
-        return None
-    return Span(line, col, line, ecol)
+        return None, i + len(value)
+    return Span(line, col, line, ecol), i + len(value)
