@@ -521,10 +521,10 @@ def rules_cmd(fmt: str, config_file: str | None = None, no_config: bool = False)
 
         click.echo(json.dumps(rows, indent=2))
         return
-    w = max((len(r["name"]) for r in rows), default=10)
-    for r in rows:
-        fixmark = {"always": "fix", "sometimes": "fix?", "never": ""}[r["fix"]]
-        click.echo(f"{r['code']}  {r['name']:<{w}}  {r['severity']:<7}  {fixmark:<4}  {r['summary']}")
+    w = max((len(row["name"]) for row in rows), default=10)
+    for row in rows:
+        fixmark = {"always": "fix", "sometimes": "fix?", "never": ""}[row["fix"]]
+        click.echo(f"{row['code']}  {row['name']:<{w}}  {row['severity']:<7}  {fixmark:<4}  {row['summary']}")
 
 
 @cli.command("rule")
