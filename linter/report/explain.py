@@ -101,6 +101,21 @@ def _score(sentence: str, terms: dict[str, int]) -> int:
     return total
 
 
+def _pinned(f: Finding, sents: tuple[str, ...]) -> int | None:
+    """The sentence the rule names for the condition that fired (`Rule.why_when`), if any."""
+    from ailint.engine.registry import all_rules
+
+    reg = all_rules().get(f.code)
+    for pattern, opening in reg.rule.why_when if reg is not None else ():
+        if re.search(pattern, f.message):
+            opening = _plain(opening)
+            for i, s in enumerate(sents):
+                if s.startswith(opening):
+                    return i
+            return None  # a stale opening: the guard test reports it
+    return None
+
+
 def explanation(f: Finding, verbose: bool = False) -> str:
     """The why of `f`: the whole section with `verbose`, else its best sentence or two."""
     if verbose:
@@ -108,8 +123,9 @@ def explanation(f: Finding, verbose: bool = False) -> str:
     sents = _sentences_of(f.code)
     if not sents:
         return ""
-    pick = 0
-    if len(sents) > 1:
+    pinned = _pinned(f, sents)
+    pick = 0 if pinned is None else pinned
+    if pinned is None and len(sents) > 1:
         terms = _terms(f)
         scores = [_score(s, terms) for s in sents]
         best = max(range(len(sents)), key=lambda i: (scores[i], -i))

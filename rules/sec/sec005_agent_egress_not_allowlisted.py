@@ -152,6 +152,10 @@ RULE = Rule(
     tags=("security", "agents", "network"),
     precision="medium",
     security_severity=7.5,
+    why_when=(  # the harm of each condition, not the remedy sentence the names match
+        (r"no NetworkPolicy or CiliumNetworkPolicy", "A prompt-injected agent can be told"),
+        (r"not an allowlist|allows|no egress section", "Without an allowlist the data leaves"),
+    ),
 )
 
 _LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO, Severity.INFO: Severity.INFO}
