@@ -138,9 +138,10 @@ def statistics(result: Any, fmt: str) -> str:
 
 
 class Progress:
-    """`ailint: linting… 3s` on standard error while a run over a terminal lasts more than
-    about two seconds; off when standard error is not a terminal, under `--quiet`, and in CI
-    (`CI` set). The line is erased when the run ends, so the report starts clean."""
+    """`ailint: linting k8s… 120/480 files 3s` on standard error while a run over a terminal
+    lasts more than about two seconds; off when standard error is not a terminal, under
+    `--quiet`, and in CI (`CI` set). The line is erased when the run ends, so the report
+    starts clean. `files` is the run's `on_files` hook (files read and checked, of all)."""
 
     def __init__(self, what: str, after: float | None = None) -> None:
         self.what = what
@@ -149,6 +150,8 @@ class Progress:
         self._stop = threading.Event()
         self._shown = False
         self._start = time.monotonic()
+        self._files: tuple[int, int] | None = None
+        self._every = 0.5 if self.after >= 0.5 else max(self.after, 0.05)  # refresh interval
         self._thread = threading.Thread(target=self._run, name="ailint-progress", daemon=True)
 
     @staticmethod
@@ -160,6 +163,14 @@ class Progress:
         except (AttributeError, ValueError):
             return False
 
+    def files(self, done: int, total: int) -> None:
+        self._files = (done, total)  # one tuple: the thread reads both at once
+
+    def line(self) -> str:
+        spent = time.monotonic() - self._start
+        counts = f" {self._files[0]}/{self._files[1]} files" if self._files else ""
+        return f"ailint: linting {self.what}…{counts} {spent:.0f}s"
+
     def start(self) -> Progress:
         self._thread.start()
         return self
@@ -168,11 +179,10 @@ class Progress:
         if self._stop.wait(self.after):
             return
         while not self._stop.is_set():
-            spent = time.monotonic() - self._start
-            sys.stderr.write(f"\r\x1b[2Kailint: linting {self.what}… {spent:.0f}s")
+            sys.stderr.write(f"\r\x1b[2K{self.line()}")
             sys.stderr.flush()
             self._shown = True
-            self._stop.wait(0.5)
+            self._stop.wait(self._every)
 
     def stop(self) -> None:
         self._stop.set()
