@@ -129,6 +129,8 @@ class PodTemplate(_Memo):
     group_path: Path = ()  # the enclosing group/replica spec (RayCluster worker group, ...)
     synthetic: dict[str, Any] | None = None  # a PodSpec the controller builds (spec_path holds an Anchor)
     open: bool = False  # an input not in the run (a runtime) may add any field to the pod and its first container
+    # devices of the pod's DRA resourceClaims found in the run, by claim name ({"gpu": {"nvidia.com/gpu": 2}})
+    claimed: dict[str, dict[str, float]] | None = None
     _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
     _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
 
@@ -246,6 +248,18 @@ class Container(_Memo):
             q = parse_quantity(v)
             if q is not None and q > 0:
                 out[res] = q
+        if self.pod.claimed:  # DRA: the devices of the pod's claims this container names
+            for res, n in self.claimed().items():
+                out[res] = out.get(res, 0) + n
+        return out
+
+    def claimed(self) -> dict[str, float]:
+        """Accelerators this container gets through DRA claims it names in `resources.claims`
+        (a part of `accelerators()`; the pod's `claimed` is filled from the run's catalogue)."""
+        out: dict[str, float] = {}
+        for _, ref in iter_dicts(get_in(self.data, ("resources", "claims"))):
+            for res, n in (self.pod.claimed or {}).get(str(ref.get("name")), {}).items():
+                out[res] = out.get(res, 0) + n
         return out
 
     def gpu_count(self) -> float:

@@ -24,10 +24,24 @@ NODEPOOLS = "NodePool"
 
 
 def object_tokens(obj: K8sObject) -> tuple[str, ...]:
-    """What a change to `obj` invalidates: its kind, and the run's pods if it is a pod kind."""
+    """What a change to `obj` invalidates: its kind, and the run's pods if it is a pod kind
+    or a catalogue object (a runtime or a DRA claim changes the pods merged with it)."""
     from ailint.domain.extract import is_pod_kind
+    from ailint.domain.workloads import is_catalogue
 
-    return (obj.kind, PODS) if is_pod_kind(obj) else (obj.kind,)
+    return (obj.kind, PODS) if is_pod_kind(obj) or is_catalogue(obj) else (obj.kind,)
+
+
+def merge_tokens(obj: K8sObject) -> frozenset[str]:
+    """The kinds whose change alters `obj`'s own pods (merged with the run's catalogue,
+    `ailint.engine.catalogue`): a bundle call on `obj` read them, through its pods."""
+    from ailint.engine.catalogue import deferred
+
+    if not deferred(obj):
+        return frozenset()
+    from ailint.domain.workloads import catalogue_reads
+
+    return frozenset(kind for _, kind in catalogue_reads(obj))
 
 
 class TrackingContext(Context):
@@ -188,10 +202,11 @@ def bundle_phase(
         d, j = where[i]
         old = prev_bundle.get(d) if d not in changed else None
         old_obj = old[j] if old is not None and j < len(old) else None
+        merged = merge_tokens(obj) if old_obj is not None else frozenset()
         for reg in engine.rules_for(obj, bundle=True):
             t = position[id(reg)]
             hit = old_obj.get(reg.rule.code) if old_obj is not None else None
-            if hit is not None and not touched.intersection(hit[0]):
+            if hit is not None and not touched.intersection(hit[0]) and not touched.intersection(merged):
                 calls[(i, t)] = hit
             else:
                 todo[t].append(i)

@@ -11,22 +11,27 @@ kind declared with group None matches any group not claimed by another family.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ailint.core.model import K8sObject
+from ailint.core.model import Finding, K8sObject, RelatedLocation
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
-from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
+from ailint.domain.workloads.base import Catalog, Facts, Family, Foreign, Kind, written
 
 __all__ = [
     "Catalog",
     "Facts",
     "Family",
+    "Foreign",
+    "bind",
+    "catalogue",
     "catalogue_kinds",
+    "catalogue_reads",
     "families",
     "family_for",
     "is_catalogue",
@@ -34,6 +39,7 @@ __all__ = [
     "is_workload",
     "kinds",
     "pod_templates",
+    "relocate",
     "rule_kinds",
     "workload_kinds",
 ]
@@ -132,9 +138,70 @@ def _templates(obj: K8sObject, catalog: Catalog | None) -> Iterator[PodTemplate]
     fam = family_for(obj)
     if fam is None:
         return iter(())
+    if catalog is not None:
+        return iter(_bound(obj, fam, catalog))
     if fam.takes_catalog:
-        return iter(fam.templates(obj, catalog))
+        return iter(fam.templates(obj, None))
     return iter(fam.templates(obj))
+
+
+def _bound(obj: K8sObject, fam: Family, catalog: Catalog) -> list[PodTemplate]:
+    pods = list(fam.templates(obj, catalog) if fam.takes_catalog else fam.templates(obj))
+    for other in families():
+        if other.bind_pod is not None:
+            for pod in pods:
+                other.bind_pod(pod, catalog)
+    return pods
+
+
+# -- the run's catalogue: rules on objects whose pods depend on other objects of the run ----
+def catalogue_reads(obj: K8sObject) -> tuple[Kind, ...]:
+    """The catalogue kinds (group, kind) whose objects in the run change `obj`'s pods (a
+    KServe model's runtime, DRA claims): the engine judges such an object once the run's
+    catalogue is known (`bind`), not file by file. () for every other object."""
+    if family_for(obj) is None:
+        return ()
+    pods: list[PodTemplate] | None = None
+    out: list[Kind] = []
+    for fam in families():
+        if fam.reads is not None:
+            if pods is None:
+                pods = list(pod_templates(obj))
+            out += [k for k in fam.reads(obj, pods) if k not in out]
+    return tuple(out)
+
+
+def catalogue(objects: Iterable[K8sObject]) -> Catalog:
+    """The catalogue objects of a run (runtimes, base models, resource claims...)."""
+    return Catalog(o for o in objects if is_catalogue(o))
+
+
+def bind(obj: K8sObject, catalog: Catalog) -> None:
+    """Make `obj`'s pod templates (for every later `pod_templates(obj)`: the rules, the
+    bundle phase) the ones merged with what `catalog` holds for it. Call before any rule
+    reads the object; its earlier derived facts are dropped."""
+    try:
+        pods = list(_templates(obj, catalog))
+    except Exception:
+        return  # the unmerged templates stay; the rule that reads them reports a crash
+    obj.memo = {"pod_templates": pods}
+
+
+def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -> Finding:
+    """A finding on `obj` about a field its merged pod took from another object of the run
+    (a runtime's args, probes, image) moved to that object's line, with the workload's own
+    line as a related location. When that object is in a context-only file (`hidden`), the
+    finding stays on the workload, on the field that merged it in. Others are unchanged."""
+    path = f.path
+    if not path or not isinstance(path[0], Foreign):
+        return f
+    step = path[0]
+    if step.obj.file in hidden:
+        return dataclasses.replace(f, span=obj.span(step.home), path=step.home)
+    real = step.path + tuple(path[1:])
+    kind = f.object_ref.kind if f.object_ref else obj.kind
+    here = RelatedLocation(f.file, obj.span(step.home), f"the {kind} this runtime is merged into")
+    return dataclasses.replace(f, file=step.obj.file, span=step.obj.span(real), path=real, related=(*f.related, here))
 
 
 def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
@@ -244,11 +311,6 @@ def pod_facts(pod: PodTemplate, catalog: Catalog | None = None) -> Facts:
                 q = parse_quantity(c.limit(res) if c.limit(res) is not None else c.request(res))
                 if q:
                     acc[res] = acc.get(res, 0) + q
-    if catalog is not None:
-        from ailint.domain.workloads.dra import claimed_devices
-
-        for k, v in claimed_devices(pod, catalog).items():
-            acc[k] = acc.get(k, 0) + v
     out.accelerators = acc or None
     return out
 

@@ -56,6 +56,65 @@ class Family:
     role: Callable[[PodTemplate], str | None] | None = None  # serving, training, batch, infra (None: heuristics)
     # kinds whose pods are long-running model servers (rules for servers apply to them)
     serving: tuple[Kind, ...] = ()
+    # the catalogue kinds of the run that `obj`'s pods depend on (any object, not only the
+    # family's: DRA claims change the pods of every family); () when none
+    reads: Callable[[K8sObject, list[PodTemplate]], tuple[Kind, ...]] | None = None
+    # completes a pod template with what the run's catalogue holds for it (DRA: claimed devices)
+    bind_pod: Callable[[PodTemplate, Catalog], None] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Foreign:
+    """A path step: what follows is a path in another object of the run. A merged pod maps
+    the fields it took from a runtime to it (`Anchor` fields ending in a Foreign step), so a
+    finding on them points at the runtime's line (`ailint.domain.workloads.relocate`)."""
+
+    obj: K8sObject
+    path: Path
+    home: Path = ()  # the workload's own field that merges it in (where a finding falls back to)
+
+
+def merged_origins(
+    pre: Path, rt_obj: K8sObject, rt_path: Path, runtime: dict[str, Any], mine: dict[str, Any], mine_path: Path
+) -> list[tuple[Path, Path, bool]]:
+    """Anchor fields for a container merged as `merge_container(runtime, mine)` (at `pre` in
+    the built pod): each field the runtime's container at `rt_path` of `rt_obj` supplied maps
+    to it; the ones `mine` (at `mine_path`) wrote map there (args appended, env by name)."""
+    out: list[tuple[Path, Path, bool]] = []
+
+    def there(*rest: Any) -> Path:
+        return (Foreign(rt_obj, rt_path + tuple(rest), mine_path),)
+
+    rt_args: list[Any] = runtime["args"] if isinstance(runtime.get("args"), list) else []
+    for i in range(len(rt_args)):
+        out.append((pre + ("args", i), there("args", i), True))
+    if rt_args and isinstance(mine.get("args"), list):
+        for j in range(len(mine["args"])):
+            out.append((pre + ("args", len(rt_args) + j), mine_path + ("args", j), True))
+    rt_env = (
+        [e for e in runtime.get("env") or [] if isinstance(e, dict)] if isinstance(runtime.get("env"), list) else []
+    )
+    my_env = {e.get("name"): j for j, e in iter_dicts(mine.get("env"))}
+    merged: list[Path] = []
+    for i, e in enumerate(rt_env):
+        j = my_env.pop(e.get("name"), None)
+        merged.append(there("env", i) if j is None else mine_path + ("env", j))
+    merged += [mine_path + ("env", j) for j in my_env.values()]
+    if rt_env:
+        for k, real in enumerate(merged):
+            out.append((pre + ("env", k), real, True))
+    mine_res = as_dict(mine.get("resources"))
+    for which, vals in as_dict(runtime.get("resources")).items():
+        if not mine_res:
+            out.append((pre + ("resources",), there("resources"), True))
+            break
+        for res in as_dict(vals):
+            if res not in as_dict(mine_res.get(which)):
+                out.append((pre + ("resources", which, res), there("resources", which, res), True))
+    for key in runtime:
+        if key not in ("args", "env", "resources") and key not in mine:
+            out.append((pre + (key,), there(key), True))
+    return out
 
 
 class Catalog:
@@ -168,17 +227,19 @@ def runner_pod(
     replicas: int | None,
     component: dict[str, Any] | None = None,
     runner_key: str = "runner",
+    origins: Iterable[tuple[Path, Path, bool]] = (),
 ) -> PodTemplate | None:
     """A PodSpec with its main container as a separate mapping (`runner`, `mainContainer`)
     at `base`: the main container first, then the PodSpec's own containers. `component`
-    replaces what the file holds at `base` (a merge with a runtime)."""
+    replaces what the file holds at `base` (a merge with a runtime); `origins` map the
+    fields the merge took from another object (they win over the component's own)."""
     comp = component if component is not None else as_dict(obj.get(*base))
     runner = comp.get(runner_key)
     if not isinstance(runner, dict) and not isinstance(comp.get("containers"), list):
         return None
     spec = {k: v for k, v in comp.items() if k not in COMPONENT_ONLY and k not in (runner_key, "containers")}
     containers: list[dict[str, Any]] = []
-    fields: list[tuple[Path, Path, bool]] = []
+    fields: list[tuple[Path, Path, bool]] = list(origins)
     if isinstance(runner, dict):
         containers.append(runner)
         fields.append((("containers", 0), base + (runner_key,), True))

@@ -32,7 +32,7 @@ def _requests(claim_spec: dict[str, Any]) -> dict[str, float]:
         exact = as_dict(req.get("exactly")) or req  # v1beta1 has the fields on the request
         cls = exact.get("deviceClassName")
         if not isinstance(cls, str):
-            first = next((r for _, r in iter_dicts(req.get("firstAvailable"))), {})
+            first: dict[str, Any] = next((r for _, r in iter_dicts(req.get("firstAvailable"))), {})
             cls = first.get("deviceClassName")
             exact = first
         res = GPU_CLASSES.get(cls) if isinstance(cls, str) else None
@@ -43,9 +43,10 @@ def _requests(claim_spec: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def claimed_devices(pod: PodTemplate, catalog: Catalog) -> dict[str, float]:
-    """Accelerators a pod gets through DRA claims in the run (per pod)."""
-    out: dict[str, float] = {}
+def claim_devices(pod: PodTemplate, catalog: Catalog) -> dict[str, dict[str, float]]:
+    """The accelerators of each of the pod's claims found in the run, by the pod's claim
+    name (containers name it in `resources.claims`)."""
+    out: dict[str, dict[str, float]] = {}
     ns = pod.obj.namespace
     for _, ref in iter_dicts(pod.spec.get("resourceClaims")):
         spec: dict[str, Any] = {}
@@ -55,9 +56,22 @@ def claimed_devices(pod: PodTemplate, catalog: Catalog) -> dict[str, float]:
         elif isinstance(ref.get("resourceClaimName"), str):
             rc = catalog.get(GROUP, "ResourceClaim", ref["resourceClaimName"], ns)
             spec = as_dict(rc.get("spec")) if rc is not None else {}
-        for k, v in _requests(spec).items():
-            out[k] = out.get(k, 0) + v
+        got = _requests(spec)
+        if got:
+            out[str(ref.get("name"))] = got
     return out
+
+
+_READS = ((GROUP, "ResourceClaimTemplate"), (GROUP, "ResourceClaim"))
+
+
+def reads(obj: K8sObject, pods: list[PodTemplate]) -> tuple[tuple[str | None, str], ...]:
+    """Any pod with resourceClaims depends on the claims (and templates) of the run."""
+    return _READS if any(p.spec.get("resourceClaims") for p in pods) else ()
+
+
+def bind_pod(pod: PodTemplate, catalog: Catalog) -> None:
+    pod.claimed = claim_devices(pod, catalog) or None
 
 
 def _no_templates(obj: K8sObject) -> list[PodTemplate]:
@@ -69,4 +83,6 @@ FAMILY = Family(
     (),
     _no_templates,
     catalogue=((GROUP, "ResourceClaimTemplate"), (GROUP, "ResourceClaim"), (GROUP, "DeviceClass")),
+    reads=reads,
+    bind_pod=bind_pod,
 )

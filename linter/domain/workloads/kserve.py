@@ -19,7 +19,7 @@ from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
-from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized
+from ailint.domain.workloads.base import Catalog, Facts, Family, Foreign, Kind, as_int, merged_origins, synthesized
 
 GROUP = "serving.kserve.io"
 FRAMEWORKS = (
@@ -58,6 +58,23 @@ _COMPONENT_ONLY = (
     *FRAMEWORKS,
 )
 RUNTIME_CONTAINER = "kserve-container"
+# ServingRuntimeSpec fields that are not PodSpec fields
+_RUNTIME_ONLY = (
+    "containers",
+    "supportedModelFormats",
+    "multiModel",
+    "disabled",
+    "protocolVersions",
+    "builtInAdapter",
+    "grpcEndpoint",
+    "grpcDataEndpoint",
+    "httpDataEndpoint",
+    "replicas",
+    "storageHelper",
+    "workerSpec",
+    "labels",
+    "annotations",
+)
 
 
 def framework(component: dict[str, Any]) -> str | None:
@@ -131,11 +148,25 @@ def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catal
     fields: list[tuple[Path, Path, bool]] = []
     if runtime is not None:
         rspec = as_dict(runtime.get("spec"))
-        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in ("containers", "supportedModelFormats")})
-        rts = [c for _, c in iter_dicts(rspec.get("containers"))]
-        main = next((c for c in rts if c.get("name") == RUNTIME_CONTAINER), rts[0] if rts else {})
+        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
+        rts = list(iter_dicts(rspec.get("containers")))
+        main_i, main = next(((i, c) for i, c in rts if c.get("name") == RUNTIME_CONTAINER), rts[0] if rts else (0, {}))
         containers.append(merge_container(main, mine))
-        containers += [copy.deepcopy(c) for c in rts if c is not main]
+        # what the runtime supplied points at the runtime's lines (relocate)
+        fields += merged_origins(("containers", 0), runtime, ("spec", "containers", main_i), main, mine, base + (key,))
+        for i, c in rts:
+            if c is not main:
+                fields.append(
+                    (
+                        ("containers", len(containers)),
+                        (Foreign(runtime, ("spec", "containers", i), base + (key,)),),
+                        True,
+                    )
+                )
+                containers.append(copy.deepcopy(c))
+        for k in rspec:
+            if k not in _RUNTIME_ONLY and k != "containers" and k not in comp:
+                fields.append(((k,), (Foreign(runtime, ("spec", k), base),), True))
     else:
         containers.append({"name": RUNTIME_CONTAINER, **mine})
     fields.append((("containers", 0), base + (key,), True))
@@ -217,8 +248,25 @@ def _role(pod: PodTemplate) -> str | None:
     return None
 
 
+# What Knative Serving writes into a revision's pod (knative/serving
+# pkg/reconciler/revision/resources/deploy.go): a preStop hook on the user container that
+# waits for the queue-proxy to drain, terminationMessagePolicy FallbackToLogsOnError when
+# unset, terminationGracePeriodSeconds = the revision's timeoutSeconds (300 by default).
+_KNATIVE_SUPPLIES = frozenset({"preStop", "terminationMessagePolicy", "terminationGracePeriodSeconds"})
+_RAW_MODES = ("RawDeployment", "Standard", "ModelMesh")
+
+
+def serverless(obj: K8sObject) -> bool:
+    """An InferenceService KServe runs as a Knative Service: the `serving.kserve.io/deploymentMode`
+    annotation is not RawDeployment/Standard/ModelMesh (upstream's default mode is Serverless,
+    the cluster's inferenceservice-config may choose another one)."""
+    return obj.annotations.get("serving.kserve.io/deploymentMode") not in _RAW_MODES
+
+
 def supplies(c: Any, field: str) -> bool | None:
     pod = c if isinstance(c, PodTemplate) else c.pod
+    if pod.obj.kind == "InferenceService" and field in _KNATIVE_SUPPLIES and serverless(pod.obj):
+        return True
     if pod.obj.kind not in KSERVE_LLM_KINDS:
         return None
     from ailint.domain.kserve import llm_preset_supplies
@@ -234,6 +282,21 @@ def preset_tokens(c: Any) -> list[str] | None:
     return llm_preset_tokens(c)
 
 
+_RUNTIME_KINDS = ((GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime"))
+
+
+def reads(obj: K8sObject, pods: list[PodTemplate]) -> tuple[Kind, ...]:
+    """A `predictor.model` InferenceService's pod is merged with a runtime of the run."""
+    comps = ("predictor", "transformer", "explainer")
+    if (
+        obj.kind == "InferenceService"
+        and obj.group == GROUP
+        and any(framework(as_dict(obj.get("spec", c))) == "model" for c in comps)
+    ):
+        return _RUNTIME_KINDS
+    return ()
+
+
 FAMILY = Family(
     "kserve",
     ((None, "InferenceService"), (None, "LLMInferenceService"), (None, "LLMInferenceServiceConfig")),
@@ -244,4 +307,5 @@ FAMILY = Family(
     takes_catalog=True,
     supplies=supplies,
     role=_role,
+    reads=reads,
 )

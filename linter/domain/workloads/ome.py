@@ -18,9 +18,19 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import K8sObject, as_dict
+from ailint.core.model import K8sObject, Path, as_dict, iter_dicts
 from ailint.domain.extract import PodTemplate
-from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, runner_pod
+from ailint.domain.workloads.base import (
+    COMPONENT_ONLY,
+    Catalog,
+    Facts,
+    Family,
+    Foreign,
+    Kind,
+    as_int,
+    merged_origins,
+    runner_pod,
+)
 from ailint.domain.workloads.kserve import merge_container
 
 GROUP = "ome.io"
@@ -81,27 +91,78 @@ def _merge(runtime: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_SUBPODS = ("runner", "containers", "leader", "worker")
+
+
+def _origins(
+    rt: K8sObject | None, rt_base: Path, rt_c: dict[str, Any], my_c: dict[str, Any], my_base: Path
+) -> list[tuple[Path, Path, bool]]:
+    """Anchor fields of a component pod merged from the runtime's config `rt_c` (at `rt_base`
+    of `rt`) and the InferenceService's `my_c`: what the runtime supplied points at it."""
+    if rt is None or not rt_c:
+        return []
+
+    def there(*rest: Any) -> Path:
+        return (Foreign(rt, rt_base + tuple(rest), my_base),)
+
+    out: list[tuple[Path, Path, bool]] = []
+    runner = rt_c.get("runner")
+    off = 1 if isinstance(my_c.get("runner") or runner, dict) else 0
+    if not my_c:
+        out.append(((), there(), True))
+    for k in rt_c:
+        if k not in _SUBPODS and k not in COMPONENT_ONLY and k not in my_c:
+            out.append(((k,), there(k), True))
+    if isinstance(runner, dict):
+        if isinstance(my_c.get("runner"), dict):
+            out += merged_origins(
+                ("containers", 0), rt, rt_base + ("runner",), runner, my_c["runner"], my_base + ("runner",)
+            )
+        else:
+            out.append((("containers", 0), there("runner"), True))
+    if "containers" not in my_c:
+        for i, _ in iter_dicts(rt_c.get("containers")):
+            out.append((("containers", off + i), there("containers", i), True))
+    return out
+
+
 def _component_pods(
-    obj: K8sObject, base: tuple[str, ...], role: str, comp: dict[str, Any] | None, replicas: int | None
+    obj: K8sObject,
+    base: tuple[str, ...],
+    role: str,
+    comp: dict[str, Any] | None,
+    replicas: int | None,
+    rt: K8sObject | None = None,
+    rt_base: Path = (),
+    rt_c: dict[str, Any] | None = None,
 ) -> Iterator[PodTemplate]:
     c = comp if comp is not None else as_dict(obj.get(*base))
+    rc = rt_c or {}
+    mine = as_dict(obj.get(*base)) if rt is not None else {}
     size = as_int(as_dict(c.get("worker")).get("size"))
     if isinstance(c.get("leader"), dict):
-        t = runner_pod(obj, base + ("leader",), f"{role}-leader", replicas, c.get("leader"))
+        lo = _origins(
+            rt, rt_base + ("leader",), as_dict(rc.get("leader")), as_dict(mine.get("leader")), base + ("leader",)
+        )
+        t = runner_pod(obj, base + ("leader",), f"{role}-leader", replicas, c.get("leader"), origins=lo)
         if t:
             yield t
         if isinstance(c.get("worker"), dict):
+            wo = _origins(
+                rt, rt_base + ("worker",), as_dict(rc.get("worker")), as_dict(mine.get("worker")), base + ("worker",)
+            )
             w = runner_pod(
                 obj,
                 base + ("worker",),
                 f"{role}-worker",
                 None if replicas is None or size is None else replicas * size,
                 c.get("worker"),
+                origins=wo,
             )
             if w:
                 yield w
         return
-    t = runner_pod(obj, base, role, replicas, c)
+    t = runner_pod(obj, base, role, replicas, c, origins=_origins(rt, rt_base, rc, mine, base))
     if t:
         yield t
 
@@ -130,7 +191,8 @@ def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTem
             env = [e for e in r.get("env") or [] if isinstance(e, dict)]
             if not any(e.get("name") == "MODEL_PATH" for e in env):
                 r["env"] = [*env, {"name": "MODEL_PATH", "value": model_path}]
-        for pod in _component_pods(obj, ("spec", role), role, comp, replicas):
+        rt_c = as_dict(rspec.get(key))
+        for pod in _component_pods(obj, ("spec", role), role, comp, replicas, runtime, ("spec", key), rt_c):
             pod.open = runtime is None
             yield pod
 
@@ -153,6 +215,19 @@ def _role(pod: PodTemplate) -> str:
     return "infra" if pod.role.startswith("router") else "serving"
 
 
+_READS = (
+    (GROUP, "ServingRuntime"),
+    (GROUP, "ClusterServingRuntime"),
+    (GROUP, "BaseModel"),
+    (GROUP, "ClusterBaseModel"),
+)
+
+
+def reads(obj: K8sObject, pods: list[PodTemplate]) -> tuple[Kind, ...]:
+    """An InferenceService's pods are merged with its runtime and base model of the run."""
+    return _READS if obj.kind == "InferenceService" and obj.group == GROUP else ()
+
+
 FAMILY = Family(
     "ome",
     ((GROUP, "InferenceService"),),
@@ -163,4 +238,5 @@ FAMILY = Family(
     template_kinds=((GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
     role=_role,
     serving=((GROUP, "InferenceService"), (GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
+    reads=reads,
 )
