@@ -381,6 +381,7 @@ def _refusal(src: SourceFile) -> str | None:
 def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
     """Lint the run again in memory with some files' texts replaced (bundle rules included)."""
     from ailint.domain.context import Context
+    from ailint.engine.catalogue import deferred
     from ailint.engine.load import load_text
     from ailint.engine.run import Engine, RunResult, finish
 
@@ -402,7 +403,8 @@ def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
         fr = load_text(SourceFile(src.path, src.display, text), settings.limits)
         ctx = Context(profile=settings.profile, bundle=False)
         for obj in fr.objects:
-            fr.findings.extend(engine.check_object(obj, ctx))
+            if not deferred(obj):  # judged by `finish` with the run's catalogue
+                fr.findings.extend(engine.check_object(obj, ctx))
         frs.append(fr)
     return finish(frs, settings, engine, RunResult(rules=base.rules))
 
