@@ -169,8 +169,21 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
                     ctx.describe(cm),
                 )
             )
-    # scripts sourced from a ConfigMap volume
     toks = c.tokens
+    # `mpirun -x NAME=value` sets NAME on every rank; `-x NAME` exports the launcher's value
+    if any(t.rsplit("/", 1)[-1] in ("mpirun", "mpiexec") for t in toks):
+        known = {v.name: v.value for v in out}
+        for j, t in enumerate(toks[:-1]):
+            if t != "-x":
+                continue
+            name, eq, val = toks[j + 1].partition("=")
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                continue
+            value = _strip(val) if eq else known.get(name)
+            if not eq and name in known:
+                continue  # the container's own env entry, already counted
+            out.append(EnvVar(name, value, _token_path(c, toks[j + 1]), None, "mpirun -x"))
+    # scripts sourced from a ConfigMap volume
     for j, t in enumerate(toks):
         if t not in ("source", ".") or j + 1 >= len(toks) or not toks[j + 1].startswith("/"):
             continue

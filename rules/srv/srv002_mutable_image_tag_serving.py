@@ -113,9 +113,13 @@ RULE = Rule(
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     seen: set[tuple] = set()
-    for pod in pod_templates(obj):
-        serving_pod = is_serving_pod(pod)
-        if not serving_pod and not _training(obj, pod):
+    pods = list(pod_templates(obj))
+    # a Ray cluster's worker groups run what its head serves or trains (the workers only `ray start`)
+    ray_serving = obj.kind in _RAY_KINDS and any(is_serving_pod(p) for p in pods)
+    ray_training = obj.kind in _RAY_KINDS and not ray_serving and any(_training(obj, p) for p in pods)
+    for pod in pods:
+        serving_pod = is_serving_pod(pod) or ray_serving
+        if not serving_pod and not (ray_training or _training(obj, pod)):
             continue
         accel = is_accelerator_pod(pod)
         role = "serving" if serving_pod else "training"
@@ -126,7 +130,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             ref = serving.parse_image(c.data.get("image"))
             if ref is None:
                 continue
-            reason = serving.mutable_tag_reason(ref)
+            reason = serving.mutable_tag_reason(ref) or _floating_prefix(ref)
             if reason is None:
                 continue
             engine = serving_engine(c) if not c.init else None
@@ -151,6 +155,18 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 severity=Severity.ERROR if severe else Severity.WARNING,
                 fix=_pin(obj, c, ref, ctx, opts),
             )
+
+
+_RAY_KINDS = ("RayCluster", "RayService", "RayJob")
+
+
+def _floating_prefix(ref: serving.ImageRef) -> str | None:
+    """`latest-gpu`, `nightly-py310`: a floating tag with a variant suffix (a dated nightly,
+    `nightly-20250601`, is a pinned build)."""
+    tag = (ref.tag or "").lower()
+    if ref.digest or not re.match(r"(latest|nightly)[-_.]", tag) or re.search(r"\d{6}", tag):
+        return None
+    return f"uses the floating tag :{ref.tag}"
 
 
 def _short_reason(reason: str) -> str:

@@ -163,16 +163,35 @@ def _ephemeral_target(pod: PodTemplate, c: Container, target: str | None) -> boo
         if not p or not p.startswith("/"):
             return False  # relative or templated: cannot tell
         vol = volume_for_mount(pod, mount_for_path(c, p))
-        if vol is not None and volume_kind(vol) in _PERSISTENT:
+        if vol is not None and _can_hold_cache(vol):
             return False
     return not (
         target is None
         and any(
-            volume_kind(v) in _PERSISTENT
+            _can_hold_cache(v)
             for v in _mounted_volumes(pod, c)
             if "cache" in str(v.get("name", "")).lower() or "model" in str(v.get("name", "")).lower()
         )
     )
+
+
+_NOT_A_CACHE_DIR = ("/var/run", "/run", "/dev", "/sys", "/proc", "/etc", "/var/log", "/usr", "/lib", "/boot")
+_NOT_A_CACHE_TYPE = ("Socket", "CharDevice", "BlockDevice", "File", "FileOrCreate")
+
+
+def _can_hold_cache(v: dict[str, Any]) -> bool:
+    """A persistent volume the model cache can live on: not a hostPath socket, device or file,
+    nor a system folder (`/var/run/docker.sock`, `/dev/shm`, `/sys`, `/etc/...`)."""
+    if volume_kind(v) not in _PERSISTENT:
+        return False
+    hp = v.get("hostPath")
+    if isinstance(hp, dict):
+        path = str(hp.get("path") or "").rstrip("/")
+        if hp.get("type") in _NOT_A_CACHE_TYPE or not path:
+            return False
+        if any(path == d or path.startswith(d + "/") for d in _NOT_A_CACHE_DIR):
+            return False
+    return True
 
 
 def _mounted_volumes(pod: PodTemplate, c: Container) -> list[dict[str, Any]]:
@@ -237,7 +256,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 ephemeral = (
                     _ephemeral_target(pod, d.container, d.target)
                     if d.target
-                    else not any(volume_kind(v) in _PERSISTENT for v in _mounted_volumes(pod, d.container))
+                    else not any(_can_hold_cache(v) for v in _mounted_volumes(pod, d.container))
                 )
             if not ephemeral or (size is not None and size < min_size):
                 continue
