@@ -367,13 +367,13 @@ def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
         return  # labels of another provisioner (GKE node pools, device plugins): not about these NodePools
     reqs = [Requirement(k, "In", (v,)) for k, v in labels.items() if not k.startswith(_RUNTIME_LABEL_PREFIXES)]
     matching: list[NodePoolView] = [p for p in pools if p.compatible_with(reqs)] if reqs else list(pools)
-    names = ", ".join(p.name for p in pools[:3]) + (", ..." if len(pools) > 3 else "")
+    names = ", ".join(ctx.describe(p.obj) for p in pools[:3]) + (", ..." if len(pools) > 3 else "")
     if reqs and not matching:
         shown = ", ".join(f"{r.key}={r.values[0]}" for r in reqs[:3])
         yield RULE.finding(
             rf,
             ("spec", "nodeLabels"),
-            f"ResourceFlavor {rf.name!r} nodeLabels ({shown}) match no accelerator NodePool ({names}): "
+            f"ResourceFlavor {rf.name!r} nodeLabels ({shown}) match none of the accelerator pools {names}: "
             "admitted pods get a node selector no node satisfies",
             severity=Severity.WARNING,
         )
@@ -390,8 +390,8 @@ def _resource_flavor(rf: K8sObject, ctx: Any) -> Iterator[Finding]:
             yield RULE.finding(
                 rf,
                 ("spec", "tolerations"),
-                f"ResourceFlavor {rf.name!r} tolerations do not tolerate taint {taint} of NodePool "
-                f"{p.name!r} it selects: admitted pods stay Pending",
+                f"ResourceFlavor {rf.name!r} tolerations do not tolerate taint {taint} of "
+                f"{ctx.describe(p.obj)}, which it selects: admitted pods stay Pending",
                 severity=Severity.WARNING,
             )
             return
@@ -409,11 +409,11 @@ def _workload(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     queues = tr.local_queues(ctx, obj)
     if not queues or any(q.name == "default" for q in queues):
         return
-    all_names = sorted({str(q.name) for q in queues})
+    all_names = sorted({ctx.describe(q) for q in queues})
     names = ", ".join(all_names[:3]) + (f" and {len(all_names) - 3} more" if len(all_names) > 3 else "")
     many = len(all_names) > 1
     msg = (
-        f"LocalQueue{'s' if many else ''} {names} serve{'' if many else 's'} this namespace but this {obj.kind} "
+        f"{names} serve{'' if many else 's'} this namespace but this {obj.kind} "
         "has no kueue.x-k8s.io/queue-name label: it bypasses the GPU quota (or stays suspended)"
     )
     fix = None
