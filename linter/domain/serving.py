@@ -268,6 +268,10 @@ def gpu_limit(c: Container) -> int | None:
         q = parse_quantity(v)
         if q is not None:
             return int(q) if q == int(q) else None
+    got = c.claimed()  # DRA devices of a GPU DeviceClass
+    for res in ("nvidia.com/gpu", "amd.com/gpu"):
+        if res in got:
+            return int(got[res]) if got[res] == int(got[res]) else None
     return None
 
 
@@ -276,6 +280,8 @@ def gpu_path(c: Container) -> tuple:
         for res in ("nvidia.com/gpu", "amd.com/gpu"):
             if res in c.resources(which):
                 return c.path_of("resources", which, res)
+    if c.claimed():
+        return c.path_of("resources", "claims")
     return c.path_of("resources")
 
 
