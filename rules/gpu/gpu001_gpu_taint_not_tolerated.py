@@ -134,7 +134,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import gpu_facts, karpenter
 from ailint.domain.context import Context
@@ -189,7 +189,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         requested = bool(pod_accelerators(pod))
         pools = gpu_facts.hosting_pools(ctx, pod, needs_accelerators=requested)
         if pools:
-            blocked = []
+            blocked: list[tuple[Any, list[dict[str, Any]]]] = []
             for pool in pools:
                 bad = untolerated(karpenter.tolerable_taints(pool), tols)
                 if not bad:
@@ -245,7 +245,7 @@ def _requested(pod: Any) -> set[str]:
     return set(pod_accelerators(pod))
 
 
-def _fix(obj: Any, pod: Any, taints: list[dict[str, Any]], *, unsafe: bool, title_pool: str | None):
+def _fix(obj: Any, pod: Any, taints: list[dict[str, Any]], *, unsafe: bool, title_pool: str | None) -> Fix | None:
     items, seen = [], set()
     for t in taints:
         item = gpu_facts.toleration_item(t)

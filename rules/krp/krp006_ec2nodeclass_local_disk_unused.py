@@ -207,14 +207,17 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         types = karpenter.allowed_types(p)
         if not types or instances.names_unknown_type(karpenter.requirements(p)):
             continue
-        nvme = [instances.get(t).local_nvme_gb for t in types if instances.get(t)]  # type: ignore[union-attr]
+        nvme = [known.local_nvme_gb for t in types if (known := instances.get(t))]
         if nvme and all(n > 0 for n in nvme):
             nvme_pools.append((p, sorted(types)))
         elif nvme and all(n == 0 for n in nvme):
             bare_pools.append((p, sorted(types)))
     if nvme_pools and spec.get("instanceStorePolicy") != "RAID0" and not _nvme_used_directly(obj, ctx):
-        p, types = nvme_pools[0]
-        smallest = min((instances.get(t) for t in types), key=lambda it: it.local_nvme_gb)  # type: ignore[union-attr,return-value]
+        p, pool_types = nvme_pools[0]
+        # (every type of an NVMe pool is known: the pool was kept for its known types' disks)
+        smallest = min(
+            (it for it in (instances.get(t) for t in pool_types) if it is not None), key=lambda it: it.local_nvme_gb
+        )
         yield RULE.finding(
             obj,
             ("spec",),

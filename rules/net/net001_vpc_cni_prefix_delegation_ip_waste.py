@@ -348,7 +348,8 @@ def _check_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         if size is not None:
             parts = [edits.replace_value(obj, path, '"32"')]
         else:
-            parts = gpu_facts.set_map_values(obj, ("spec", "advancedNetworking"), {"ipv4PrefixSize": "32"}) or [None]
+            mapped = gpu_facts.set_map_values(obj, ("spec", "advancedNetworking"), {"ipv4PrefixSize": "32"})
+            parts = [*mapped] if mapped else [None]
         safe = bool(large) and len(sparse) == len(using)
         fix = make_fix('set advancedNetworking.ipv4PrefixSize: "32"', parts, unsafe=not safe)
     yield RULE.finding(obj, ("spec", "advancedNetworking", "ipv4PrefixSize"), msg, severity=sev, fix=fix)

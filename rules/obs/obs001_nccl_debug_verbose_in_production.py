@@ -151,7 +151,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 path = c.path_of("env", i, "value")
                 ed = [edits.replace_scalar(obj, path, "WARN")]
                 extra = ""
-                if subsys_all:
+                if subsys_all and subsys is not None:  # (subsys_all implies the entry)
                     extra = " with NCCL_DEBUG_SUBSYS=ALL"
                     ed.append(delete_seq_item(obj, c.path_of("env", subsys[0])))
                 fix = (

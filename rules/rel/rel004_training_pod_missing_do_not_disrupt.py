@@ -104,7 +104,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict
+from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.disruption import (
@@ -217,7 +217,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         )
 
 
-def _rename(obj: Any, path: tuple, key: str):
+def _rename(obj: Any, path: tuple, key: str) -> Fix | None:
     loc = obj.location(path)
     if loc is None:
         return None
@@ -234,7 +234,7 @@ def _rename(obj: Any, path: tuple, key: str):
     return make_fix(f"rename {key} to {DO_NOT_DISRUPT}", [edit, *extra])
 
 
-def _add(obj: Any, pod: Any):
+def _add(obj: Any, pod: Any) -> Fix | None:
     meta = pod.meta_path
     entry = {DO_NOT_DISRUPT: "true"}
     if meta is None:  # a bare Pod: object metadata
@@ -265,7 +265,7 @@ def _add(obj: Any, pod: Any):
     return make_fix(f'add {DO_NOT_DISRUPT}: "true" to the pod template', [edit])
 
 
-def _insert_annotations(obj: Any, meta: tuple):
+def _insert_annotations(obj: Any, meta: tuple) -> Edit | None:
     unit = edits.indent_unit(obj)
     return edits.insert_key(obj, meta, "annotations", [" " * unit + f'{DO_NOT_DISRUPT}: "true"'])
 

@@ -89,7 +89,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, pod_templates
@@ -137,6 +137,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
     shown = mode or "unset (defaults to Recreate)"
     sev = Severity.INFO if mode == "InPlaceOrRecreate" else Severity.WARNING
+    path: Path
     if mode is not None:
         path = ("spec", "updatePolicy", "updateMode")
         edit = edits.replace_scalar(obj, path, "Off")

@@ -92,7 +92,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
@@ -171,7 +171,7 @@ def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
     return list(dict.fromkeys(signs))
 
 
-def _bool_fix(obj: Any, path: tuple, field: str):
+def _bool_fix(obj: Any, path: tuple, field: str) -> Fix | None:
     return make_fix(
         f"set {field}: false (load nvidia-fs on the node first)", [edits.replace_value(obj, path, "false")], unsafe=True
     )

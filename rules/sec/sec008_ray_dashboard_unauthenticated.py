@@ -225,6 +225,13 @@ def _ray_objects(ctx: Any, ns: str) -> list[Any]:
     return [o for o in ctx.of_kind(*_RAY_KINDS, namespace=ns) if cluster_base(o) is not None]
 
 
+def _base(ray: Any) -> tuple:
+    """The cluster base of an object `_ray_objects` returned (it keeps only those with one)."""
+    base = cluster_base(ray)
+    assert base is not None
+    return base
+
+
 def _service_targets_dashboard(svc: Any, port_ref: Any = None) -> bool:
     """Does the Service map a port (the referenced one, or any) to the dashboard?"""
     for _, p in iter_dicts(svc.get("spec", "ports")):
@@ -240,7 +247,7 @@ def _rays_selected(ctx: Any, svc: Any) -> list[Any]:
     sel = svc.get("spec", "selector")
     if not isinstance(sel, dict) or not sel:
         return []
-    return [r for r in _ray_objects(ctx, _ns(svc)) if selector_matches(sel, head_labels(r, cluster_base(r)))]
+    return [r for r in _ray_objects(ctx, _ns(svc)) if selector_matches(sel, head_labels(r, _base(r)))]
 
 
 def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
@@ -248,7 +255,7 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
     if st not in _EXTERNAL_TYPES or not _service_targets_dashboard(obj):
         return
     for ray in _rays_selected(ctx, obj):
-        if not auth_enabled(ray, cluster_base(ray)):
+        if not auth_enabled(ray, _base(ray)):
             yield RULE.finding(
                 obj,
                 ("spec", "type"),
@@ -290,7 +297,7 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
                 targets = _rays_selected(ctx, svc)
                 break
     for ray in targets:
-        if not auth_enabled(ray, cluster_base(ray)):
+        if not auth_enabled(ray, _base(ray)):
             via = "" if svc_name.startswith(str(ray.name)) else f" (Service {svc_name})"
             yield RULE.finding(
                 obj,

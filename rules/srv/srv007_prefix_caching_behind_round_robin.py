@@ -102,7 +102,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context, selector_matches
@@ -222,7 +222,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
 
 
-def _fix(obj: Any, services: list[Any]):
+def _fix(obj: Any, services: list[Any]) -> Fix | None:
     if len(services) != 1:
         return None
     svc = services[0]

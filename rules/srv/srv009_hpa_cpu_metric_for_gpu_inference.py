@@ -110,7 +110,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
+from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context
@@ -176,6 +176,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if obj.kind == "HorizontalPodAutoscaler":
         metrics = spec.get("metrics")
         if obj.api_version == "autoscaling/v1" or not metrics:
+            path: Path
             if "targetCPUUtilizationPercentage" in spec:
                 path, how = (
                     ("spec", "targetCPUUtilizationPercentage"),
@@ -226,7 +227,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     )
 
 
-def _fix(obj: Any, w: Any, engine: str, model: str | None, metric: str):
+def _fix(obj: Any, w: Any, engine: str, model: str | None, metric: str) -> Fix | None:
     trigger = {
         "type": "prometheus",
         "metadata": {

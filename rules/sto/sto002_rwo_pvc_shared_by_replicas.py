@@ -175,7 +175,8 @@ def _pods_of(ctx: Any, obj: Any, pod: PodTemplate) -> int | None:
     if obj.kind in ("RayCluster", "RayJob", "RayService") and pod.role != "head":
         hi = group.get("maxReplicas")
         if isinstance(hi, int) and not isinstance(hi, bool):
-            hosts = group.get("numOfHosts") if isinstance(group.get("numOfHosts"), int) else 1
+            raw_hosts = group.get("numOfHosts")
+            hosts = raw_hosts if isinstance(raw_hosts, int) else 1
             n = max(n or 0, hi * hosts)
     if obj.kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         sc = scaling_of(ctx, obj)

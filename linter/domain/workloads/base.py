@@ -97,8 +97,8 @@ def merged_origins(
     my_env = {e.get("name"): j for j, e in iter_dicts(mine.get("env"))}
     merged: list[Path] = []
     for i, e in enumerate(rt_env):
-        j = my_env.pop(e.get("name"), None)
-        merged.append(there("env", i) if j is None else mine_path + ("env", j))
+        at = my_env.pop(e.get("name"), None)  # (`j` is an int index above)
+        merged.append(there("env", i) if at is None else mine_path + ("env", at))
     merged += [mine_path + ("env", j) for j in my_env.values()]
     if rt_env:
         for k, real in enumerate(merged):
