@@ -58,6 +58,10 @@ CLUSTER_SCOPED = frozenset(
         ("serving.kserve.io", "ClusterServingRuntime"),
         ("serving.kserve.io", "ClusterStorageContainer"),
         ("llmaz.io", "OpenModel"),
+        ("inference.llmaz.io", "BackendRuntime"),
+        ("ome.io", "ClusterServingRuntime"),
+        ("ome.io", "ClusterBaseModel"),
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
         ("scheduling.volcano.sh", "Queue"),
     }
 )

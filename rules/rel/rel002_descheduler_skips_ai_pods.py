@@ -185,10 +185,6 @@ def _ai_pods(ctx: Any) -> list[tuple[Any, str, Any]]:
     return out
 
 
-def _label(o: Any) -> str:
-    return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
-
-
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pol in policies_in(obj):
         for prof in pol.profiles():
@@ -197,7 +193,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 for t in protected_by(prof, pod, ctx):
                     by_protection.setdefault(t.protection, []).append((o, t.detail))
             for protection, hits in by_protection.items():
-                labels = list(dict.fromkeys(_label(o) for o, _ in hits))
+                labels = list(dict.fromkeys(ctx.describe(o) for o, _ in hits))
                 who = labels[0] + (f" and {len(labels) - 1} more" if len(labels) > 1 else "")
                 detail = hits[0][1]
                 path = prof.evictor_path or prof.path

@@ -135,10 +135,6 @@ RULE = Rule(
 )
 
 
-def _label(o: Any) -> str:
-    return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
-
-
 class _Group:
     """Pods that the same NodePools can host, in run order (pods sharing node selectors and
     tolerations share their pools). A pool's hosted pods are the pods of its groups: no list
@@ -224,7 +220,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     dnd = [(o, pod) for _, o, pod in heapq.merge(*(g.dnd() for g in groups), key=lambda x: x[0])]
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
-        who = _label(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
+        who = ctx.describe(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
         yield RULE.finding(
             obj,
             path,
@@ -246,7 +242,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         yield RULE.finding(
             obj,
             path,
-            f"{exp_txt} is shorter than {_label(o)}{more} ({where}); expiry is forceful and kills the run",
+            f"{exp_txt} is shorter than {ctx.describe(o)}{more} ({where}); expiry is forceful and kills the run",
             fix=_fix(obj),
         )
 

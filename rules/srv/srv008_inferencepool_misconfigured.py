@@ -420,7 +420,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
             yield RULE.finding(
                 obj,
                 ("spec", key),
-                f"endpoint picker {dep.name} runs 1 replica with no "
+                f"endpoint picker {ctx.describe(dep)} runs 1 replica with no "
                 "PodDisruptionBudget and failureMode FailClose: every EPP restart "
                 "or eviction is a full outage of the pool",
                 severity=Severity.WARNING,

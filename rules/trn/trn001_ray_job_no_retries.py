@@ -329,7 +329,7 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     if not users:
         return
     why = next((w for w in (_escalation(u, ctx) for u in users) if w), None)
-    who = f"{users[0].kind} {users[0].name}"
+    who = ctx.describe(users[0])
     for key, (text, needle) in problems:
         msg, sev = _finish(f"{key} (mounted by {who}): {text}", why)
         span = gpu_facts.line_span_in_value(obj, ("data", key), needle)

@@ -226,7 +226,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
     if dev is not None and n is not None and n != dev[1]:
         res, count = dev
         # (no path: the value came from the runtime)
-        from_runtime = f" (from runtime {runtime.name!r})" if path is None and runtime is not None else ""
+        from_runtime = f" (from {ctx.describe(runtime)})" if path is None and runtime is not None else ""
         src = f"numProcPerNode is {raw}{from_runtime}"
         new = count if isinstance(raw, int) else edits.quoted(str(count))
         fix = make_fix(f"set numProcPerNode to {count}", [edits.replace_value(obj, path, str(new))]) if path else None
