@@ -208,7 +208,25 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
         out.model = uri[len("hf://") :] if uri.startswith("hf://") else uri
     elif isinstance(name, str):
         out.model = name
+    if find_runtime(obj, catalog) is None:
+        out.engine = runtime_engine(obj.get("spec", "runtime", "name"))
     return out
+
+
+# OME's shipped runtimes are named after their engine: config/runtimes/srt/*.yaml are
+# `srt-<model>` (SGLang Runtime, lmsysorg/sglang images), config/runtimes/vllm/*.yaml
+# `vllm-<model>` (vllm/vllm-openai engine images) in sgl-project/ome.
+_RUNTIME_PREFIXES = (("srt-", "sglang"), ("vllm-", "vllm"))
+
+
+def runtime_engine(name: Any) -> str | None:
+    """The engine an InferenceService's runtime name implies when the runtime is not in the
+    run (OME's naming of its shipped runtimes), else None."""
+    if isinstance(name, str):
+        for prefix, engine in _RUNTIME_PREFIXES:
+            if name.startswith(prefix):
+                return engine
+    return None
 
 
 def _role(pod: PodTemplate) -> str:
