@@ -82,6 +82,7 @@ from ailint.domain.extract import (
     pod_templates,
     serving_containers,
 )
+from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
 
 RULE = Rule(
@@ -131,8 +132,8 @@ def _scraped(obj: Any, pod: Any, ctx: Any) -> bool:
     if str(pod.all_annotations().get("prometheus.io/scrape", "")).lower() == "true":
         return True
     for m in ctx.of_kind("PodMonitor", "PodMonitoring", "VMPodScrape"):
-        if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and selector_matches(
-            as_dict(m.get("spec", "selector")), pod.labels
+        if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and may_select(
+            as_dict(m.get("spec", "selector")), pod
         ):
             return True
     services = [
@@ -141,7 +142,7 @@ def _scraped(obj: Any, pod: Any, ctx: Any) -> bool:
         if s.group == ""
         and isinstance(s.get("spec", "selector"), dict)
         and s.get("spec", "selector")
-        and selector_matches(s.get("spec", "selector"), pod.labels)
+        and may_select(s.get("spec", "selector"), pod)
     ]
     for s in services:
         if str(s.annotations.get("prometheus.io/scrape", "")).lower() == "true":

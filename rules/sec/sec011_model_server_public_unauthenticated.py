@@ -72,8 +72,9 @@ from collections.abc import Iterator
 
 from ailint.core.model import Finding, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
-from ailint.domain.context import Context, selector_matches
+from ailint.domain.context import Context
 from ailint.domain.extract import Container, PodTemplate, has_flag
+from ailint.domain.pod_labels import may_select
 from ailint.domain.roles import serving_engine
 
 RULE = Rule(
@@ -127,7 +128,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not isinstance(selector, dict) or not selector:
         return
     for wl, pod in ctx.pods_in(obj.namespace_or_default):
-        if not selector_matches(selector, pod.labels):
+        if not may_select(selector, pod):
             continue
         for c in pod.containers(include_init=False):
             engine = serving_engine(c)

@@ -86,6 +86,7 @@ from ailint.domain import serving
 from ailint.domain.context import Context, selector_matches
 from ailint.domain.extract import pod_templates
 from ailint.domain.kserve import controller_labels
+from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
 
 RULE = Rule(
@@ -295,9 +296,13 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
         if servers:
             any_serving = True
         pod_labels = _pod_labels(o, pod)
-        if selector_matches(labels, pod_labels) or (
-            pod_labels.get("kserve.io/component") == "workload"
-            and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name
+        if (
+            selector_matches(labels, pod_labels)
+            or may_select(labels, pod)
+            or (
+                pod_labels.get("kserve.io/component") == "workload"
+                and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name
+            )
         ):
             matched.append((o, pod, servers))  # KServe copies a referenced pool's selector onto its pods
     sel_path = (
@@ -413,7 +418,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
             pdbs = [
                 p
                 for p in ctx.of_kind("PodDisruptionBudget", namespace=ns)
-                if selector_matches(p.get("spec", "selector"), pod.labels)
+                if selector_matches(p.get("spec", "selector"), pod.labels) or may_select(p.get("spec", "selector"), pod)
             ]
             if pdbs:
                 continue
