@@ -387,7 +387,11 @@ def test_describe_names_kind_namespace_name_and_root_relative_path(tmp_path: Pat
     src = SourceFile(str(f), "k8s/x.yaml", "")
     pdb = K8sObject(src, 0, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"}}, {})
     pool = K8sObject(src, 0, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"}}, {})
+    stray = K8sObject(
+        src, 0, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "b", "namespace": "x"}}, {}
+    )
     ctx = Context(root=str(tmp_path))
+    assert ctx.describe(stray) == "NodePool b (k8s/x.yaml)"  # cluster-scoped: a stray namespace is not shown
     assert ctx.describe(pdb) == "PodDisruptionBudget default/p (k8s/x.yaml)"
     assert ctx.describe(pool) == "NodePool gpu (k8s/x.yaml)"
     assert describe(pool, str(tmp_path / "elsewhere")) == "NodePool gpu (k8s/x.yaml)"  # outside: as the run shows it
@@ -401,9 +405,9 @@ def test_statistics_counts_per_code_with_fixable(pod: Path) -> None:
     row = next(x for x in lines if " OBS002 " in x)
     assert row.split()[0] == "3" and "crash-logs-not-retained" in row
     assert any(" GPU002 " in x and "(1 fixable with --fix)" in x for x in lines)
-    assert lines[-1].startswith("27 findings of ")
+    assert lines[-1].startswith("28 findings of ")
     doc = json.loads(run(["check", "--no-config", "--statistics", "--format", "json", str(DEMO)]).output)
-    assert sum(x["count"] for x in doc) == 27 and {"code", "name", "count", "fixable"} <= set(doc[0])
+    assert sum(x["count"] for x in doc) == 28 and {"code", "name", "count", "fixable"} <= set(doc[0])
 
 
 def test_exit_zero(pod: Path) -> None:
@@ -478,13 +482,23 @@ def test_every_flag_is_in_help_readme_and_docs() -> None:
 
 
 def test_progress_line_over_a_terminal_only(tmp_path: Path) -> None:
+    """Over a terminal (a real pty) the line shows the elapsed time and the files read and
+    checked of all; never without a terminal, under -q or with CI set."""
     import pty
-    import subprocess
+    import re
+    import shutil
     import sys
+
+    tree = tmp_path / "tree"
+    for i in range(12):
+        (tree / f"copy{i}").mkdir(parents=True)
+        for f in DEMO.glob("*.yaml"):
+            shutil.copy(f, tree / f"copy{i}" / f.name)
+    total = len(list(tree.rglob("*.yaml")))
 
     def stderr_of(env_extra: dict[str, str], tty: bool, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if k != "CI"} | {"AILINT_PROGRESS_AFTER": "0"} | env_extra
-        cmd = [sys.executable, "-m", "ailint", "check", "--no-config", "--no-color", *args, str(DEMO)]
+        cmd = [sys.executable, "-m", "ailint", "check", "--no-config", "--no-color", "--no-cache", *args, str(tree)]
         if not tty:
             p = subprocess.run(cmd, env=env, capture_output=True, text=True)
             return p.stderr
@@ -504,10 +518,16 @@ def test_progress_line_over_a_terminal_only(tmp_path: Path) -> None:
         os.close(master)
         return b"".join(chunks).decode("utf-8", "replace")
 
-    assert "ailint: linting" in stderr_of({}, True)
-    assert "ailint: linting" not in stderr_of({}, False)
-    assert "ailint: linting" not in stderr_of({"CI": "true"}, True)
-    assert "ailint: linting" not in stderr_of({}, True, "-q")
+    shown = stderr_of({}, True)
+    assert "ailint: linting" in shown
+    counts = [(int(a), int(b)) for a, b in re.findall(r"… (\d+)/(\d+) files \d+s", shown)]
+    assert counts, shown
+    assert {b for _, b in counts} == {total}
+    assert all(0 < a <= total for a, _ in counts) and counts == sorted(counts)
+    assert shown.endswith("\r\x1b[2K")  # erased before the report
+    for env_extra, tty, args in (({}, False, ()), ({"CI": "true"}, True, ()), ({}, True, ("-q",))):
+        out = stderr_of(env_extra, tty, *args)
+        assert "ailint: linting" not in out and " files " not in out, out
 
 
 # -- ailint init ----------------------------------------------------------------------------

@@ -298,6 +298,7 @@ def _check(
         bounded=False if fixing else None,
         cache=not (no_cache or fixing),  # fixes rewrite files: always from a fresh parse
         context=context_paths,
+        on_files=progress.files if progress is not None else None,
     )
     del files
     if fix or unsafe_fixes or diff:

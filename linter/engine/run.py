@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,7 @@ class Engine:
     context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
     cache: Any = None  # the run's results cache (ailint.engine.cache.RunCache), when on
     run_root: str = ""  # what bundle messages name other files against ("": `bundle_root(settings)`)
+    progress: Callable[[int], None] | None = None  # told how many more files are read and checked
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
 
@@ -203,10 +204,12 @@ def lint(
     root: str | None = None,
     cache: bool = False,
     run_root: str | None = None,
+    on_files: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
     rules only. `root` overrides the folder report paths are relative to, `run_root` the one
-    messages name other objects' files against (`ailint.core.paths.run_root` by default)."""
+    messages name other objects' files against (`ailint.core.paths.run_root` by default).
+    `on_files(done, total)` hears how many files are read and checked (a progress line)."""
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug, run_root=run_root or "")
@@ -238,6 +241,8 @@ def lint(
     candidates += extra
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
     engine.jobs = jobs
+    if on_files is not None:
+        engine.progress = _counter(on_files, len(candidates))
     result = RunResult(rules=rules, skipped=skipped, context_files=len(extra), boundary=boundary)
     if cache and stdin_text is None and candidates and all(c.path != "-" for c in candidates):
         # the results cache (`--no-cache` turns it off): unchanged files are not parsed again
@@ -254,7 +259,7 @@ def lint(
 
         file_results = run_parallel(candidates, settings, engine, jobs)
     else:
-        file_results = [process_file(c, settings, engine, stdin_text) for c in candidates]
+        file_results = process_files(candidates, settings, engine, stdin_text)
     if not render_plan.units:
         return finish(file_results, settings, engine, result)
     file_results += render_stage.render(render_plan, settings, engine)
@@ -333,6 +338,31 @@ def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
             if total > BOUNDED_BYTES:
                 return True
     return False
+
+
+def _counter(on_files: Callable[[int, int], None], total: int) -> Callable[[int], None]:
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        on_files(done, total)
+
+    return advance
+
+
+def process_files(
+    candidates: Sequence[Candidate], settings: Settings, engine: Engine, stdin_text: str | None = None
+) -> list[FileResult]:
+    """`process_file` over the candidates in order, telling `engine.progress` after each."""
+    tick = engine.progress
+    if tick is None:
+        return [process_file(c, settings, engine, stdin_text) for c in candidates]
+    out = []
+    for c in candidates:
+        out.append(process_file(c, settings, engine, stdin_text))
+        tick(1)
+    return out
 
 
 def bundle_root(settings: Settings) -> str:
