@@ -77,7 +77,7 @@ def _version(image: str) -> str | None:
 
 def survey(objects: list[K8sObject]) -> Seen:
     """Fill what the objects show; note what they cannot."""
-    from ailint.domain import gpu_facts, karpenter
+    from ailint.domain import accelerators, karpenter
     from ailint.domain.context import Context
     from ailint.domain.extract import Profile
 
@@ -86,7 +86,7 @@ def survey(objects: list[K8sObject]) -> Seen:
     taints: list[str] = []
     taint_from: list[str] = []
     for pool in ctx.nodepools:
-        if gpu_facts.pool_capability(pool) != "yes":
+        if accelerators.pool_capability(pool) != "yes":
             continue
         for _, t in karpenter.scheduling_taints(pool):
             key, value, effect = t.get("key"), t.get("value"), t.get("effect")

@@ -136,7 +136,7 @@ from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts, karpenter
+from ailint.domain import accelerators, karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import (
     POD_KINDS,
@@ -170,7 +170,7 @@ def _where(pod: Any) -> str:
 
 
 def _taints_text(taints: list[dict[str, Any]]) -> str:
-    return ", ".join(gpu_facts.taint_text(t) for t in taints)
+    return ", ".join(accelerators.taint_text(t) for t in taints)
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
@@ -182,12 +182,12 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             continue  # bound by hand: the scheduler and Karpenter are not involved
         if "tolerations" not in pod.spec and preset_supplies(pod, "tolerations"):
             continue  # an LLMInferenceService config the run may not show can add them
-        why = gpu_facts.accelerator_target(pod, ctx)
+        why = accelerators.accelerator_target(pod, ctx)
         if not why:
             continue
         tols = effective_tolerations(pod, ert)
         requested = bool(pod_accelerators(pod))
-        pools = gpu_facts.hosting_pools(ctx, pod, needs_accelerators=requested)
+        pools = accelerators.hosting_pools(ctx, pod, needs_accelerators=requested)
         if pools:
             blocked: list[tuple[Any, list[dict[str, Any]]]] = []
             for pool in pools:
@@ -232,10 +232,12 @@ def _pool_finding(obj: Any, pod: Any, why: str, blocked: list, ert: bool, ctx: A
     if ert and any(t.get("key") in _requested(pod) and t.get("effect") == "NoExecute" for t in first_bad):
         note = " (ExtendedResourceToleration only adds NoSchedule tolerations)"
     msg = f"{_where(pod)} {why} but {where}{note}"
-    same = all(sorted(map(gpu_facts.taint_text, b)) == sorted(map(gpu_facts.taint_text, first_bad)) for _, b in blocked)
+    same = all(
+        sorted(map(accelerators.taint_text, b)) == sorted(map(accelerators.taint_text, first_bad)) for _, b in blocked
+    )
     safe = same and (
-        all(gpu_facts.is_accelerator_taint(t) for t in first_bad)
-        or all(gpu_facts.pins_pool(pod, p) for p, _ in blocked)
+        all(accelerators.is_accelerator_taint(t) for t in first_bad)
+        or all(accelerators.pins_pool(pod, p) for p, _ in blocked)
     )
     fix = _fix(obj, pod, first_bad, unsafe=not safe, title_pool=None if same else first_pool.name)
     return RULE.finding(obj, pod.path("tolerations"), msg, fix=fix)
@@ -248,14 +250,14 @@ def _requested(pod: Any) -> set[str]:
 def _fix(obj: Any, pod: Any, taints: list[dict[str, Any]], *, unsafe: bool, title_pool: str | None) -> Fix | None:
     items, seen = [], set()
     for t in taints:
-        item = gpu_facts.toleration_item(t)
+        item = accelerators.toleration_item(t)
         k = (item["key"], item.get("value"), item["effect"])
         if k not in seen:
             seen.add(k)
             items.append(item)
     if not items:
         return None
-    edit = gpu_facts.add_list_items(obj, pod.spec_path, "tolerations", items)
+    edit = accelerators.add_list_items(obj, pod.spec_path, "tolerations", items)
     what = ", ".join(f"{i['key']}" + (f"={i['value']}" if "value" in i else "") + f":{i['effect']}" for i in items)
     title = f"tolerate {what}" + (f" (NodePool {title_pool})" if title_pool else "")
     return make_fix(title, [edit], unsafe=unsafe)

@@ -82,7 +82,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts, instances
+from ailint.domain import accelerators, instances
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.kserve import preset_supplies
@@ -131,7 +131,7 @@ def _share(c: Any, types: set[str]) -> dict[str, str] | None:
         fractions: list[float] = []
         fits = True
         for res, n in acc.items():
-            total = gpu_facts.device_count(it, res)
+            total = accelerators.device_count(it, res)
             if res == "vpc.amazonaws.com/efa":
                 continue
             if total < n:
@@ -162,18 +162,18 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         types: set[str] | bool | None = False  # computed lazily
         for c in pod.containers():
             acc = c.accelerators()
-            if not acc or gpu_facts.is_placeholder(c):
+            if not acc or accelerators.is_placeholder(c):
                 continue
             missing = [r for r in ("cpu", "memory") if c.request(r) in (None, "") and r not in defaults]
             if not missing or preset_supplies(c, "resources"):
                 continue  # (an LLMInferenceService config the run may not show can set them)
             if types is False:
-                types = gpu_facts.target_types(ctx, pod)
-            res = gpu_facts.main_resource(acc)
+                types = accelerators.target_types(ctx, pod)
+            res = accelerators.main_resource(acc)
             count = acc[res]
             count_text = str(int(count)) if count == int(count) else str(count)
             what = " or ".join(missing)
-            name = gpu_facts.container_label(c)
+            name = accelerators.container_label(c)
             needs = " and ".join({"cpu": "CPU", "memory": "host RAM"}[r] for r in missing)
             msg = (
                 f"{name} requests {count_text} {res} but no {what} request; nodes are sized "
@@ -183,7 +183,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             share = _share(c, types) if isinstance(types, set) and types else None
             if share:
                 values = {r: share[r] for r in missing}
-                edits_ = gpu_facts.set_map_values(obj, c.path_of("resources", "requests"), values)
+                edits_ = accelerators.set_map_values(obj, c.path_of("resources", "requests"), values)
                 if edits_:
                     desc = ", ".join(f"{k} {v}" for k, v in values.items())
                     fix = make_fix(f"request {desc} (the container's share of {share['_type']})", edits_, unsafe=True)

@@ -115,7 +115,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
-from ailint.domain import gpu_facts, instances
+from ailint.domain import accelerators, instances
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.quantities import format_bytes, parse_quantity
@@ -180,7 +180,7 @@ def allocatable(it: Any, res: str) -> float:
         return it.allocatable_cpu_m / 1000
     if res == "memory":
         return it.allocatable_memory_mib * 2**20
-    return float(gpu_facts.device_count(it, res))
+    return float(accelerators.device_count(it, res))
 
 
 def fmt(res: str, v: float) -> str:
@@ -214,12 +214,12 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         req, top = effective_request(pod)
         if not req or not _may_exceed(req):
             continue
-        types = gpu_facts.target_types(ctx, pod)
+        types = accelerators.target_types(ctx, pod)
         if not types:
             continue
         table = {
             t: instances.get(t)
-            for t in sorted(types, key=gpu_facts.instance_type_order)
+            for t in sorted(types, key=accelerators.instance_type_order)
             if instances.get(t) is not None
         }
         if not table:
@@ -252,7 +252,7 @@ def _no_fit(
             msg = f"pod requests {need}, more than any of the {n} types it can land on allocates (at most {have})"
         res = always[0]
     else:
-        shown = sorted(over.items(), key=lambda kv: gpu_facts.instance_type_order(kv[0]))[:3]
+        shown = sorted(over.items(), key=lambda kv: accelerators.instance_type_order(kv[0]))[:3]
         detail = "; ".join(f"{t} lacks {', '.join(d)}" for t, d in shown)
         more = f"; {n - 3} more" if n > 3 else ""
         msg = f"pod fits none of the {n} types it can land on: {detail}{more}"
@@ -269,7 +269,7 @@ def _no_fit(
 def _dead_types(obj: Any, pod: Any, req: dict[str, float], over: dict[str, list[str]]) -> Iterator[Finding]:
     """Info: types the pod's own instance-type list names that can never fit it."""
     spec = pod.spec
-    for key in gpu_facts.TYPE_KEYS:
+    for key in accelerators.TYPE_KEYS:
         v = as_dict(spec.get("nodeSelector")).get(key)
         listed: list[tuple[tuple, list[str]]] = []
         if isinstance(v, str):
@@ -287,7 +287,7 @@ def _dead_types(obj: Any, pod: Any, req: dict[str, float], over: dict[str, list[
                 need = ", ".join(f"{d} {fmt(d, req[d])}" for d in dims)
                 one = len(dead) == 1
                 msg = (
-                    f"{gpu_facts.describe_types(dead)} can never fit this pod ({need}); "
+                    f"{accelerators.describe_types(dead)} can never fit this pod ({need}); "
                     f"{'it is a dead entry' if one else 'they are dead entries'} in its instance-type list"
                 )
                 yield RULE.finding(obj, path, msg, severity=Severity.INFO)

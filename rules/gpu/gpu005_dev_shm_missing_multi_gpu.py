@@ -97,7 +97,7 @@ from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, make_fix
-from ailint.domain import gpu_facts
+from ailint.domain import accelerators
 from ailint.domain.context import Context
 from ailint.domain.extract import (
     GPU_RESOURCES,
@@ -145,7 +145,7 @@ def _reason(c: Any) -> tuple[str, bool] | None:
             return f"runs {engine} with pipeline parallelism {pp}", False
     acc = c.accelerators()
     gpus = sum(acc.get(r, 0) for r in GPU_RESOURCES)
-    if gpus >= 2 and not gpu_facts.shares_gpus(c):
+    if gpus >= 2 and not accelerators.shares_gpus(c):
         return f"requests {int(gpus)} GPUs", False
     text = " ".join(toks)
     m = _TRAIN.search(text)
@@ -165,7 +165,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             if ray_pod and c.path[-1] == 0:
                 continue  # KubeRay mounts a Memory emptyDir at /dev/shm into the Ray container
             acc = c.accelerators()
-            if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES) or gpu_facts.is_placeholder(c):
+            if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES) or accelerators.is_placeholder(c):
                 continue
             if _mounts_shm(c) or c.env_value("NCCL_SHM_DISABLE") in ("1", "true", "True"):
                 continue
@@ -175,7 +175,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             if why is None:
                 continue
             text, is_error = why
-            name = gpu_facts.container_label(c)
+            name = accelerators.container_label(c)
             msg = (
                 f"{name} {text} but mounts nothing at /dev/shm, which defaults to 64 MiB; "
                 f"mount an emptyDir with medium: Memory"
@@ -214,15 +214,15 @@ def _fix(obj: Any, pod: Any, c: Any, size_limit: str) -> Fix | None:
             while f"dshm{i}" in vols:
                 i += 1
             name = f"dshm{i}"
-    parts = [gpu_facts.add_list_items(obj, c.path, "volumeMounts", [{"name": name, "mountPath": "/dev/shm"}])]
+    parts = [accelerators.add_list_items(obj, c.path, "volumeMounts", [{"name": name, "mountPath": "/dev/shm"}])]
     size = _size(c, size_limit)
     if add_volume:
         parts.append(
-            gpu_facts.add_list_items(
+            accelerators.add_list_items(
                 obj, pod.spec_path, "volumes", [{"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": size}}]
             )
         )
-    merged = gpu_facts.merge_inserts(parts)
+    merged = accelerators.merge_inserts(parts)
     if merged is None:
         return None
     title = f"mount a {size} memory-backed emptyDir at /dev/shm" if add_volume else f"mount volume {name} at /dev/shm"

@@ -68,7 +68,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope
-from ailint.domain import gpu_facts, instances
+from ailint.domain import accelerators, instances
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.quantities import parse_quantity
@@ -109,7 +109,7 @@ def _whole_counts(res: str, types: set[str] | None) -> set[int]:
     for t in pool:
         it = instances.get(t)
         if it is not None:
-            n = gpu_facts.device_count(it, res)
+            n = accelerators.device_count(it, res)
             if n:
                 out.add(n)
     return out
@@ -134,16 +134,16 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 kind = "core" if res == CORE else "device"
                 seen.setdefault(kind, (c, res, n))
                 if types is False:
-                    types = gpu_facts.target_types(ctx, pod)
+                    types = accelerators.target_types(ctx, pod)
                 neuron_types = {t for t in (types or ()) if (info := instances.get(t)) and info.is_neuron}
                 whole = _whole_counts(res, neuron_types or None)
                 if neuron_types:
-                    full = all(gpu_facts.device_count(instances.get(t), res) == n for t in neuron_types)
+                    full = all(accelerators.device_count(instances.get(t), res) == n for t in neuron_types)
                     if full:
                         continue
                 elif n in whole:
                     continue
-                name = gpu_facts.container_label(c)
+                name = accelerators.container_label(c)
                 if not _pow2(n):
                     up = _next_pow2(n)
                     down = up // 2

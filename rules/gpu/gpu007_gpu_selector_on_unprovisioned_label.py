@@ -116,7 +116,7 @@ from typing import Any
 
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts, karpenter
+from ailint.domain import accelerators, karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.fix import edits
@@ -158,7 +158,7 @@ _PRODUCTS = (
 
 
 def _is_discovery_key(key: str) -> bool:
-    return key.startswith(gpu_facts.DISCOVERY_PREFIXES)
+    return key.startswith(accelerators.DISCOVERY_PREFIXES)
 
 
 def _is_gpu_adhoc(key: str, values: list[str]) -> bool:
@@ -189,7 +189,7 @@ def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
     its taints are tolerated and the pod's other node requirements fit it."""
     tols = effective_tolerations(pod, ert)
     terms = [[r for r in term if not _judged(r.key, list(r.values))] for term in pod_node_requirements(pod)]
-    for pool in gpu_facts.accelerator_pools(ctx):
+    for pool in accelerators.accelerator_pools(ctx):
         if untolerated(karpenter.tolerable_taints(pool), tols):
             continue
         if any(pool.compatible_with(t) for t in terms):
@@ -208,7 +208,7 @@ def _pins_run_pool(ctx: Any, pod: Any) -> bool:
         for r in term:
             if r.operator != "In":
                 continue
-            if r.key == gpu_facts.NODEPOOL_KEY and any(ctx.nodepool(v) is not None for v in r.values):
+            if r.key == accelerators.NODEPOOL_KEY and any(ctx.nodepool(v) is not None for v in r.values):
                 return True
             if r.key in custom and custom[r.key] & set(r.values):
                 return True
@@ -242,7 +242,7 @@ def _selectors(pod: Any) -> Iterator[tuple[str, str, list[str], tuple, bool]]:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    if not gpu_facts.accelerator_pools(ctx):
+    if not accelerators.accelerator_pools(ctx):
         return  # GPU capacity does not come from NodePools the run shows
     provisioned: set[str] | None = None
     discovery: bool | None = None
@@ -303,7 +303,7 @@ def _fix(obj: Any, ctx: Any, pod: Any, key: str, values: list[str], path: tuple)
     rep = _replacement(key, values)
     if rep is None:
         return None
-    acc = gpu_facts.accelerator_pools(ctx)
+    acc = accelerators.accelerator_pools(ctx)
     modes = {p.is_auto_mode for p in acc}
     if len(modes) != 1:
         return None

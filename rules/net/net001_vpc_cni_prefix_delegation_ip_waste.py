@@ -125,7 +125,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts, instances
+from ailint.domain import accelerators, instances
 from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import all_containers
 from ailint.domain.quantities import parse_quantity
@@ -168,11 +168,11 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 def _evidence(ctx: Any) -> str | None:
     # Auto Mode nodes do not run the self-managed CNI: its env does not apply to them
-    pools = [p for p in gpu_facts.accelerator_pools(ctx) if not p.is_auto_mode]
+    pools = [p for p in accelerators.accelerator_pools(ctx) if not p.is_auto_mode]
     if pools:
         names = ", ".join(ctx.describe(p.obj) for p in pools[:2]) + (" and more" if len(pools) > 2 else "")
         return f"accelerator {names}"
-    groups = gpu_facts.eksctl_accelerator_nodegroups(ctx)
+    groups = accelerators.eksctl_accelerator_nodegroups(ctx)
     if groups:
         return f"accelerator node group {groups[0]}"
     if ctx.profile.flag("podSparseNodes"):
@@ -230,7 +230,7 @@ def _check_aws_node(obj: K8sObject, ctx: Any, opts: Options) -> Iterator[Finding
                 {"name": "WARM_IP_TARGET", "value": opts.get_str("warm_ip_target")},
                 {"name": "MINIMUM_IP_TARGET", "value": opts.get_str("minimum_ip_target")},
             ]
-            edit = gpu_facts.add_list_items(obj, c.path, "env", items)
+            edit = accelerators.add_list_items(obj, c.path, "env", items)
             fix = make_fix(
                 f"set WARM_IP_TARGET={items[0]['value']} and MINIMUM_IP_TARGET={items[1]['value']}", [edit], unsafe=True
             )
@@ -294,7 +294,7 @@ def _capacity(it: Any, res: str) -> float | None:
         return float(it.vcpu)
     if res == "memory":
         return float(it.memory_gib) * 2**30
-    n = gpu_facts.device_count(it, res)
+    n = accelerators.device_count(it, res)
     return float(n) if n else None
 
 
@@ -306,7 +306,7 @@ def _large(ctx: Any, pools: list[Any]) -> str | None:
         types = p.allowed_types
         if not limits or not types:
             continue
-        big = gpu_facts.largest_type(types)
+        big = accelerators.largest_type(types)
         it = instances.get(big) if big else None
         if it is None:
             continue
@@ -326,7 +326,7 @@ def _check_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     if not obj.name:
         return
     using = _pools_using(ctx, obj.name)
-    sparse = [p for p in using if gpu_facts.pool_capability(p) == "yes"]
+    sparse = [p for p in using if accelerators.pool_capability(p) == "yes"]
     if not sparse and ctx.profile.flag("podSparseNodes"):
         sparse = using
     if not sparse:
@@ -348,7 +348,7 @@ def _check_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         if size is not None:
             parts = [edits.replace_value(obj, path, '"32"')]
         else:
-            mapped = gpu_facts.set_map_values(obj, ("spec", "advancedNetworking"), {"ipv4PrefixSize": "32"})
+            mapped = accelerators.set_map_values(obj, ("spec", "advancedNetworking"), {"ipv4PrefixSize": "32"})
             parts = [*mapped] if mapped else [None]
         safe = bool(large) and len(sparse) == len(using)
         fix = make_fix('set advancedNetworking.ipv4PrefixSize: "32"', parts, unsafe=not safe)
@@ -362,7 +362,7 @@ def _check_builtin_nodeclass(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         return
     if any(o.group == "eks.amazonaws.com" and o.name == "default" for o in ctx.of_kind("NodeClass")):
         return  # the NodeClass is in the run: judged on its own
-    if gpu_facts.pool_capability(pool) != "yes":
+    if accelerators.pool_capability(pool) != "yes":
         return
     large = _large(ctx, [pool])
     sev = Severity.WARNING if large else Severity.INFO

@@ -106,7 +106,7 @@ from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
-from ailint.domain import gpu_facts
+from ailint.domain import accelerators
 from ailint.domain.context import Context
 from ailint.domain.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
 from ailint.fix import edits
@@ -234,7 +234,7 @@ def _escalation(obj: K8sObject, ctx: Any) -> str | None:
     if count >= 2:
         return f"{count} accelerator worker pods"
     for p in acc_workers or workers:
-        if gpu_facts.pod_may_use_spot(ctx, p):
+        if accelerators.pod_may_use_spot(ctx, p):
             return "workers on Spot capacity"
     return None
 
@@ -282,7 +282,7 @@ def _check_rayjob(obj: K8sObject, ctx: Any, opts: Options) -> Iterator[Finding]:
             why, why_done = _escalation(obj, ctx), True
         text, needle = problem
         msg, sev = _finish(f"{key}: {text}", why)
-        span = gpu_facts.line_span_in_value(obj, ("spec", key), needle)
+        span = accelerators.line_span_in_value(obj, ("spec", key), needle)
         yield RULE.finding(obj, ("spec", key), msg, severity=sev, span=span)
 
 
@@ -332,5 +332,5 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     who = ctx.describe(users[0])
     for key, (text, needle) in problems:
         msg, sev = _finish(f"{key} (mounted by {who}): {text}", why)
-        span = gpu_facts.line_span_in_value(obj, ("data", key), needle)
+        span = accelerators.line_span_in_value(obj, ("data", key), needle)
         yield RULE.finding(obj, ("data", key), msg, severity=sev, span=span)

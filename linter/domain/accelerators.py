@@ -230,7 +230,7 @@ def hosting_pools(ctx: Any, pod: PodTemplate, *, needs_accelerators: bool) -> li
     terms = pod_node_requirements(pod)
     memo = getattr(ctx, "memo", None)
     if memo is not None:  # pods with the same node requirements share the answer
-        cache = memo("gpu_facts.hosting_pools", dict)
+        cache = memo("accelerators.hosting_pools", dict)
         key = (needs_accelerators, tuple(tuple((r.key, r.operator, r.values) for r in t) for t in terms))
         hit = cache.get(key)
         if hit is None:
@@ -393,7 +393,9 @@ def accelerator_pools(ctx: Any) -> list[Any]:
     memo = getattr(ctx, "memo", None)
     if memo is None:
         return [p for p in ctx.nodepools if pool_capability(p) == "yes"]
-    return list(memo("gpu_facts.accelerator_pools", lambda: [p for p in ctx.nodepools if pool_capability(p) == "yes"]))
+    return list(
+        memo("accelerators.accelerator_pools", lambda: [p for p in ctx.nodepools if pool_capability(p) == "yes"])
+    )
 
 
 def eksctl_accelerator_nodegroups(ctx: Any) -> list[str]:
