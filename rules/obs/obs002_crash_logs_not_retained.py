@@ -3,7 +3,8 @@
 Flags accelerator containers, and the first (main) container of training pods, that do
 not set `terminationMessagePolicy`. The default is `File`: the termination message is whatever
 the app wrote to `/dev/termination-log`, usually nothing. Containers that set `File`
-explicitly are left alone (the app writes its own message).
+explicitly are left alone (the app writes its own message). One finding per pod template, on
+its first such container, names them all; the fix sets every one.
 
 ## Why is this bad?
 A crashed training rank or model server takes its own error output down with it: once the
@@ -70,7 +71,7 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, is_training_pod, pod_templates
+from ailint.domain.extract import POD_KINDS, Container, is_training_pod, pod_templates
 from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
 
@@ -87,22 +88,33 @@ RULE = Rule(
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
+    # one finding per pod template (its first such container), the fix sets every container:
+    # the advice is the same for each container of a workload
     for pod in pod_templates(obj):
         training = is_training_pod(pod)
+        found: list[tuple[Container, str]] = []
         for i, c in enumerate(pod.containers(include_init=False)):
             if "terminationMessagePolicy" in c.data or preset_supplies(c, "terminationMessagePolicy"):
                 continue  # set here, or by a controller preset (KServe LLMInferenceService)
             accel = c.accelerators()
             if not accel and not (training and i == 0):
                 continue  # sidecars of training pods (log forwarders) are not the crash to keep
-            why = "accelerator" if accel else "training"
-            yield RULE.finding(
-                obj,
-                c.path_of("terminationMessagePolicy"),
-                f"{why} container {c.name or '?'} uses the default terminationMessagePolicy (File): a "
-                "crash leaves no log tail in its status; set FallbackToLogsOnError",
-                fix=make_fix(
-                    "set terminationMessagePolicy: FallbackToLogsOnError",
-                    [edits.insert_value(obj, c.path, "terminationMessagePolicy", "FallbackToLogsOnError")],
-                ),
-            )
+            found.append((c, "accelerator" if accel else "training"))
+        if not found:
+            continue
+        c, why = found[0]
+        names = ", ".join(x.name or "?" for x, _ in found)
+        what = f"{why} container {names} uses" if len(found) == 1 else f"{why} containers {names} use"
+        yield RULE.finding(
+            obj,
+            c.path_of("terminationMessagePolicy"),
+            f"{what} the default terminationMessagePolicy (File): a crash leaves no log tail in its status; "
+            "set FallbackToLogsOnError",
+            fix=make_fix(
+                "set terminationMessagePolicy: FallbackToLogsOnError",
+                [
+                    edits.insert_value(obj, x.path, "terminationMessagePolicy", "FallbackToLogsOnError")
+                    for x, _ in found
+                ],
+            ),
+        )
