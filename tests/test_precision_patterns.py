@@ -1,0 +1,77 @@
+"""Issue 13 patterns that fixtures cannot show: spans inside block scalars, controller labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ailint.core.model import SourceFile
+from ailint.domain.extract import pod_templates
+from ailint.domain.pod_labels import controller_labels, may_select
+from ailint.engine.config import Settings
+from ailint.engine.load import load_text
+from ailint.engine.run import lint
+
+SCRIPT = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: env
+data:
+  app.env: |
+    OPENAI_API_KEY=sk-proj-Zq8vR3kLmN7pX2wT9yB4cD6fG1hJ5sA0
+    BACKUP_OPENAI_API_KEY=sk-proj-Zq8vR3kLmN7pX2wT9yB4cD6fG1hJ5sA0
+"""
+
+OBJECTS = """apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: pretrain}
+spec:
+  replicatedJobs:
+    - name: workers
+      replicas: 2
+      template:
+        spec:
+          template:
+            spec:
+              containers: [{name: t, image: x}]
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ft}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          containers: [{name: pytorch, image: x}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers: [{name: w, image: x}]
+"""
+
+
+def test_secret_written_twice_in_a_script_is_reported_at_each_line(tmp_path: Path) -> None:
+    f = tmp_path / "cm.yaml"
+    f.write_text(SCRIPT, encoding="utf-8")
+    result = lint([str(f)], Settings(select=["SEC007"]))
+    lines = sorted(x.span.line for x in result.findings if x.code == "SEC007")
+    assert lines == [7, 8]
+
+
+def test_controller_labels_select_the_pods(tmp_path: Path) -> None:
+    src = SourceFile(str(tmp_path / "o.yaml"), "o.yaml", OBJECTS)
+    pods = {o.kind: next(pod_templates(o)) for o in load_text(src).objects}
+    js, pt, dep = pods["JobSet"], pods["PyTorchJob"], pods["Deployment"]
+    assert controller_labels(js)["jobset.sigs.k8s.io/replicatedjob-name"] == "workers"
+    assert may_select({"jobset.sigs.k8s.io/jobset-name": "pretrain", "jobset.sigs.k8s.io/job-index": "0"}, js)
+    assert not may_select({"jobset.sigs.k8s.io/jobset-name": "other"}, js)
+    assert may_select({"training.kubeflow.org/job-name": "ft", "training.kubeflow.org/replica-type": "worker"}, pt)
+    assert not may_select({"training.kubeflow.org/replica-type": "master"}, pt)
+    assert may_select({"matchLabels": {"app": "web", "pod-template-hash": "7d4b9c"}}, dep)
+    assert not may_select({"matchExpressions": [{"key": "pod-template-hash", "operator": "DoesNotExist"}]}, dep)
