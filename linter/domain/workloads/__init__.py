@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ailint.core.model import Finding, K8sObject, RelatedLocation
+from ailint.core.model import Finding, K8sObject
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Foreign, Kind, written
@@ -189,9 +189,9 @@ def bind(obj: K8sObject, catalog: Catalog) -> None:
 
 def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -> Finding:
     """A finding on `obj` about a field its merged pod took from another object of the run
-    (a runtime's args, probes, image) moved to that object's line, with the workload's own
-    line as a related location. When that object is in a context-only file (`hidden`), the
-    finding stays on the workload, on the field that merged it in. Others are unchanged."""
+    (a runtime's args, probes, image) moved to that object's line (the finding still names
+    `obj`, the workload judged). When that object is in a context-only file (`hidden`), the
+    finding stays on the workload, on the field that merges it in. Others are unchanged."""
     path = f.path
     if not path or not isinstance(path[0], Foreign):
         return f
@@ -199,9 +199,7 @@ def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -
     if step.obj.file in hidden:
         return dataclasses.replace(f, span=obj.span(step.home), path=step.home)
     real = step.path + tuple(path[1:])
-    kind = f.object_ref.kind if f.object_ref else obj.kind
-    here = RelatedLocation(f.file, obj.span(step.home), f"the {kind} this runtime is merged into")
-    return dataclasses.replace(f, file=step.obj.file, span=step.obj.span(real), path=real, related=(*f.related, here))
+    return dataclasses.replace(f, file=step.obj.file, span=step.obj.span(real), path=real)
 
 
 def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:
