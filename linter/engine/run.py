@@ -17,8 +17,10 @@ from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
 from ailint.core.rule import Options
 from ailint.domain.context import Context
+from ailint.domain.workloads import Foreign, relocate
 from ailint.engine import registry, suppress
 from ailint.engine.boundary import Boundary, open_regular
+from ailint.engine.catalogue import catalogue_pass, deferred, unique
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
@@ -127,7 +129,8 @@ class Engine:
             found = [
                 Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix) for f in found
             ]
-        return found
+        # a field a merged pod took from another object (a runtime): at that object's line
+        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is Foreign else f for f in found]
 
 
 def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
@@ -305,7 +308,8 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
         fr = read_candidate(c, settings, stdin_text)
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in () if c.context else fr.objects:
-        fr.findings.extend(engine.check_object(obj, ctx))
+        if not deferred(obj):  # its pods depend on other files: judged in `finish`
+            fr.findings.extend(engine.check_object(obj, ctx))
     if key is not None:
         engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
@@ -375,6 +379,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
+    findings += catalogue_pass(objects, settings, engine, findings)  # merged with the run's runtimes, claims
     ctx = Context(objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings))
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
     # context objects are joined (ctx), never judged: the rules and the schema skip them
@@ -393,6 +398,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
+    findings = unique(findings)  # one runtime line judged for itself and for a workload merged with it
     enabled = {r.rule.code for r in engine.rules}
     for provider in registry.providers():  # passes over the whole run (admission policies)
         findings.extend(provider.run_pass(objects, settings, enabled, hidden))
