@@ -4,7 +4,8 @@ Finds model servers (vLLM, SGLang, TGI, Triton, TensorRT-LLM, NIM, llama.cpp... 
 what the container runs) whose `livenessProbe` times out after 1 second: `timeoutSeconds: 1`,
 or no `timeoutSeconds` at all, which Kubernetes defaults to 1 second (the `Probe` API:
 "Number of seconds after which the probe times out. Defaults to 1 second. Minimum value is 1").
-`exec` probes and probes of containers that are no model server are skipped.
+`exec` probes, probes of containers that are no model server, and the probes a controller
+writes into the pods it builds (KAITO Workspace, NIM Operator NIMService) are skipped.
 
 ## Why is this bad?
 A saturated LLM server answers its health endpoint slowly: the API server's event loop is busy
@@ -90,6 +91,8 @@ TIMEOUT = 10
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
+        if pod.synthetic is not None:
+            continue  # the controller's own probes (KAITO, NIM Operator): not the manifest's to change
         for c in pod.containers(include_init=False):
             engine = serving_engine(c)
             if not engine:
