@@ -203,6 +203,16 @@ _INFRA_AGENT_RE = re.compile(
 )
 
 
+_LLM_ENV = re.compile(
+    r"^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|MISTRAL|GROQ|COHERE|TOGETHER|DEEPSEEK|OPENROUTER|FIREWORKS|LITELLM|"
+    r"LANGCHAIN|LANGSMITH|LANGFUSE|OLLAMA|LLM|BEDROCK)_\w*$"
+)
+_AGENT_FRAMEWORK = re.compile(
+    r"langchain|langgraph|code[-_]interpreter|autogen|crewai|llama[_-]?index|smolagents|openhands|pydantic[_-]ai|semantic[_-]kernel|"
+    r"\bagno\b|fastmcp|modelcontextprotocol|mcp[-_]server|\bopenai\b|\banthropic\b|claude|\bgpt-\d|adk\b|google\.adk"
+)
+
+
 def role_override(pod: PodTemplate) -> str | None:
     v = pod.all_annotations().get(ROLE_ANNOTATION)
     return str(v).strip().lower() if v else None
@@ -301,4 +311,20 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
         names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
         names.append(c.name)
     text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
-    return bool(_AGENT_RE.search(text))
+    words = {m.group(2) for m in _AGENT_RE.finditer(text)}
+    if not words:
+        return False
+    if words != {"agent"}:
+        return True  # mcp, copilot, assistant, sandbox: AI words by themselves
+    # `*-agent` alone names many controllers (Kubeflow's persistence-agent, a build agent):
+    # the pod must also behave like an AI agent (an LLM client or an agent framework)
+    return any(_llm_client(c) for c in pod.containers())
+
+
+def _llm_client(c: Container) -> bool:
+    """A container that talks to a model or runs an agent framework: an LLM provider's key or
+    endpoint in its env, or an agent framework, MCP server or LLM SDK in its command or image."""
+    for e in c.env:
+        if _LLM_ENV.match(str(e.get("name") or "")):
+            return True
+    return bool(_AGENT_FRAMEWORK.search(" ".join(c.tokens).lower() + " " + c.image.lower()))
