@@ -15,6 +15,10 @@ Compares the parallelism a vLLM or SGLang server is told to use with the GPUs it
 - RayService Ray Serve LLM configs: `engine_kwargs.tensor_parallel_size ×
   pipeline_parallel_size` above all the GPUs the worker groups can have is an error; TP
   above the GPUs of one worker pod is a warning (TP traffic then crosses the network).
+- A pod outside a LeaderWorkerSet started with `--distributed-executor-backend ray`: its Ray
+  cluster is not visible, so only what one pod knows is judged: TP above the pod's GPUs is a
+  warning (the TP group crosses the network). `vllm serve --omni` (vLLM-Omni, one
+  parallelism per stage) is skipped.
 
 Flags are read from `command`/`args`, `sh -c` scripts and `$(VAR)` references; values the
 linter cannot resolve (shell variables) skip the check, and so do pods without a GPU
@@ -167,6 +171,8 @@ def _check_container(
     args = serving.engine_args(c, engine)
     if args is None or args.unresolved:
         return
+    if "--omni" in c.tokens:
+        return  # vLLM-Omni: each stage of the pipeline sets its own parallelism in its stage config
     gpus = serving.gpu_limit(c)
     if not gpus:
         return
@@ -216,7 +222,19 @@ def _check_container(
             )
         return
     if ray and obj.kind != "LeaderWorkerSet":
-        return  # the engine runs on a Ray cluster the linter cannot see
+        # the engine may place PP stages on Ray nodes the linter cannot see, but what one
+        # pod knows still holds: a TP group larger than the pod spans the network
+        if args.tp > gpus:
+            yield RULE.finding(
+                obj,
+                where,
+                f"{engine} in container {name}: tensor parallel size {args.tp} exceeds the {gpus} GPUs of this pod; "
+                "with the Ray backend the TP group spans other nodes over the network (all-reduce on every layer); "
+                "keep TP within one pod and use pipeline parallelism across nodes",
+                severity=Severity.WARNING,
+                span=span,
+            )
+        return
     need = args.tp * args.pp * dp
     if need > gpus:
         yield RULE.finding(
