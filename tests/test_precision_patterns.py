@@ -75,3 +75,46 @@ def test_controller_labels_select_the_pods(tmp_path: Path) -> None:
     assert not may_select({"training.kubeflow.org/replica-type": "master"}, pt)
     assert may_select({"matchLabels": {"app": "web", "pod-template-hash": "7d4b9c"}}, dep)
     assert not may_select({"matchExpressions": [{"key": "pod-template-hash", "operator": "DoesNotExist"}]}, dep)
+
+
+VARIANT = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: model-cache}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 100Gi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: llm}}
+  template:
+    metadata: {labels: {app: llm}}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "/models/VARIANT"]
+          volumeMounts: [{name: cache, mountPath: /models}]
+      volumes:
+        - name: cache
+          persistentVolumeClaim: {claimName: model-cache}
+"""
+
+
+def _sto002(tmp_path: Path, first: str, second: str) -> int:
+    for i, name in enumerate((first, second)):
+        d = tmp_path / f"variant{i}"
+        d.mkdir(parents=True)
+        text = VARIANT.replace("NAME", name).replace("VARIANT", str(i))
+        if i:  # the claim is defined once, beside the first variant
+            text = text.split("---\n", 1)[1]
+        (d / "deploy.yaml").write_text(text, encoding="utf-8")
+    return sum(1 for f in lint([str(tmp_path)], Settings(select=["STO002"])).findings if f.code == "STO002")
+
+
+def test_alternative_versions_of_one_object_are_not_two_workloads(tmp_path: Path) -> None:
+    assert _sto002(tmp_path / "same", "llm", "llm") == 0  # tutorial variants of one Deployment
+    assert _sto002(tmp_path / "two", "llm-a", "llm-b") == 2  # two workloads share the RWO claim
