@@ -130,23 +130,31 @@ _NVME_USERDATA = re.compile(r"nvme|mdadm|instance.?store|raid", re.I)
 _LOCAL_PROVISIONER = re.compile(r"local-(volume|static)-provisioner|sig-storage-local")
 
 
-def _nvme_used_directly(obj: Any, ctx: Any) -> bool:
+def _nvme_used_directly(obj: Any, ctx: Any, pools: list[Any]) -> bool:
+    """The NodeClass's userData prepares the NVMe, or a pod that uses the instance store can
+    land on one of these NodePools (a pod on other pools says nothing about this NodeClass)."""
     if _NVME_USERDATA.search(str(obj.get("spec", "userData") or "")):
         return True
-    return ctx.memo("KRP006.nvme_pods", lambda: _pods_use_nvme(ctx))
+    names = {p.name for p in pools}
+    return any(
+        names & {v.name for v in ctx.pools_for(pod, check_taints=False)}
+        for pod in ctx.memo("KRP006.nvme_pods", lambda: _pods_use_nvme(ctx))
+    )
 
 
-def _pods_use_nvme(ctx: Any) -> bool:
-    """A pod of the run mounts the instance store or runs a local volume provisioner (once per run)."""
+def _pods_use_nvme(ctx: Any) -> list[Any]:
+    """Pods of the run that mount the instance store or run a local volume provisioner (once per run)."""
+    out = []
     for _o, p in ctx.pods_in(None):
-        for c in p.containers():
-            if _LOCAL_PROVISIONER.search(c.image):
-                return True
+        if any(_LOCAL_PROVISIONER.search(c.image) for c in p.containers()):
+            out.append(p)
+            continue
         for _, v in iter_dicts(p.spec.get("volumes")):
             hp = str(as_dict(v.get("hostPath")).get("path") or "")
             if "nvme" in hp or "k8s-disks" in hp or "instance-store" in hp:
-                return True
-    return False
+                out.append(p)
+                break
+    return out
 
 
 def _pod_disk_need(pod: Any) -> float:
@@ -212,7 +220,11 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             nvme_pools.append((p, sorted(types)))
         elif nvme and all(n == 0 for n in nvme):
             bare_pools.append((p, sorted(types)))
-    if nvme_pools and spec.get("instanceStorePolicy") != "RAID0" and not _nvme_used_directly(obj, ctx):
+    if (
+        nvme_pools
+        and spec.get("instanceStorePolicy") != "RAID0"
+        and not _nvme_used_directly(obj, ctx, [p for p, _ in nvme_pools])
+    ):
         p, pool_types = nvme_pools[0]
         # (every type of an NVMe pool is known: the pool was kept for its known types' disks)
         smallest = min(
