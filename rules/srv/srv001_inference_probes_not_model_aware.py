@@ -10,7 +10,10 @@ probes that wait for the model:
   (`initialDelaySeconds + failureThreshold × periodSeconds`, with Kubernetes' defaults 0,
   3 and 10) at least as long as the expected load time: 600 s by default, 1200 s when the
   model is over 30 GB or is downloaded at start (a Hugging Face or S3 id with no
-  persistent volume mounted).
+  persistent volume mounted);
+- (c) a `startupProbe` whose budget (`initialDelaySeconds + failureThreshold × periodSeconds`)
+  is shorter than that same expected load time (the kubelet kills the container when the
+  startup probe gives up). Probes a controller writes into the pods it builds are not judged.
 
 It also checks RayClusters that run Ray Serve (`serve run|deploy|start`): KubeRay injects
 readiness probes that check only the raylet and GCS there, and adds the Serve proxy check
@@ -19,8 +22,8 @@ readiness probes that check only the raylet and GCS there, and adds the Serve pr
 In a LeaderWorkerSet only the leader template is checked (workers join the leader's
 engine and serve no HTTP).
 
-Severity: error when the liveness probe restarts the container in under 300 seconds; a
-warning otherwise.
+Severity: error when the liveness probe restarts the container, or the startup probe gives
+up, in under 300 seconds; a warning otherwise.
 
 ## Why is this bad?
 Loading weights takes minutes (28 to 30+ minutes for large models fetched at start). Without
@@ -184,7 +187,26 @@ def _check_container(obj: Any, c: Any, engine: str, opts: Options) -> Iterator[F
             f"answers; use {hint}",
         )
     live = c.data.get("livenessProbe")
-    if isinstance(live, dict) and not isinstance(c.data.get("startupProbe"), dict):
+    start = c.data.get("startupProbe")
+    if isinstance(start, dict) and c.pod.synthetic is None:  # a controller's own probe is not the manifest's
+        period = max(_num(start, "periodSeconds", 10), 1)
+        budget = _num(start, "initialDelaySeconds", 0) + _num(start, "failureThreshold", 3) * period
+        expected, why = _expected_load(c, engine, opts)
+        if budget < expected:
+            need = -(-(expected - _num(start, "initialDelaySeconds", 0)) // period)
+            yield RULE.finding(
+                obj,
+                c.path_of("startupProbe"),
+                f"startupProbe of {name} gives up after {budget}s, shorter than the expected load time "
+                f"({expected}s{why}): the kubelet kills the container before the model is loaded; "
+                f"set failureThreshold to {need}",
+                severity=Severity.ERROR if budget < 300 else Severity.WARNING,
+                fix=make_fix(
+                    f"set startupProbe.failureThreshold: {need}",
+                    [edits.set_value(obj, c.path_of("startupProbe", "failureThreshold"), need)],
+                ),
+            )
+    if isinstance(live, dict) and not isinstance(start, dict):
         window = _num(live, "initialDelaySeconds", 0) + _num(live, "failureThreshold", 3) * _num(
             live, "periodSeconds", 10
         )
