@@ -6,7 +6,8 @@ Checks that Kueue can admit the accelerator workloads of the run:
   (`nvidia.com/gpu`, `amd.com/gpu`, `aws.amazon.com/neuron`, `aws.amazon.com/neuroncore`,
   `vpc.amazonaws.com/efa`) that a workload queued to it through a LocalQueue requests;
 - (b) a `ClusterQueue` without `spec.namespaceSelector`: null is a nothing selector, so no
-  namespace is eligible (`{}` means all namespaces);
+  namespace is eligible (`{}` means all namespaces); a ClusterQueue in a cohort that no
+  LocalQueue of the run points at only lends its quota to the cohort and is left alone;
 - (c) an accelerator Job, RayJob, PyTorchJob, JobSet, LeaderWorkerSet or TrainJob in a
   namespace that has a LocalQueue, without the `kueue.x-k8s.io/queue-name` label (skipped when
   the namespace has a LocalQueue named `default`: Kueue then labels jobs itself);
@@ -285,7 +286,10 @@ def _needed(w: K8sObject, ctx: Any) -> set[str]:
 
 def _cluster_queue(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
     spec = as_dict(obj.get("spec"))
-    if obj.get("spec", "namespaceSelector") is None:
+    lends_only = bool(spec.get("cohort") or spec.get("cohortName")) and not any(
+        _is_kueue(lq) and lq.get("spec", "clusterQueue") == obj.name for lq in ctx.of_kind("LocalQueue")
+    )  # a queue no LocalQueue feeds that only lends its quota to its cohort admits nothing by design
+    if obj.get("spec", "namespaceSelector") is None and not lends_only:
         fix = None
         if "namespaceSelector" not in spec and spec:
             fix = make_fix(
