@@ -7,7 +7,8 @@ Finds all-or-nothing accelerator workloads with no gang admission:
 - a JobSet running 2 or more pods, or a TrainJob with `numNodes` 2 or more;
 - a LeaderWorkerSet group (`size`) of 2 or more pods;
 - a RayJob whose GPU worker groups start 2 or more pods (`replicas`, else `minReplicas`,
-  times `numOfHosts`).
+  times `numOfHosts`), and a RayCluster that runs training (a `ray.train`, `torchrun`,
+  `deepspeed`... command in its pods) with such worker groups.
 
 It fires when nothing gangs the pods: no `kueue.x-k8s.io/queue-name` label (on the object or
 its pod templates; a LocalQueue named `default` in the namespace counts, Kueue defaults to
@@ -111,7 +112,9 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import ray
 from ailint.domain.context import Context
+from ailint.domain.extract import pod_templates as templates_of
 from ailint.domain.quantities import to_int
+from ailint.domain.roles import is_training_pod
 from ailint.rules.trn import _training as tr
 
 RULE = Rule(
@@ -119,7 +122,7 @@ RULE = Rule(
     name="multi-node-training-no-gang-admission",
     severity=Severity.INFO,
     summary="A multi-pod accelerator workload has no gang admission (Kueue queue or gang scheduler)",
-    kinds=("PyTorchJob", "MPIJob", "JobSet", "TrainJob", "LeaderWorkerSet", "RayJob"),
+    kinds=("PyTorchJob", "MPIJob", "JobSet", "TrainJob", "LeaderWorkerSet", "RayJob", "RayCluster"),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
     options={"warning_gpus": Option(16, "accelerators at which the finding becomes a warning", "integer")},
@@ -177,8 +180,10 @@ def _size(obj: Any, ctx: Any) -> tuple[int, float, str] | None:
         if nodes is None or nodes < 2 or dev is None:
             return None
         return nodes, float(nodes * dev[1]), f"{nodes} nodes"
-    if kind == "RayJob":
-        if ray.uses_cluster_selector(obj):
+    if kind == "RayCluster" and not any(is_training_pod(p) for p in templates_of(obj)):
+        return None  # a RayCluster counts when it runs training (ray.train, torchrun, deepspeed...)
+    if kind in ("RayJob", "RayCluster"):
+        if kind == "RayJob" and ray.uses_cluster_selector(obj):
             return None
         pods, devs = 0, 0.0
         for g in ray.worker_groups(obj):
