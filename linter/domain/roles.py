@@ -203,6 +203,7 @@ _INFRA_AGENT_RE = re.compile(
 )
 
 
+_AGENT_WORD = re.compile(r"(?<![a-z])(agent|mcp|copilot|assistant|sandbox)(?![a-z])")  # every word, overlapping
 _LLM_ENV = re.compile(
     r"^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|MISTRAL|GROQ|COHERE|TOGETHER|DEEPSEEK|OPENROUTER|FIREWORKS|LITELLM|"
     r"LANGCHAIN|LANGSMITH|LANGFUSE|OLLAMA|LLM|BEDROCK)_\w*$"
@@ -311,7 +312,7 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
         names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
         names.append(c.name)
     text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
-    words = {m.group(2) for m in _AGENT_RE.finditer(text)}
+    words = {m.group(1) for m in _AGENT_WORD.finditer(text)}
     if not words:
         return False
     if words != {"agent"}:
