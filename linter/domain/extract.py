@@ -561,6 +561,7 @@ class Requirement:
             return value is None
         if op in ("Gt", "Lt") and self.values:
             try:
+                # (a missing or non-numeric label value raises, and is caught, below)
                 a, b = float(value), float(self.values[0])  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 return False

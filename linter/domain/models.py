@@ -179,8 +179,8 @@ def _name_bytes(model: str | None) -> tuple[float, str] | None:
         return None
     base = model.rstrip("/").rsplit("/", 1)[-1] if "/" in model else model
     for text in (base, model):
-        if _NAME_8BIT.search(text) and not re.search(r"(^|[^a-z0-9])(int4|4-?bits?|w4a\d+)", text, re.I):
-            return 1.0, _NAME_8BIT.search(text).group(2).lower()  # type: ignore[union-attr]
+        if (m8 := _NAME_8BIT.search(text)) and not re.search(r"(^|[^a-z0-9])(int4|4-?bits?|w4a\d+)", text, re.I):
+            return 1.0, m8.group(2).lower()
         m = _NAME_4BIT.search(text)
         if m:
             return 0.5, m.group(2).lower()

@@ -241,6 +241,7 @@ def is_private_cidr(cidr: Any) -> bool:
         net = ipaddress.ip_network(cidr.strip(), strict=False)
     except ValueError:
         return False
+    # (subnet_of is only called on networks of one version; mypy cannot narrow the v4/v6 union by `.version`)
     return any(net.version == p.version and net.subnet_of(p) for p in _PRIVATE_NETS)  # type: ignore[arg-type]
 
 

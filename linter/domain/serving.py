@@ -241,9 +241,9 @@ def engine_args(c: Container, engine: str | None = None) -> EngineArgs | None:
     """Parsed flags of a vLLM, SGLang or TGI container (None for other engines)."""
     engine = engine or serving_engine(c)
     key = {"vllm": "vllm_flags", "sglang": "sglang_flags", "tgi": "tgi_flags"}.get(engine or "")
-    if key is None:
+    if key is None or engine is None:  # (a key implies an engine)
         return None
-    return EngineArgs(engine, c.tokens, data()[key])  # type: ignore[arg-type]
+    return EngineArgs(engine, c.tokens, data()[key])
 
 
 def served_model(c: Container, args: EngineArgs | None) -> str | None:

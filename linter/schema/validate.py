@@ -870,8 +870,8 @@ def _one_error(
             moved = _MOVED.get((obj.group, obj.kind, _generic(path), key))
             below = None if hint or moved else _misplaced(key, props, compiler)
             later = out.core.added_later(e.schema, key) if out.core is not None else None
-            if later:
-                ver = f"{out.core.version[0]}.{out.core.version[1]}"  # type: ignore[union-attr]
+            if later and out.core is not None:  # (later is None without a core)
+                ver = f"{out.core.version[0]}.{out.core.version[1]}"
                 msg = (
                     f"unknown field `{key}` in {_where(path)} for Kubernetes {ver}; Kubernetes {later} "
                     "added it (set `kube-version` to the version you deploy to)"

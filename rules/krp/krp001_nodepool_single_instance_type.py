@@ -146,7 +146,7 @@ def _hint(single: str, alts: list[str]) -> str:
         o = instances.get(a)
         model = _model(o) if o is not None else ""
         same = model == _model(it)
-        names.append(a if same or not model else f"{a} ({model.upper() if o.is_gpu else model})")  # type: ignore[union-attr]
+        names.append(a if same or not model else f"{a} ({model.upper() if o is not None and o.is_gpu else model})")
     more = f" and {len(alts) - 4} more" if len(alts) > 4 else ""
     gib = round(it.memory_mib_per_device / 1024, 2)
     unit = (
@@ -169,11 +169,12 @@ def _fix(obj: Any, index: int, single: str, alts: list[str]) -> Fix | None:
         )
         return make_fix(title, [edits.replace_value(obj, vpath, text)], unsafe=True)
     parts = [edits.append_item(obj, vpath, a) for a in alts]
-    if not parts or any(p is None for p in parts):
+    built = [p for p in parts if p is not None]
+    if not parts or len(built) != len(parts):
         return None
     return make_fix(
         title,
-        [Edit(parts[0].start, parts[0].end, "".join(p.content for p in parts))],  # type: ignore[union-attr]
+        [Edit(built[0].start, built[0].end, "".join(p.content for p in built))],
         unsafe=True,
     )
 

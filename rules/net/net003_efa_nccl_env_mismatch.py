@@ -195,7 +195,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
         cm = _configmap(ctx, ns, vol["configMap"].get("name"))
         if cm is None:
             continue
-        rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1 :] if mount else ""  # type: ignore[union-attr]
+        rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1 :] if mount else ""
         if mount and mount.get("subPath"):
             rel = str(mount.get("subPath"))
         key = rel
@@ -270,7 +270,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
     efa_anywhere = any(_requests_efa(p) for p in pods)
     counts = [p.replicas for p in pods]
-    total = None if any(n is None for n in counts) else sum(counts)  # type: ignore[arg-type]
+    known = [n for n in counts if n is not None]
+    total = sum(known) if len(known) == len(counts) else None
     for pod in pods:
         for c in pod.containers():
             env = _env(ctx, pod, c)

@@ -210,7 +210,8 @@ def _multi_node_efa(obj: Any) -> tuple[int, Any] | None:
     if not efa:
         return None
     counts = [p.replicas for p in pods]
-    if any(n is None for n in counts):
+    known = [n for n in counts if n is not None]
+    if len(known) != len(counts):
         return None
-    total = sum(counts)  # type: ignore[arg-type]
+    total = sum(known)
     return (total, efa[0]) if total >= 2 else None
