@@ -82,7 +82,7 @@ def test_bindings_for_groups_and_default_namespace():
     objs = _objs("""\
 apiVersion: v1
 kind: Pod
-metadata: {name: my-agent, namespace: a}
+metadata: {name: my-agent, namespace: a, annotations: {ailint.io/role: agent}}
 spec:
   containers: [{name: agent, image: x/agent:1}]
 ---
