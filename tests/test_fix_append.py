@@ -265,7 +265,7 @@ spec:
     spec:
       containers:
         - name: agent
-          image: ghcr.io/example/support-agent:2.1.0
+          image: ghcr.io/example/support-agent-langgraph:2.1.0
 """
 
 

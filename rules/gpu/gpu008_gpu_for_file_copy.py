@@ -16,22 +16,38 @@ keeps other pods pending. Copying needs CPU, memory and network, not an accelera
 
 ## Example
 ```yaml
-initContainers:
-  - name: fetch-model
-    image: python:3.12-slim
-    command: ["sh", "-c", "pip install -U huggingface_hub && hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/qwen"]
-    resources:
-      limits: {nvidia.com/gpu: 1}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: fetch-model
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+        - name: fetch
+          image: python:3.12-slim
+          command: ["sh", "-c", "pip install -U huggingface_hub && hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/qwen"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
 ```
 
 ## Use instead
 ```yaml
-initContainers:
-  - name: fetch-model
-    image: python:3.12-slim
-    command: ["sh", "-c", "pip install -U huggingface_hub && hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/qwen"]
-    resources:
-      requests: {cpu: "2", memory: 4Gi}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: fetch-model
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+        - name: fetch
+          image: python:3.12-slim
+          command: ["sh", "-c", "pip install -U huggingface_hub && hf download Qwen/Qwen2.5-7B-Instruct --local-dir /models/qwen"]
+          resources:
+            requests: {cpu: "2", memory: 4Gi}
 ```
 
 ## Options

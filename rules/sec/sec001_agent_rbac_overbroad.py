@@ -48,7 +48,7 @@ spec:
       serviceAccountName: sre-agent
       containers:
         - name: agent
-          image: ghcr.io/example/sre-agent:1.4.0
+          image: ghcr.io/example/sre-agent-langgraph:1.4.0
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -94,7 +94,7 @@ spec:
       serviceAccountName: sre-agent
       containers:
         - name: agent
-          image: ghcr.io/example/sre-agent:1.4.0
+          image: ghcr.io/example/sre-agent-langgraph:1.4.0
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role

@@ -36,7 +36,7 @@ spec:
     spec:
       containers:
         - name: agent
-          image: ghcr.io/example/support-agent:2.1.0
+          image: ghcr.io/example/support-agent-langgraph:2.1.0
 ---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -69,7 +69,7 @@ spec:
     spec:
       containers:
         - name: agent
-          image: ghcr.io/example/support-agent:2.1.0
+          image: ghcr.io/example/support-agent-langgraph:2.1.0
 ---
 apiVersion: cilium.io/v2
 kind: CiliumNetworkPolicy

@@ -32,7 +32,7 @@ spec:
       serviceAccountName: pr-review-agent
       containers:
         - name: agent
-          image: ghcr.io/example/pr-review-agent:1.2.0
+          image: ghcr.io/example/pr-review-agent-langgraph:1.2.0
           env:
             - name: GITHUB_TOKEN
               valueFrom:
@@ -60,7 +60,7 @@ spec:
       serviceAccountName: pr-review-agent
       containers:
         - name: agent
-          image: ghcr.io/example/pr-review-agent:1.2.0
+          image: ghcr.io/example/pr-review-agent-langgraph:1.2.0
           env:
             - name: GITHUB_APP_ID
               value: "123456"

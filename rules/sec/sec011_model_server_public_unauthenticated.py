@@ -23,6 +23,24 @@ Ollama's `/api/pull`) that change what it serves.
 
 ## Example
 ```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "Qwen/Qwen2.5-7B-Instruct"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
+---
 apiVersion: v1
 kind: Service
 metadata:
@@ -35,6 +53,24 @@ spec:
 
 ## Use instead
 ```yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "Qwen/Qwen2.5-7B-Instruct"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
+---
 apiVersion: v1
 kind: Service
 metadata:

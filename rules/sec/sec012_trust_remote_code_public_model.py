@@ -15,18 +15,44 @@ a path or bucket you control, or pin `--revision` and `--code-revision` to a rev
 
 ## Example
 ```yaml
-containers:
-  - name: vllm
-    image: vllm/vllm-openai:v0.9.2
-    args: ["--model", "deepseek-ai/DeepSeek-V2-Lite-Chat", "--trust-remote-code"]
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "deepseek-ai/DeepSeek-V2-Lite-Chat", "--trust-remote-code"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
 ```
 
 ## Use instead
 ```yaml
-containers:
-  - name: vllm
-    image: vllm/vllm-openai:v0.9.2
-    args: ["--model", "/models/deepseek-v2-lite-chat", "--trust-remote-code"]
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "/models/deepseek-v2-lite-chat", "--trust-remote-code"]
+          resources:
+            limits: {nvidia.com/gpu: 1}
 ```
 
 ## Options
@@ -114,6 +140,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             else:
                 loc = serving.text_location(obj, c, how)
                 path, span = loc if loc else (c.path_of("args"), None)
+                if pod.synthetic is not None:  # a controller-built pod: point at the object's own args
+                    path, span = (("spec", "args") if obj.has(("spec", "args")) else ("spec",)), None
             yield RULE.finding(
                 obj,
                 path,

@@ -17,20 +17,46 @@ only clearly starved pods are reported.
 
 ## Example
 ```yaml
-containers:
-  - name: vllm
-    image: vllm/vllm-openai:v0.9.2
-    args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
-    resources:
-      requests: {cpu: "2", memory: 64Gi}
-      limits: {nvidia.com/gpu: 4}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+          resources:
+            requests: {cpu: "2", memory: 64Gi}
+            limits: {nvidia.com/gpu: 4}
 ```
 
 ## Use instead
 ```yaml
-    resources:
-      requests: {cpu: "8", memory: 64Gi}
-      limits: {nvidia.com/gpu: 4}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4"]
+          resources:
+            requests: {cpu: "8", memory: 64Gi}
+            limits: {nvidia.com/gpu: 4}
 ```
 
 ## Options
