@@ -106,12 +106,18 @@ def cli() -> None:
 @click.option("--stdin-filename", help="File name to report for standard input.")
 @click.option("--kube-version", default=None, help="Kubernetes version for schema validation (default 1.33).")
 @click.option("--no-schema", is_flag=True, help="Skip schema validation (SCH).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option(
+    "--scope",
+    type=click.Choice(["run", "repo", "dir"]),
+    default=None,
+    help="What cross-resource rules join: one git repository (repo, default), one folder (dir), the whole run (run).",
+)
 @click.option(
     "--follow-external-symlinks",
     is_flag=True,
     help="Read symbolic links that lead out of the project (default: YML013, not read).",
 )
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off in text output.")
 @click.option("--helm", "helm_bin", metavar="PATH", help="helm binary for charts (default: helm on PATH).")
 @click.option("--kubectl", "kubectl_bin", metavar="PATH", help="kubectl binary for overlays (`kubectl kustomize`).")
@@ -156,6 +162,7 @@ def check(
     no_schema: bool,
     no_cache: bool,
     follow_external_symlinks: bool,
+    scope: str | None,
     color: bool | None,
     helm_bin: str | None,
     kubectl_bin: str | None,
@@ -212,6 +219,7 @@ def _check(
     no_schema: bool,
     no_cache: bool,
     follow_external_symlinks: bool,
+    scope: str | None,
     color: bool | None,
     helm_bin: str | None,
     kubectl_bin: str | None,
@@ -259,8 +267,6 @@ def _check(
         settings.kube_version = kube_version
     if no_schema:
         settings.schema = False
-    if follow_external_symlinks:
-        settings.follow_external_symlinks = True
     settings.render_cli = {  # charts and overlays (ailint.engine.render)
         "helm": helm_bin,
         "kubectl": kubectl_bin,
@@ -270,6 +276,10 @@ def _check(
         "release": release,
         "namespace": namespace,
     }
+    if follow_external_symlinks:
+        settings.follow_external_symlinks = True
+    if scope:
+        settings.scope = scope
     first_hour.apply_excludes(settings, ux)
     fmt = fmt or ux.get("output_format")
     if fmt is None:

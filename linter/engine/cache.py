@@ -507,7 +507,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         keys.append(k)
         raws.append(raw if total <= KEEP_RAW_BYTES else None)
         cache.file_keys[c.display] = k
-    run_entry = cache.run_entry_key([(c.display, k) for c, k in zip(candidates, keys)])
+    from ailint.engine.scope import Projects  # a whole run is reused only with the same projects
+
+    projects = Projects(settings.scope, engine.scope_paths, settings.root if settings.config_path else None)
+    run_entry = cache.run_entry_key(
+        [(f"{c.display}\0{'' if c.context else projects.key(c.path)}", k) for c, k in zip(candidates, keys)]
+    )
     got = cache.store.get(run_entry) if run_entry is not None else None
     if got is not None:
         try:

@@ -38,11 +38,12 @@ class Settings:
     schema: bool = True
     respect_gitignore: bool = True
     follow_external_symlinks: bool = False  # read links that lead out of the project (ailint.engine.boundary)
-    cache_dir: str | None = None  # the results cache's folder (ailint.engine.cache); None: the default
+    scope: str = "repo"  # what objects the bundle rules join: `run`, `repo`, `dir` (ailint.engine.scope)
     render: dict[str, Any] = field(
         default_factory=dict
     )  # `helm`, `kustomize`, `charts`, `render` (ailint.engine.render)
     render_cli: dict[str, Any] = field(default_factory=dict)  # --helm, --values, --helm-set, ... (ailint.engine.render)
+    cache_dir: str | None = None  # the results cache's folder (ailint.engine.cache); None: the default
     config_path: str | None = None
     root: str = "."
     extra: dict[str, Any] = field(default_factory=dict)  # the config's data, for providers (registry.providers)
@@ -151,9 +152,12 @@ def load_settings(config_file: str | None, no_config: bool, cwd: str = ".") -> S
     s.schema = bool(data.get("schema", True))
     s.respect_gitignore = bool(data.get("respect-gitignore", True))
     s.follow_external_symlinks = bool(data.get("follow-external-symlinks", False))
+    s.scope = str(data.get("scope", "repo"))
+    if s.scope not in ("run", "repo", "dir"):
+        raise ConfigError(f"{path}: `scope`: must be run, repo or dir (got {s.scope!r})")
+    s.render = {k: data[k] for k in ("helm", "kustomize", "charts", "render") if k in data}
     if data.get("cache-dir"):  # relative to the config's folder
         s.cache_dir = os.path.join(s.root, os.path.expanduser(str(data["cache-dir"])))
-    s.render = {k: data[k] for k in ("helm", "kustomize", "charts", "render") if k in data}
     lim = data.get("limits") or {}
     s.limits = Limits(
         max_file_bytes=int(lim.get("max-file-size", s.limits.max_file_bytes)),

@@ -11,7 +11,7 @@ import os
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
@@ -25,6 +25,8 @@ from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
 from ailint.engine.sources import Candidate, discover, matches_any
+
+C = TypeVar("C")
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Engine:
     context_only: frozenset[str] = frozenset()  # display paths of context files: joined, not reported
     cache: Any = None  # the run's results cache (ailint.engine.cache.RunCache), when on
     run_root: str = ""  # what bundle messages name other files against ("": `bundle_root(settings)`)
+    scope_paths: tuple[str, ...] = ()  # the paths given to the run: `repo` scope's last resort (ailint.engine.scope)
     progress: Callable[[int], None] | None = None  # told how many more files are read and checked
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
@@ -215,7 +218,7 @@ def lint(
     `on_files(done, total)` hears how many files are read and checked (a progress line)."""
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
-    engine = Engine(settings, rules, debug, run_root=run_root or "")
+    engine = Engine(settings, rules, debug, run_root=run_root or "", scope_paths=tuple(paths or ["."]))
     for provider in registry.providers():
         provider.begin_run()
     shown_root = root or (settings.root if settings.config_path else os.getcwd())
@@ -235,10 +238,14 @@ def lint(
     )
     if stdin_filename:
         candidates = [Candidate("-", stdin_filename) if c.path == "-" else c for c in candidates]
-    from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
+    from ailint.engine.render.probe import may_render
 
-    render_plan, candidates = render_stage.plan(paths or ["."], candidates, settings, shown_root)
-    cache = cache and not render_plan.units
+    render_plan: Any = None
+    if may_render(paths or ["."]):  # a file outside charts and overlays never imports the stage
+        from ailint.engine.render import stage as render_stage  # charts and overlays (issue 14)
+
+        render_plan, candidates = render_stage.plan(paths or ["."], candidates, settings, shown_root)
+    cache = cache and not (render_plan and render_plan.units)
     extra = context_candidates(context, settings, shown_root, candidates)
     engine.context_only = frozenset(c.display for c in extra)
     candidates += extra
@@ -263,7 +270,7 @@ def lint(
         file_results = run_parallel(candidates, settings, engine, jobs)
     else:
         file_results = process_files(candidates, settings, engine, stdin_text)
-    if not render_plan.units:
+    if render_plan is None or not render_plan.units:
         return finish(file_results, settings, engine, result)
     file_results += render_stage.render(render_plan, settings, engine)
     result = finish(file_results, settings, engine, result)
@@ -380,7 +387,12 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     findings += catalogue_pass(objects, settings, engine, findings)  # merged with the run's runtimes, claims
-    ctx = Context(objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings))
+    root = engine.run_root or bundle_root(settings)
+    which, ctxs, _ = project_contexts(
+        objects, settings, engine, lambda objs: Context(objects=objs, profile=settings.profile, bundle=True, root=root)
+    )
+    ctx = ctxs[0]
+    scoped = (which, ctxs) if len(ctxs) > 1 else None
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
     # context objects are joined (ctx), never judged: the rules and the schema skip them
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
@@ -391,9 +403,9 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
 
         chunks = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
     elif engine.jobs > 1 and len(objects) > 1:
-        chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema)
+        chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema, scoped)
     if chunks is None:
-        chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch)]
+        chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch, scoped)]
         if schema:
             chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
     for part in chunks:
@@ -444,15 +456,41 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     return result
 
 
+def project_contexts(
+    objects: list[K8sObject], settings: Settings, engine: Engine, make: Callable[[list[K8sObject]], C]
+) -> tuple[list[int], list[C], list[str]]:
+    """Per object the index of its project's context; the bundle contexts of the run, one per
+    project (`settings.scope`, ailint.engine.scope); and each project's key."""
+    from ailint.engine.scope import partition, scope_keys
+
+    keys = scope_keys(
+        objects,
+        settings.scope,
+        engine.scope_paths,
+        settings.root if settings.config_path else None,
+        engine.context_only,
+    )
+    if keys is None:
+        return [0] * len(objects), [make(objects)], [""]
+    return partition(objects, keys, make)
+
+
 def _bundle_forked(
-    objects: list[K8sObject], ctx: Context, settings: Settings, engine: Engine, sch: list[RegisteredRule], schema: bool
+    objects: list[K8sObject],
+    ctx: Context,
+    settings: Settings,
+    engine: Engine,
+    sch: list[RegisteredRule],
+    schema: bool,
+    scoped: tuple[list[int], list[Context]] | None = None,
 ) -> list[list[Finding]] | None:
     """The bundle rules (a task each) and the schema pass shared by forked processes; the
     findings in the serial order (by object, then by rule). None when forking is not possible."""
     from ailint.engine.parallel import run_forked
 
     rules = engine.bundle_rules
-    ctx.build_indexes()
+    for c in scoped[1] if scoped else [ctx]:
+        c.build_indexes()
     position = {id(reg): t for t, reg in enumerate(rules)}
     targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
     for i, obj in enumerate(objects):
@@ -467,7 +505,7 @@ def _bundle_forked(
         reg = rules[t]
         out: list[tuple[int, list[Finding]]] = []
         for i in targets[t]:
-            found = engine.run_rule(reg, objects[i], ctx)
+            found = engine.run_rule(reg, objects[i], scoped[1][scoped[0][i]] if scoped else ctx)
             if found:
                 out.append((i, found))
         return out
@@ -489,8 +527,10 @@ def bundle_chunk(
     settings: Settings,
     engine: Engine,
     sch: list[RegisteredRule],
+    scoped: tuple[list[int], list[Context]] | None = None,
 ) -> list[Finding]:
-    """Bundle-rule findings of `objects[i]` for i in `indexes`, in order; `None`: the schema pass."""
+    """Bundle-rule findings of `objects[i]` for i in `indexes`, in order; `None`: the schema pass.
+    `scoped`: per object the index of its project's context, and the contexts (`--scope`)."""
     out: list[Finding] = []
     if indexes is None:
         # schema validation is an engine pass of its own (SCH), when installed and enabled
@@ -503,8 +543,9 @@ def bundle_chunk(
         return list(validate_objects(objects, settings, {r.rule.code for r in sch}))
     for i in indexes:
         obj = objects[i]
+        c = scoped[1][scoped[0][i]] if scoped else ctx
         for reg in engine.rules_for(obj, bundle=True):
-            out.extend(engine.run_rule(reg, obj, ctx))
+            out.extend(engine.run_rule(reg, obj, c))
     return out
 
 

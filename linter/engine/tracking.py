@@ -162,7 +162,7 @@ def bundle_phase(
     """The bundle findings (serial order: object, then rule) and the schema findings of the
     run, reusing the previous state of the same paths where nothing they read changed."""
     from ailint.engine.cache import findings_in, findings_out
-    from ailint.engine.run import bundle_root
+    from ailint.engine.run import bundle_root, project_contexts
 
     prev = cache.store.get(cache.state_key)
     try:
@@ -172,7 +172,16 @@ def bundle_phase(
     except (TypeError, ValueError):
         prev_files, prev_kinds, prev_bundle, prev_schema, prev_patches = {}, {}, {}, {}, None
     hidden = engine.context_only
-    keys = cache.file_keys
+    root = engine.run_root or bundle_root(settings)
+    which, ctxs, names = project_contexts(
+        objects,
+        settings,
+        engine,
+        lambda objs: TrackingContext(objects=objs, profile=settings.profile, bundle=True, root=root),
+    )
+    # a file whose project changed (a `.git` made or removed) is a changed file
+    project = {o.file: names[w] for o, w in zip(objects, which, strict=True)}
+    keys = {d: None if k is None else (k, project.get(d, "")) for d, k in cache.file_keys.items()}
     # where each object sits: (display, index in its file)
     where: list[tuple[str, int]] = []
     kinds: dict[str, list[tuple[str, ...]]] = {}
@@ -212,15 +221,14 @@ def bundle_phase(
                 todo[t].append(i)
 
     if any(todo):
-        ctx = TrackingContext(
-            objects=objects, profile=settings.profile, bundle=True, root=engine.run_root or bundle_root(settings)
-        )
-        ctx.build_indexes()
+        for c in ctxs:
+            c.build_indexes()
 
         def work(t: int) -> list[tuple[int, tuple[str, ...], list[Any]]]:
             reg = rules[t]
             out = []
             for i in todo[t]:
+                ctx = ctxs[which[i]]
                 frame = ctx.track()
                 try:
                     found = engine.run_rule(reg, objects[i], ctx)
