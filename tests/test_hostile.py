@@ -584,7 +584,7 @@ def test_a_chart_bomb_is_one_finding_not_a_hang(render_tools, tmp_path):
         '{{- $s := lookup "v1" "Secret" "kube-system" "admin" }}\n'
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  found: {{ empty $s | not | quote }}\n"
     )
-    (tmp_path / "repo" / ".ailint.yaml").write_text("render:\n  timeout: 20\n  max-output-size: 1000000\n")
+    (tmp_path / "repo" / ".ailint.yaml").write_text("render:\n  timeout: 5\n  max-output-size: 1000000\n")
     started = time.monotonic()
     r = subprocess.run(
         [*AILINT, "check", "--format", "json", "bomb"],
