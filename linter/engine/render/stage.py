@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ailint.core.model import FileResult, Finding, K8sObject, RelatedLocation, SourceFile, Span
 from ailint.engine.render import units
+from ailint.engine.render.probe import OVERLAY_LEVELS
 from ailint.engine.render.units import Unit
 
 if TYPE_CHECKING:  # the rest is imported only when a run has a chart or an overlay
@@ -156,7 +157,7 @@ def _overlay_of(path: str) -> str | None:
     if os.path.basename(path) in units.KUSTOMIZATION_FILES:
         return os.path.dirname(os.path.abspath(path))
     cur = os.path.dirname(os.path.abspath(path))
-    for _ in range(8):
+    for _ in range(OVERLAY_LEVELS):
         if units.kustomization_of(cur):
             sc = overlays.scan(cur)
             if real in sc.files and not sc.component:

@@ -18,8 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-CHART_FILE = "Chart.yaml"
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+from ailint.engine.render.probe import CHART_FILE as CHART_FILE  # moved to probe (no dataclasses to import)
+from ailint.engine.render.probe import KUSTOMIZATION_FILES as KUSTOMIZATION_FILES
+from ailint.engine.render.probe import chart_of as chart_of
+from ailint.engine.render.probe import kustomization_of as kustomization_of
+
 _SKIP = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 
 
@@ -51,33 +54,6 @@ def marker_of(folder: str) -> str | None:
     if os.path.isfile(os.path.join(folder, CHART_FILE)):
         return os.path.join(folder, CHART_FILE)
     return kustomization_of(folder)
-
-
-def kustomization_of(folder: str) -> str | None:
-    for name in KUSTOMIZATION_FILES:
-        p = os.path.join(folder, name)
-        if os.path.isfile(p):
-            return p
-    return None
-
-
-def chart_of(path: str) -> str | None:
-    """The chart folder a file or folder belongs to: the nearest chart, or for a vendored
-    subchart (`<chart>/charts/<sub>/`) its parent (a subchart renders only through it)."""
-    cur = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    while True:
-        if os.path.isfile(os.path.join(cur, CHART_FILE)):
-            parent = os.path.dirname(cur)
-            if os.path.basename(parent) == "charts" and os.path.isfile(
-                os.path.join(os.path.dirname(parent), CHART_FILE)
-            ):
-                cur = os.path.dirname(parent)
-                continue
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
 
 
 def walk_markers(top: str, exclude: Sequence[str], shown: Any) -> tuple[list[str], list[str]]:
