@@ -402,12 +402,14 @@ def test_statistics_counts_per_code_with_fixable(pod: Path) -> None:
     r = run(["check", "--no-config", "--statistics", str(DEMO)])
     lines = r.output.strip().splitlines()
     assert r.exit_code == 1
-    row = next(x for x in lines if " OBS002 " in x)
-    assert row.split()[0] == "3" and "crash-logs-not-retained" in row
+    assert not [x for x in lines if " OBS002 " in x]  # opt-in: not in the default selection
     assert any(" GPU002 " in x and "(1 fixable with --fix)" in x for x in lines)
-    assert lines[-1].startswith("28 findings of ")
+    assert lines[-1].startswith("25 findings of ")
     doc = json.loads(run(["check", "--no-config", "--statistics", "--format", "json", str(DEMO)]).output)
-    assert sum(x["count"] for x in doc) == 28 and {"code", "name", "count", "fixable"} <= set(doc[0])
+    assert sum(x["count"] for x in doc) == 25 and {"code", "name", "count", "fixable"} <= set(doc[0])
+    opted = run(["check", "--no-config", "--statistics", "--extend-select", "OBS002", str(DEMO)]).output
+    row = next(x for x in opted.strip().splitlines() if " OBS002 " in x)
+    assert row.split()[0] == "3" and "crash-logs-not-retained" in row
 
 
 def test_exit_zero(pod: Path) -> None:

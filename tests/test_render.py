@@ -44,7 +44,7 @@ def line_of(path: Path, line: int) -> str:
 
 # -- a small chart ---------------------------------------------------------------------------
 def test_chart_findings_name_template_and_values_lines(render_tools):
-    doc = report([str(CHARTS / "gpu-serve")], render_tools)
+    doc = report([str(CHARTS / "gpu-serve"), "--extend-select", "OBS002"], render_tools)  # OBS002 is opt-in
     codes = {f["code"] for f in doc["findings"]}
     assert "YML002" not in codes
     assert doc["files"] == [{"path": "fixtures/charts/gpu-serve", "documents": 2, "objects": 2}]
@@ -104,7 +104,7 @@ def test_fix_writes_only_values_and_plain_template_lines(render_tools, tmp_path)
     chart = tmp_path / "gpu-serve"
     shutil.copytree(CHARTS / "gpu-serve", chart)
     before = {p.relative_to(chart): p.read_text() for p in chart.rglob("*") if p.is_file()}
-    ailint(["check", "--no-config", "--fix", str(chart)], render_tools)
+    ailint(["check", "--no-config", "--fix", "--extend-select", "OBS002", str(chart)], render_tools)  # OBS002: opt-in
     after = {p.relative_to(chart): p.read_text() for p in chart.rglob("*") if p.is_file()}
     changed = {p for p in before if before[p] != after[p]}
     assert changed == {Path("values.yaml"), Path("templates/deployment.yaml")}
@@ -119,9 +119,9 @@ def test_fix_writes_only_values_and_plain_template_lines(render_tools, tmp_path)
         assert all("{{" not in ln for ln in added)  # nothing written into a directive
     assert "terminationMessagePolicy: FallbackToLogsOnError" in after[Path("templates/deployment.yaml")]
     # the chart still renders, and a second run changes nothing
-    doc = report([str(chart)], render_tools, cwd=tmp_path)
+    doc = report([str(chart), "--extend-select", "OBS002"], render_tools, cwd=tmp_path)
     assert not {"OBS001", "OBS002", "STO007"} & {f["code"] for f in doc["findings"]}
-    ailint(["check", "--no-config", "--fix", str(chart)], render_tools)
+    ailint(["check", "--no-config", "--fix", "--extend-select", "OBS002", str(chart)], render_tools)
     assert {p.relative_to(chart): p.read_text() for p in chart.rglob("*") if p.is_file()} == after
 
 

@@ -55,8 +55,7 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
         ("NET003", 168),  # FI_EFA_USE_DEVICE_RDMA=1
         ("TRN008", 204),  # RayJob in a LocalQueue namespace without the queue-name label
         ("TRN001", 207),  # RayJob backoffLimit unset
-        ("OBS002", 220),  # ray-head without FallbackToLogsOnError
-        ("OBS002", 244),  # ray-worker without FallbackToLogsOnError
+        # (ray-head and ray-worker without FallbackToLogsOnError: OBS002, opt-in, not selected)
     ],
     # Two EC2NodeClasses, a CPU pool, a GPU pool, an Auto Mode GPU pool with its NodeClass,
     # the aws-node DaemonSet with prefix delegation, the DCGM exporter DaemonSet.

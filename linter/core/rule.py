@@ -129,6 +129,9 @@ class Rule:
     # a bundle rule that can judge one object alone (the admission webhook runs it with a
     # context of that object only): it reads other objects for detail, never for absence
     single_object: bool = False
+    # in the default selection (ruff's model); False: an opt-in rule, run only when --select,
+    # --extend-select or the config names its code or name (a prefix or ALL does not)
+    default: bool = True
     # a rule with several conditions says which sentence of "Why is this bad?" explains each:
     # (regular expression searched in the message, the opening words of that sentence); the
     # first pair that matches picks the `why:` shown, before any word matching

@@ -525,6 +525,7 @@ def rules_cmd(fmt: str, config_file: str | None = None, no_config: bool = False)
                 "severity": r.severity.value,
                 "fix": r.fix.value,
                 "summary": r.summary,
+                "default": r.default,
             }
         )
     if fmt == "json":
@@ -535,7 +536,10 @@ def rules_cmd(fmt: str, config_file: str | None = None, no_config: bool = False)
     w = max((len(row["name"]) for row in rows), default=10)
     for row in rows:
         fixmark = {"always": "fix", "sometimes": "fix?", "never": ""}[row["fix"]]
-        click.echo(f"{row['code']}  {row['name']:<{w}}  {row['severity']:<7}  {fixmark:<4}  {row['summary']}")
+        optmark = "" if row["default"] else "opt-in"  # runs only when selected by code or name
+        click.echo(
+            f"{row['code']}  {row['name']:<{w}}  {row['severity']:<7}  {fixmark:<4}  {optmark:<6}  {row['summary']}"
+        )
 
 
 @cli.command("rule")
@@ -553,7 +557,8 @@ def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False)
         _fail(f"no rule {code!r} (see `ailint rules`)")
         return
     r = reg.rule
-    click.echo(f"{r.code} {r.name} ({r.severity.value}; fix: {r.fix.value}; scope: {r.scope.value})\n")
+    opt = "" if r.default else f"; opt-in: runs only with --extend-select {r.code}"
+    click.echo(f"{r.code} {r.name} ({r.severity.value}; fix: {r.fix.value}; scope: {r.scope.value}{opt})\n")
     click.echo(r.summary + "\n")
     if r.kinds and r.kinds != ("*",):
         click.echo("Kinds: " + ", ".join(r.kinds) + "\n")

@@ -29,6 +29,13 @@ def rule_page(reg: RegisteredRule) -> str:
         f"| {r.severity.value} | {r.fix.value} | {r.scope.value} | {r.family} ({FAMILIES[r.family]}) | {kinds} |",
         "",
     ]
+    if not r.default:
+        head += [
+            f"**Opt-in**: not in the default selection; runs only when selected by its code or name "
+            f"(`--extend-select {r.code}`, or `extend-select: [{r.code}]` in the config). `ALL` and "
+            f"prefixes such as `{r.family}` do not select it.",
+            "",
+        ]
     body = re.sub(r"^## ", "## ", reg.doc, flags=re.M)
     return "\n".join(head) + body.rstrip() + "\n"
 
@@ -38,7 +45,8 @@ def index_table(link_prefix: str = "") -> str:
     for reg in all_rules().values():
         r = reg.rule
         lines.append(
-            f"| [{r.code}]({link_prefix}{r.code}.md) | `{r.name}` | {r.severity.value} | {r.fix.value} | {r.summary} |"
+            f"| [{r.code}]({link_prefix}{r.code}.md) | `{r.name}`{'' if r.default else ' (opt-in)'} "
+            f"| {r.severity.value} | {r.fix.value} | {r.summary} |"
         )
     return "\n".join(lines) + "\n"
 

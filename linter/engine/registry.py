@@ -170,12 +170,20 @@ def _rule_to_json(r: Rule) -> dict[str, Any]:
         "engine": r.engine,
         # any further plain field of Rule (a flag added later) travels as it is; the index
         # is written only when the round trip gives the same Rule back (`_write_index`)
-        **{
-            f.name: getattr(r, f.name)
-            for f in _rule_fields()
-            if f.name not in _INDEXED and isinstance(getattr(r, f.name), bool | int | float | str | None)
-        },
+        **{f.name: getattr(r, f.name) for f in _rule_fields() if f.name not in _INDEXED and _plain(getattr(r, f.name))},
     }
+
+
+def _plain(v: Any) -> bool:
+    """A value JSON carries back as it is: a scalar, or tuples of them (`why_when`)."""
+    if isinstance(v, tuple):
+        return all(_plain(x) for x in v)
+    return isinstance(v, bool | int | float | str | None)
+
+
+def _tuples(v: Any) -> Any:
+    """JSON's lists back to the tuples `_plain` let through."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
 _INDEXED = frozenset(
@@ -204,7 +212,7 @@ def _rule_fields() -> tuple[Any, ...]:
 
 def _rule_from_json(d: dict[str, Any]) -> Rule:
     return Rule(
-        **{k: v for k, v in d.items() if k not in _INDEXED},
+        **{k: _tuples(v) for k, v in d.items() if k not in _INDEXED},
         code=d["code"],
         name=d["name"],
         severity=Severity(d["severity"]),
@@ -455,8 +463,11 @@ def select(
 ) -> list[RegisteredRule]:
     """Rules enabled by select/ignore: the most specific selector wins (ruff's model).
 
-    With no `select`, every rule is on. `--select GPU --ignore GPU003` keeps GPU001 and
-    drops GPU003; `--ignore GPU --select GPU003` keeps only GPU003 of the family.
+    With no `select`, every rule in the default selection is on. `--select GPU --ignore GPU003`
+    keeps GPU001 and drops GPU003; `--ignore GPU --select GPU003` keeps only GPU003 of the
+    family. An opt-in rule (`Rule.default` False) runs only when a selector names its code or
+    name: `ALL` and prefixes (`OBS`, `OBS0`) pass it over, like ruff's preview rules with
+    `explicit-preview-rules`.
     """
     sel = list(select) if select else ["ALL"]
     sel += list(extend_select)
@@ -464,6 +475,8 @@ def select(
     out = []
     for reg in all_rules().values():
         s = max((specificity(x, reg) for x in sel), default=0)
+        if not reg.rule.default and s < 100:
+            s = 0  # opt-in: only an explicit code or name selects it
         i = max((specificity(x, reg) for x in ign), default=0)
         if s and s > i:
             out.append(reg)

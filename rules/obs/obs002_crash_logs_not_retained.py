@@ -6,6 +6,12 @@ the app wrote to `/dev/termination-log`, usually nothing. Containers that set `F
 explicitly are left alone (the app writes its own message). One finding per pod template, on
 its first such container, names them all; the fix sets every one.
 
+Opt-in: not in the default selection; `--extend-select OBS002` (or `extend-select: [OBS002]`
+in the config) runs it. It is an info-level best practice that applies to nearly every GPU
+pod of a repository (about a quarter of all findings on real manifests), so by default it
+buried the findings that change what runs; a team that wants crash logs kept everywhere
+turns it on once and applies its safe fix.
+
 ## Why is this bad?
 A crashed training rank or model server takes its own error output down with it: once the
 pod restarts or is deleted, `kubectl logs --previous` is gone too, and the status shows
@@ -84,6 +90,7 @@ RULE = Rule(
     fix=FixAvailability.ALWAYS,
     tags=("observability", "debugging"),
     precision="high",
+    default=False,  # opt-in: info-level, on nearly every GPU pod (see the docstring)
 )
 
 
