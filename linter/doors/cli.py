@@ -514,7 +514,7 @@ def rules_cmd(fmt: str, config_file: str | None = None, no_config: bool = False)
 
     _config_rules(config_file, no_config)
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for reg in all_rules().values():
         r = reg.rule
         rows.append(
