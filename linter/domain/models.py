@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.domain.extract import KSERVE_LLM_KINDS, Container, PodTemplate, flag_value, model_id
 from ailint.domain.quantities import format_bytes, parse_quantity
 
@@ -33,9 +34,9 @@ IMAGE_SIZE_ANNOTATION = "ailint.io/image-size"
 _UNIT = {"m": 1e6, "b": 1e9, "t": 1e12}
 _EDGE_L = r"(?<![A-Za-z0-9.])"
 _EDGE_R = r"(?![A-Za-z0-9])"
-_MOE_RE = re.compile(_EDGE_L + r"(\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*([BbTtMm])" + _EDGE_R)
-_ACTIVE_EXPERTS_RE = re.compile(_EDGE_L + r"(\d+(?:\.\d+)?)[Bb]-(\d+)[Ee]" + _EDGE_R)
-_SIZE_RE = re.compile(_EDGE_L + r"(\d+(?:\.\d+)?)\s*([BbTtMm])" + _EDGE_R)
+_MOE_RE = lazy_re(_EDGE_L + r"(\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*([BbTtMm])" + _EDGE_R)
+_ACTIVE_EXPERTS_RE = lazy_re(_EDGE_L + r"(\d+(?:\.\d+)?)[Bb]-(\d+)[Ee]" + _EDGE_R)
+_SIZE_RE = lazy_re(_EDGE_L + r"(\d+(?:\.\d+)?)\s*([BbTtMm])" + _EDGE_R)
 
 # MoE checkpoints whose name gives experts x expert size or active size x experts: the
 # real total is published; e x n would overstate shared attention weights.
@@ -43,10 +44,10 @@ _KNOWN_MOE = {(8, 7.0): 46.7e9, (8, 22.0): 141e9}
 _KNOWN_ACTIVE_EXPERTS = {(17.0, 16): 109e9, (17.0, 128): 400e9}
 # Models whose id carries no size at all.
 _KNOWN_NAMES = (
-    (re.compile(r"deepseek-(v3|r1)(?![-_.]?distill)", re.I), 671e9),
-    (re.compile(r"kimi-k2", re.I), 1.0e12),
+    (lazy_re(r"deepseek-(v3|r1)(?![-_.]?distill)", re.I), 671e9),
+    (lazy_re(r"kimi-k2", re.I), 1.0e12),
 )
-_NATIVE_FP8 = re.compile(r"deepseek-(v3|r1)|kimi-k2", re.I)
+_NATIVE_FP8 = lazy_re(r"deepseek-(v3|r1)|kimi-k2", re.I)
 
 
 def params_from_model_id(model: str | None) -> float | None:
@@ -153,14 +154,14 @@ _QUANT_BYTES = {
 }
 # TGI's plain `bitsandbytes` is 8-bit (LLM.int8); `-nf4`/`-fp4` are 4-bit.
 _TGI_QUANT_BYTES = {"bitsandbytes": 1.0}
-_NAME_4BIT = re.compile(
+_NAME_4BIT = lazy_re(
     r"(^|[^a-z0-9])(int4|4-?bits?|w4a\d+|nvfp4|mxfp4|fp4|q4(_[a-z0-9]+)*|q3(_[a-z0-9]+)*|"
     r"awq|gptq|exl2|bnb|gguf|nf4)([^a-z0-9]|$)",
     re.I,
 )
-_NAME_8BIT = re.compile(r"(^|[^a-z0-9])(int8|8-?bits?|w8a\d+|fp8|q8(_[a-z0-9]+)*|fp8-dynamic)([^a-z0-9]|$)", re.I)
-_NAME_16BIT = re.compile(r"(^|[^a-z0-9])(fp16|bf16|f16|float16|bfloat16)([^a-z0-9]|$)", re.I)
-_NAME_32BIT = re.compile(r"(^|[^a-z0-9])(fp32|f32|float32)([^a-z0-9]|$)", re.I)
+_NAME_8BIT = lazy_re(r"(^|[^a-z0-9])(int8|8-?bits?|w8a\d+|fp8|q8(_[a-z0-9]+)*|fp8-dynamic)([^a-z0-9]|$)", re.I)
+_NAME_16BIT = lazy_re(r"(^|[^a-z0-9])(fp16|bf16|f16|float16|bfloat16)([^a-z0-9]|$)", re.I)
+_NAME_32BIT = lazy_re(r"(^|[^a-z0-9])(fp32|f32|float32)([^a-z0-9]|$)", re.I)
 _DTYPE_BYTES = {
     "float32": 4.0,
     "float": 4.0,
@@ -227,7 +228,7 @@ def bytes_per_param(tokens: Sequence[str], model_id: str | None) -> float:
 # ---------------------------------------------------------------------------------------
 # Sizes
 # ---------------------------------------------------------------------------------------
-_SIZE_SUFFIX = re.compile(r"^\s*([0-9.eE+-]+)\s*([KMGTP]i?)B?\s*$", re.I)
+_SIZE_SUFFIX = lazy_re(r"^\s*([0-9.eE+-]+)\s*([KMGTP]i?)B?\s*$", re.I)
 
 
 def parse_size(value: Any) -> float | None:
@@ -269,7 +270,7 @@ def _annotation(pod: PodTemplate, key: str) -> tuple[Any, str] | None:
     return None
 
 
-_SERVE_MODEL_RE = re.compile(r"""["']?\b(model_id|model_source|model)["']?\s*[:=]\s*["']?([A-Za-z0-9_.:/@-]+)""")
+_SERVE_MODEL_RE = lazy_re(r"""["']?\b(model_id|model_source|model)["']?\s*[:=]\s*["']?([A-Za-z0-9_.:/@-]+)""")
 
 
 def candidate_model_ids(container: Container | None, pod: PodTemplate) -> list[str]:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate, is_pod_kind, pod_templates
 from ailint.domain.roles import is_agent_pod, role_override
@@ -55,9 +56,9 @@ SANDBOX_KINDS = ("Sandbox", "SandboxTemplate")
 # ---------------------------------------------------------------------------------------
 # Agent workloads
 # ---------------------------------------------------------------------------------------
-_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+_AGENT_RE = lazy_re(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
 # Infrastructure "agents" (telemetry, security, node and CI agents) are not AI agents.
-_INFRA_AGENT_RE = re.compile(
+_INFRA_AGENT_RE = lazy_re(
     r"(datadog|dd|cloudwatch|cwagent|fluent[a-z-]*|otel|opentelemetry|adot|newrelic|nri|dynatrace|oneagent|splunk|"
     r"elastic|filebeat|metricbeat|grafana|alloy|jaeger|zipkin|xray|x-ray|node|host|ssm|pod-identity|spire|vault|"
     r"consul|teleport|kube|falcon|crowdstrike|sysdig|wiz|aqua|twistlock|prisma|lacework|instana|appdynamics|"

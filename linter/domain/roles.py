@@ -7,8 +7,7 @@ or the pod template overrides every heuristic.
 
 from __future__ import annotations
 
-import re
-
+from ailint.core.lazyre import lazy_re
 from ailint.domain.extract import (
     KSERVE_LLM_KINDS,
     KSERVE_SERVING_ROLES,
@@ -20,15 +19,15 @@ from ailint.domain.extract import (
 
 SERVING_ENGINES = {
     "vllm": (
-        re.compile(r"(^|/)vllm[^/:]*(:|$)|vllm-openai|/vllm|vllm-tpu|vllm-neuron|llm-d"),
+        lazy_re(r"(^|/)vllm[^/:]*(:|$)|vllm-openai|/vllm|vllm-tpu|vllm-neuron|llm-d"),
         ("vllm", "vllm.entrypoints"),
     ),
-    "sglang": (re.compile(r"sglang"), ("sglang.launch_server", "sglang")),
-    "tgi": (re.compile(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
-    "triton": (re.compile(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
-    "lmdeploy": (re.compile(r"lmdeploy"), ("lmdeploy",)),
-    "llama.cpp": (re.compile(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
-    "ray-serve": (re.compile(r"$^"), ("serve",)),
+    "sglang": (lazy_re(r"sglang"), ("sglang.launch_server", "sglang")),
+    "tgi": (lazy_re(r"text-generation-inference|/tgi[:-]"), ("text-generation-launcher",)),
+    "triton": (lazy_re(r"tritonserver(?!:[\w.-]*-sdk$)|triton-inference|/triton[:-]"), ("tritonserver",)),
+    "lmdeploy": (lazy_re(r"lmdeploy"), ("lmdeploy",)),
+    "llama.cpp": (lazy_re(r"llama[.-]?cpp|llama-server"), ("llama-server", "llama.cpp")),
+    "ray-serve": (lazy_re(r"$^"), ("serve",)),
 }
 
 
@@ -37,48 +36,46 @@ SERVING_ENGINES = {
 _SERVER_CMD = (
     (
         "vllm",
-        re.compile(
-            r"(^|\s|/)vllm serve\b|vllm\.entrypoints\.(openai\.api_server|api_server)\b|/vllm/inference_api\.py"
-        ),
+        lazy_re(r"(^|\s|/)vllm serve\b|vllm\.entrypoints\.(openai\.api_server|api_server)\b|/vllm/inference_api\.py"),
     ),
-    ("sglang", re.compile(r"\bsglang\.launch_server\b|(^|\s|/)sglang serve\b")),
-    ("trtllm", re.compile(r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b")),
-    ("triton", re.compile(r"(^|\s|/)tritonserver\b")),
-    ("tgi", re.compile(r"(^|\s|/)text-generation-launcher\b")),
-    ("nim", re.compile(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim[-_]serve\b")),
-    ("ollama", re.compile(r"(^|\s|/)ollama serve\b")),
-    ("llama.cpp", re.compile(r"(^|\s|/)llama-server\b|\bllama_cpp\.server\b")),
-    ("lmdeploy", re.compile(r"(^|\s|/)lmdeploy serve\b")),
-    ("dynamo", re.compile(r"\bdynamo\.(vllm|sglang|trtllm|llama_cpp)\b|(^|\s|/)dynamo serve\b")),
-    ("ray-serve", re.compile(r"(^|\s|/)serve (run|deploy|start)\b")),
+    ("sglang", lazy_re(r"\bsglang\.launch_server\b|(^|\s|/)sglang serve\b")),
+    ("trtllm", lazy_re(r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b")),
+    ("triton", lazy_re(r"(^|\s|/)tritonserver\b")),
+    ("tgi", lazy_re(r"(^|\s|/)text-generation-launcher\b")),
+    ("nim", lazy_re(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim[-_]serve\b")),
+    ("ollama", lazy_re(r"(^|\s|/)ollama serve\b")),
+    ("llama.cpp", lazy_re(r"(^|\s|/)llama-server\b|\bllama_cpp\.server\b")),
+    ("lmdeploy", lazy_re(r"(^|\s|/)lmdeploy serve\b")),
+    ("dynamo", lazy_re(r"\bdynamo\.(vllm|sglang|trtllm|llama_cpp)\b|(^|\s|/)dynamo serve\b")),
+    ("ray-serve", lazy_re(r"(^|\s|/)serve (run|deploy|start)\b")),
 )
 _NOT_SERVER = (
     # benchmark and load clients
     (
         "client",
-        re.compile(
+        lazy_re(
             r"(^|\s|/)(genai-perf|perf_analyzer|aiperf|locust|guidellm|llmperf|hey|wrk|ab|vegeta)(\s|$)|"
             r"(^|\s|/)k6 run\b|(^|\s|/)vllm (bench|chat|complete)\b|\bbenchmark_(serving|throughput|latency)\.py\b|"
             r"\bsglang\.(bench_\w+|check_env)\b|\btoken_benchmark_ray\.py\b|\bvllm\.entrypoints\.cli\.benchmark\b"
         ),
     ),
-    ("batch", re.compile(r"(^|\s|/)vllm run-batch\b|\bvllm\.entrypoints\.openai\.run_batch\b")),
-    ("router", re.compile(r"\bsglang_router\b|(^|\s|/)(sgl-model-gateway|smg|mini_lb)(\s|$)|\bdynamo\.frontend\b")),
+    ("batch", lazy_re(r"(^|\s|/)vllm run-batch\b|\bvllm\.entrypoints\.openai\.run_batch\b")),
+    ("router", lazy_re(r"\bsglang_router\b|(^|\s|/)(sgl-model-gateway|smg|mini_lb)(\s|$)|\bdynamo\.frontend\b")),
     (
         "download",
-        re.compile(
+        lazy_re(
             r"(^|\s|/)(huggingface-cli|hf) download\b|\bsnapshot_download\b|(^|\s|/)modelscope download\b|"
             r"(^|\s|/)aws s3 (cp|sync)\b|(^|\s|/)(gsutil|s5cmd|tosutil)\b|(^|\s|/)git lfs\b|"
             r"(^|\s|/)(download-to-cache|list-model-profiles|nim_download_to_cache)\b|(^|\s|/)ollama pull\b"
         ),
     ),
-    ("ray-node", re.compile(r"^(ray|/\S*/ray) start\b|\$\{?kuberay_gen_ray_start_cmd\b")),
-    ("idle", re.compile(r"^(/bin/|/usr/bin/)?(sleep|pause)\b|^tail -f /dev/null\b|^(while|until)\b")),
+    ("ray-node", lazy_re(r"^(ray|/\S*/ray) start\b|\$\{?kuberay_gen_ray_start_cmd\b")),
+    ("idle", lazy_re(r"^(/bin/|/usr/bin/)?(sleep|pause)\b|^tail -f /dev/null\b|^(while|until)\b")),
 )
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "do", "done", "then", "fi", "else", "elif", "{", "}"})
 _IMAGE_ONLY = (  # servers an image starts by its own entrypoint (no command in the manifest)
-    ("nim", re.compile(r"(^|/)nvcr\.io/nim/")),
-    ("ollama", re.compile(r"(^|/)ollama/ollama(:|@|$)")),
+    ("nim", lazy_re(r"(^|/)nvcr\.io/nim/")),
+    ("ollama", lazy_re(r"(^|/)ollama/ollama(:|@|$)")),
 )
 
 
@@ -188,13 +185,13 @@ def _by_image(c: Container, image: str) -> str | None:
 # ---------------------------------------------------------------------------------------
 # Roles
 # ---------------------------------------------------------------------------------------
-_TRAIN_CMD = re.compile(
+_TRAIN_CMD = lazy_re(
     r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
     r"torch\.distributed\.launch|mpirun|horovodrun)\b"
 )
-_AGENT_RE = re.compile(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
+_AGENT_RE = lazy_re(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
 # Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
-_INFRA_AGENT_RE = re.compile(
+_INFRA_AGENT_RE = lazy_re(
     r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
     r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
     r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
@@ -203,12 +200,12 @@ _INFRA_AGENT_RE = re.compile(
 )
 
 
-_AGENT_WORD = re.compile(r"(?<![a-z])(agent|mcp|copilot|assistant|sandbox)(?![a-z])")  # every word, overlapping
-_LLM_ENV = re.compile(
+_AGENT_WORD = lazy_re(r"(?<![a-z])(agent|mcp|copilot|assistant|sandbox)(?![a-z])")  # every word, overlapping
+_LLM_ENV = lazy_re(
     r"^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|MISTRAL|GROQ|COHERE|TOGETHER|DEEPSEEK|OPENROUTER|FIREWORKS|LITELLM|"
     r"LANGCHAIN|LANGSMITH|LANGFUSE|OLLAMA|LLM|BEDROCK)_\w*$"
 )
-_AGENT_FRAMEWORK = re.compile(
+_AGENT_FRAMEWORK = lazy_re(
     r"langchain|langgraph|code[-_]interpreter|autogen|crewai|llama[_-]?index|smolagents|openhands|pydantic[_-]ai|semantic[_-]kernel|"
     r"\bagno\b|fastmcp|modelcontextprotocol|mcp[-_]server|\bopenai\b|\banthropic\b|claude|\bgpt-\d|adk\b|google\.adk"
 )

@@ -71,10 +71,10 @@ tolerations for other tenants' taints.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
@@ -93,13 +93,13 @@ RULE = Rule(
     security_severity=5.0,
 )
 
-_SYSTEM_NS = re.compile(
+_SYSTEM_NS = lazy_re(
     r"^(kube-.*|.*-system|default-system|gpu-operator.*|nvidia.*|karpenter|monitoring|logging|observability|"
     r"prometheus|grafana|cert-manager|ingress-nginx|ingress|amazon-.*|aws-.*|calico.*|cilium.*|tigera-operator|"
     r"istio.*|linkerd.*|argocd|argo|flux-system|keda|kuberay.*|ray-system|kueue-system|volcano-.*|descheduler|"
     r"node-feature-discovery|nfd|dcgm.*|neuron.*|openshift-.*)$"
 )
-_TENANT_KEY = re.compile(r"(^|[/._-])(tenant|team|customer|org|organization|owner|project)([/._-]|$)")
+_TENANT_KEY = lazy_re(r"(^|[/._-])(tenant|team|customer|org|organization|owner|project)([/._-]|$)")
 _POLICY_KINDS = (
     "ValidatingAdmissionPolicy",
     "MutatingAdmissionPolicy",
