@@ -40,3 +40,13 @@ def root_relative(path: str, root: str) -> str | None:
     if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
         return None
     return rel.replace(os.sep, "/")
+
+
+def user_cache_dir() -> str:
+    """ailint's cache folder: `AILINT_CACHE_DIR`, else `$XDG_CACHE_HOME/ailint`, else
+    `~/.cache/ailint`. The results cache and the registry's rule index both live here."""
+    base = os.environ.get("AILINT_CACHE_DIR")
+    if base:
+        return base
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "ailint")

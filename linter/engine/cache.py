@@ -57,11 +57,10 @@ TOUCH_AFTER = 3600.0  # seconds: refresh the mtime of an entry read this long af
 
 
 def default_dir() -> str:
-    base = os.environ.get("AILINT_CACHE_DIR")
-    if base:
-        return base
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(xdg, "ailint")
+    """The user's cache folder (one definition: `ailint.core.paths.user_cache_dir`)."""
+    from ailint.core.paths import user_cache_dir
+
+    return user_cache_dir()
 
 
 # -- the store: MAC'd marshal entries ----------------------------------------------------

@@ -124,11 +124,9 @@ def _cache_dir() -> str | None:
 
     if os.environ.get("AILINT_NO_CACHE"):
         return None
-    base = os.environ.get("AILINT_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "ailint")
-    return base
+    from ailint.core.paths import user_cache_dir
+
+    return user_cache_dir()
 
 
 def _index_file() -> str | None:
