@@ -137,46 +137,16 @@ def cli() -> None:
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @ux_options(FORMATS)
-def check(
-    paths: tuple[str, ...],
-    fmt: str | None,
-    output: str | None,
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    fail_on: str | None,
-    fix: bool,
-    unsafe_fixes: bool,
-    diff: bool,
-    config_file: str | None,
-    no_config: bool,
-    baseline: str | None,
-    write_baseline: str | None,
-    context_paths: tuple[str, ...],
-    since_ref: str | None,
-    only_changed_lines: bool,
-    set_pairs: tuple[str, ...],
-    jobs: int | None,
-    stdin_filename: str | None,
-    kube_version: str | None,
-    no_schema: bool,
-    no_cache: bool,
-    follow_external_symlinks: bool,
-    scope: str | None,
-    color: bool | None,
-    helm_bin: str | None,
-    kubectl_bin: str | None,
-    kustomize_bin: str | None,
-    values_files: tuple[str, ...],
-    helm_sets: tuple[str, ...],
-    release: str | None,
-    namespace: str | None,
-    debug: bool,
-    **ux: Any,
-) -> None:
+def check(**options: Any) -> None:
     """Lint files and folders (recursive *.yaml, *.yml, *.json); `-` reads standard input."""
+    # `_check` declares and types every option; what the first-hour options add (`ux_options`)
+    # travels as one `ux` mapping. Its parameter names come from its code object: `inspect`
+    # would cost start-up time that the lean entry point saves.
+    params = _check.__code__.co_varnames[: _check.__code__.co_argcount]
+    ux = {k: v for k, v in options.items() if k not in params}
+    debug = bool(options.get("debug"))
     try:
-        code = _check(**locals())
+        code = _check(**{k: v for k, v in options.items() if k in params}, ux=ux)
     except SystemExit:
         raise
     except KeyboardInterrupt:
