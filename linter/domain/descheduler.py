@@ -5,7 +5,8 @@ Field names follow kubernetes-sigs/descheduler (`pkg/api/v1alpha2/types.go`,
 `pkg/framework/plugins/defaultevictor/{types,defaultevictor}.go`, README):
 `profiles[].pluginConfig[] {name, args}`, `profiles[].plugins.{balance,deschedule,...}.enabled`,
 `RemovePodsViolatingTopologySpreadConstraint.args.constraints` (default `[DoNotSchedule]`),
-`namespaces.{include,exclude}`, `labelSelector`, and the DefaultEvictor's
+`namespaces.{include,exclude}`, `labelSelector` (matched against a pod template with the
+labels its controller adds, `pod_labels.may_select`), and the DefaultEvictor's
 `podProtections.{defaultDisabled,extraEnabled}` with the deprecated booleans
 (`evictLocalStoragePods`, `ignorePvcPods`, ...), which are ignored as soon as
 `podProtections` has any entry (`getEffectivePodProtections`).
@@ -33,8 +34,9 @@ from ailint.core.model import (
     iter_dicts,
 )
 from ailint.core.yamldata import Converter, Limits
-from ailint.domain.context import selector_matches, shown_path
+from ailint.domain.context import shown_path
 from ailint.domain.extract import PodTemplate
+from ailint.domain.pod_labels import may_select
 
 TSC_PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 EVICTOR = "DefaultEvictor"
@@ -315,12 +317,13 @@ class Profile:
                 out.add(prot)
         return out
 
-    def evictor_admits_labels(self, labels: dict[str, Any]) -> bool:
+    def evictor_admits(self, pod: PodTemplate) -> bool:
+        """The DefaultEvictor's `labelSelector` (none: every pod) can select the pod's pods."""
         sel = self.evictor_args.get("labelSelector")
-        return sel is None or selector_matches(sel, labels)
+        return sel is None or may_select(sel, pod)
 
     # -- plugin scope ------------------------------------------------------------------
-    def plugin_covers(self, name: str, namespace: str, labels: dict[str, Any]) -> bool:
+    def plugin_covers(self, name: str, namespace: str, pod: PodTemplate) -> bool:
         _, args = self.plugin_config(name)
         ns = as_dict(args.get("namespaces") or args.get("evictableNamespaces"))
         include = [str(x) for x in as_list(ns.get("include"))]
@@ -330,7 +333,7 @@ class Profile:
         if namespace in exclude:
             return False
         sel = args.get("labelSelector")
-        return not (sel is not None and not selector_matches(sel, labels))
+        return sel is None or may_select(sel, pod)
 
     def topology_constraints(self) -> set[str]:
         _, args = self.plugin_config(TSC_PLUGIN)
@@ -339,11 +342,11 @@ class Profile:
             return {"DoNotSchedule", "ScheduleAnyway"}
         return set(cons) if cons else {"DoNotSchedule"}
 
-    def rebalances_soft_spread(self, namespace: str, labels: dict[str, Any]) -> bool:
+    def rebalances_soft_spread(self, namespace: str, pod: PodTemplate) -> bool:
         return (
             self.enabled(TSC_PLUGIN, ("balance",))
             and "ScheduleAnyway" in self.topology_constraints()
-            and self.plugin_covers(TSC_PLUGIN, namespace, labels)
+            and self.plugin_covers(TSC_PLUGIN, namespace, pod)
         )
 
 
@@ -477,7 +480,7 @@ def pod_traits(pod: PodTemplate, ctx: Any = None) -> list[Trait]:
 def has_pdb(pod: PodTemplate, ctx: Any) -> bool:
     ns = pod.obj.namespace_or_default
     for pdb in ctx.of_kind("PodDisruptionBudget"):
-        if (pdb.namespace_or_default) == ns and selector_matches(pdb.get("spec", "selector"), pod.labels):
+        if (pdb.namespace_or_default) == ns and may_select(pdb.get("spec", "selector"), pod):
             return True
     return False
 

@@ -3,8 +3,9 @@
 Everything here reads `networking.k8s.io/v1` NetworkPolicy objects as the API server
 defaults them, and answers the questions rules ask:
 
-- which policies select a pod template (`policies_selecting`), and whether the pod's
-  egress or ingress is isolated at all (`isolates`);
+- which policies select a pod template (`policies_selecting`, with the labels its controller
+  adds: `pod_labels.may_select`), and whether the pod's egress or ingress is isolated at all
+  (`isolates`);
 - what an egress rule allows: ports (`rule_ports`, `rule_allows_port`), peers
   (`rule_peers`, `peer_is_cluster_internal`), and whether some selecting policy lets the
   pod reach an external address on a port (`egress_allows_external`);
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, iter_dicts
-from ailint.domain.context import selector_matches
 from ailint.domain.extract import PodTemplate
+from ailint.domain.pod_labels import may_select
 
 NETPOL_KIND = "NetworkPolicy"
 CILIUM_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
@@ -72,13 +73,14 @@ def policy_types(np: K8sObject) -> set[str]:
 
 
 def selects_pod(np: K8sObject, pod: PodTemplate) -> bool:
-    """Does the policy's `podSelector` select this pod template (same namespace)?"""
+    """Does the policy's `podSelector` select this pod template (same namespace), counting the
+    labels the pod's controller adds (`pod_labels.may_select`)?"""
     if np.namespace_or_default != pod.obj.namespace_or_default:
         return False
     sel = as_dict(np.data.get("spec")).get("podSelector")
     if sel is None:
         sel = {}
-    return selector_matches(sel, pod.labels)
+    return may_select(sel, pod)
 
 
 def policies_selecting(ctx: Any, pod: PodTemplate, policy_type: str | None = None) -> list[K8sObject]:

@@ -11,7 +11,9 @@ the default `PodsWithLocalStorage` protection, a PVC under `PodsWithPVC`, system
 priority, a bare Pod).
 
 Policies count as top-level `descheduler/v1alpha2` documents or as YAML embedded in a
-ConfigMap data value (the Helm chart's form). With no policy in the run, the rule stays
+ConfigMap data value (the Helm chart's form). A plugin's or evictor's `labelSelector` is
+matched against the pod's labels and those its controller adds (`leaderworkerset.sigs.k8s.io/name`,
+`ray.io/cluster`, `pod-template-hash`...). With no policy in the run, the rule stays
 silent when the profile says `deschedulerInstalled: true`. Preferred pod anti-affinity alone
 does not fire it: no descheduler plugin rebalances it.
 
@@ -231,12 +233,11 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: Any) -> tuple[str | None, Any]:
     if not pols:
         return "no DeschedulerPolicy is in these files and deschedulerInstalled is false", None
-    labels = pod.labels
     partial = None
     protected = None
     for pol in pols:
         for prof in pol.profiles():
-            if prof.rebalances_soft_spread(ns, labels) and prof.evictor_admits_labels(labels):
+            if prof.rebalances_soft_spread(ns, pod) and prof.evictor_admits(pod):
                 traits = protected_by(prof, pod, ctx)
                 if not traits:
                     return None, None
@@ -244,7 +245,7 @@ def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: An
                     protected = (pol, prof, traits)
             elif (
                 prof.enabled(TSC_PLUGIN, ("balance",))
-                and prof.plugin_covers(TSC_PLUGIN, ns, labels)
+                and prof.plugin_covers(TSC_PLUGIN, ns, pod)
                 and "ScheduleAnyway" not in prof.topology_constraints()
                 and partial is None
             ):

@@ -3,7 +3,8 @@
 Checks every DeschedulerPolicy in the run (a top-level `descheduler/v1alpha2` document, or
 YAML embedded in a ConfigMap as the Helm chart ships it) against the AI workloads its
 enabled plugins target: accelerator or inference-server pods of Deployments, StatefulSets,
-ReplicaSets and LeaderWorkerSets in the plugins' namespaces. It fires when the profile's
+ReplicaSets and LeaderWorkerSets in the plugins' namespaces and `labelSelector`s (matched with
+the labels the pods' controller adds, such as `leaderworkerset.sigs.k8s.io/name`). It fires when the profile's
 DefaultEvictor protects those pods, so the descheduler silently evicts none of them:
 
 - `PodsWithLocalStorage` (on by default): any `emptyDir` or `hostPath` volume, including the
@@ -166,10 +167,9 @@ def _targets(profile: Profile, ctx: Any) -> list[tuple[Any, Any]]:
         return []
     out = []
     for o, ns, pod in ctx.memo("REL002.ai_pods", lambda: _ai_pods(ctx)):
-        labels = pod.labels
-        if not profile.evictor_admits_labels(labels):
+        if not profile.evictor_admits(pod):
             continue
-        if any(profile.plugin_covers(p, ns, labels) for p in plugins):
+        if any(profile.plugin_covers(p, ns, pod) for p in plugins):
             out.append((o, pod))
     return out
 

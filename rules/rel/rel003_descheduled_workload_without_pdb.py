@@ -2,8 +2,9 @@
 ## What it does
 Finds workloads of two or more replicas (Deployment, StatefulSet, LeaderWorkerSet) that
 something in the run will evict, and that have no PodDisruptionBudget selecting their pods
-(a LeaderWorkerSet of one group that restarts as a whole, the default
-`RecreateGroupOnPodRestart`, is a singleton whatever its size). Evictable means either:
+(by the template's labels or those the controller adds, such as an LWS set name or
+`worker-index`). A LeaderWorkerSet of one group that restarts as a whole (the default
+`RecreateGroupOnPodRestart`) is a singleton whatever its size. Evictable means either:
 
 - a DeschedulerPolicy in the run has an enabled plugin whose namespaces and labelSelector
   include the workload, and its DefaultEvictor does not protect the pods (see
@@ -136,10 +137,11 @@ from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain.context import Context, copyable_selector, selector_matches
+from ailint.domain.context import Context, copyable_selector
 from ailint.domain.descheduler import policies, protected_by
 from ailint.domain.disruption import disrupting_reasons
 from ailint.domain.extract import pod_accelerators, pod_templates
+from ailint.domain.pod_labels import LWS, may_select
 from ailint.fix import edits
 
 RULE = Rule(
@@ -155,7 +157,7 @@ RULE = Rule(
 )
 
 PDB_WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set on every pod of the set (LWS SetNameLabelKey)
+LWS_NAME_LABEL = LWS + "name"  # set on every pod of the set (pod_labels: LWS SetNameLabelKey)
 
 
 def _replicas(obj: Any) -> int | None:
@@ -191,10 +193,9 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
         for prof in pol.profiles():
             plugins = prof.healthy_pod_evictors()
             for pod in pods:
-                labels = pod.labels
-                if not prof.evictor_admits_labels(labels) or protected_by(prof, pod, ctx):
+                if not prof.evictor_admits(pod) or protected_by(prof, pod, ctx):
                     continue
-                hit = next((p for p in plugins if prof.plugin_covers(p, ns, labels)), None)
+                hit = next((p for p in plugins if prof.plugin_covers(p, ns, pod)), None)
                 if hit:
                     return f"the descheduler plugin {hit} of {pol.short_label}"
     if not pols and ctx.profile.flag("deschedulerInstalled"):
@@ -210,17 +211,14 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
 
 
 def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
+    """PodDisruptionBudgets of the namespace that select some pods of the workload (with the
+    labels its controller adds: `pod_labels.may_select`)."""
     ns = obj.namespace_or_default
-    labels = {}
-    for pod in pod_templates(obj):
-        labels = pod.labels
-        if obj.kind == "LeaderWorkerSet":
-            labels = {**labels, "leaderworkerset.sigs.k8s.io/name": obj.name or ""}
-        break
+    pods = list(pod_templates(obj))
     return [
         p
-        for p in ctx.of_kind("PodDisruptionBudget")
-        if (p.namespace_or_default) == ns and selector_matches(p.get("spec", "selector"), labels) and labels
+        for p in ctx.of_kind("PodDisruptionBudget", namespace=ns)
+        if any(may_select(p.get("spec", "selector"), pod) for pod in pods)
     ]
 
 
@@ -258,13 +256,6 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     )
 
 
-def _pod_labels(o: Any, pod: Any) -> dict[str, Any]:
-    labels = pod.labels
-    if o.kind == "LeaderWorkerSet":
-        labels = {**labels, LWS_NAME_LABEL: o.name or ""}
-    return labels
-
-
 def _selector(obj: Any) -> dict[str, Any] | None:
     """A LabelSelector for exactly the workload's pods (None when there is no usable one)."""
     if obj.kind == "LeaderWorkerSet":
@@ -277,10 +268,10 @@ def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
     name, ns = obj.name, obj.namespace
     sel = _selector(obj)
     pods = list(pod_templates(obj))
-    if not name or sel is None or not pods or not all(selector_matches(sel, _pod_labels(obj, p)) for p in pods):
+    if not name or sel is None or not pods or not all(may_select(sel, p) for p in pods):
         return None  # the rule would not see the new PDB select the pods
     for o, pod in ctx.pods_in(ns or "default"):
-        if o is not obj and selector_matches(sel, _pod_labels(o, pod)):
+        if o is not obj and may_select(sel, pod):
             return None  # it would also select another workload's pods
     taken = {p.name for p in ctx.of_kind("PodDisruptionBudget", namespace=ns or "default")}
     pdb_name = next((n for n in (name, f"{name}-pdb") if n not in taken and len(n) <= 253), None)

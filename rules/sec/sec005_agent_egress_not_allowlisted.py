@@ -4,7 +4,9 @@ Checks that agent pods have an egress allowlist. It fires when no NetworkPolicy 
 CiliumNetworkPolicy with egress rules selects the pod, or when the policies that do allow
 `0.0.0.0/0` (`::/0`), every destination (a rule without `to`), every namespace on every
 port, or Cilium `toEntities: [world]`, and no FQDN allowlist (Cilium `toFQDNs`) limits
-it. An `agent-sandbox` SandboxTemplate with `networkPolicyManagement: Managed` (the
+it. A policy selects the pod by the template's labels and those its controller adds
+(`ray.io/cluster`, `leaderworkerset.sigs.k8s.io/name`, `jobset.sigs.k8s.io/jobset-name`...).
+An `agent-sandbox` SandboxTemplate with `networkPolicyManagement: Managed` (the
 default) and no `networkPolicy` gets the controller's default policy, which allows the
 public internet, so it fires too. Istio `Sidecar` resources with
 `outboundTrafficPolicy.mode: REGISTRY_ONLY` and an EKS Auto Mode `NodeClass` with
@@ -129,7 +131,7 @@ from typing import Any
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import executes_code
-from ailint.domain.context import Context, copyable_selector, selector_matches
+from ailint.domain.context import Context, copyable_selector
 from ailint.domain.extract import POD_KINDS, is_agent_pod, pod_templates
 from ailint.domain.netpol import (
     CILIUM_KINDS,
@@ -139,6 +141,7 @@ from ailint.domain.netpol import (
     rule_peers,
     rule_ports,
 )
+from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
 
 RULE = Rule(
@@ -189,7 +192,7 @@ def _cilium_selects(cnp: Any, pod: Any) -> list[dict[str, Any]]:
         specs.insert(0, cnp.data["spec"])
     for s in specs:
         sel = s.get("endpointSelector")
-        if isinstance(sel, dict) and selector_matches(sel, pod.labels):
+        if isinstance(sel, dict) and may_select(sel, pod):
             out.append(s)
     return out
 
@@ -330,10 +333,10 @@ def _deny_egress_fix(obj: Any, pod: Any, ctx: Any) -> Fix | None:
     if obj.kind not in _FIX_KINDS or not name or len(list(pod_templates(obj))) != 1:
         return None
     sel = _pod_selector(obj, pod)
-    if sel is None or not selector_matches(sel, pod.labels):
+    if sel is None or not may_select(sel, pod):
         return None  # the rule would not see the new policy select the pod
     for o, other in ctx.pods_in(_ns(obj)):
-        if o is not obj and selector_matches(sel, other.labels):
+        if o is not obj and may_select(sel, other):
             return None  # it would cut off another workload's egress too
     np_name = f"{name}-egress"
     if len(np_name) > 253 or any(np.name == np_name for np in ctx.of_kind("NetworkPolicy", namespace=_ns(obj))):

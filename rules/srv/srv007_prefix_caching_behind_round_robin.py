@@ -4,7 +4,8 @@ Finds vLLM servers (prefix caching is on by default in vLLM V1 unless
 `--no-enable-prefix-caching`) and SGLang servers (radix cache on unless
 `--disable-radix-cache`) that run more than one replica (`replicas` > 1, or an HPA or
 KEDA ScaledObject allowing more) and are reached through a plain `Service` in the same
-namespace: one that selects their pods, is not headless and has no
+namespace: one that selects their pods (with the labels their controller adds, such as an
+LWS leader's `leaderworkerset.sigs.k8s.io/worker-index: "0"`), is not headless and has no
 `sessionAffinity: ClientIP`, while no `InferencePool` selects the same pods and no
 vLLM production-stack router in the namespace uses session or prefix-aware routing.
 
@@ -105,8 +106,9 @@ from typing import Any
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, selector_matches
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
+from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
 
 RULE = Rule(
@@ -139,16 +141,8 @@ def _autoscaler_max(obj: Any, ctx: Any) -> int | None:
     return best
 
 
-def _pod_labels(obj: Any, pod: Any) -> dict[str, str]:
-    labels = {str(k): str(v) for k, v in pod.labels.items()}
-    if obj.kind == "LeaderWorkerSet":
-        labels.setdefault("leaderworkerset.sigs.k8s.io/name", obj.name or "")
-        if pod.role == "leader":
-            labels.setdefault("leaderworkerset.sigs.k8s.io/worker-index", "0")
-    return labels
-
-
-def _pool_selects(pool: Any, labels: dict[str, str]) -> bool:
+def _pool_selects(pool: Any, pod: Any) -> bool:
+    """The InferencePool's selector (v1 `matchLabels`, v1alpha2 a plain map) selects the pod."""
     sel = pool.get("spec", "selector")
     if not isinstance(sel, dict) or not sel:
         return False
@@ -156,7 +150,7 @@ def _pool_selects(pool: Any, labels: dict[str, str]) -> bool:
         sel = as_dict(sel.get("matchLabels"))
         if not sel:
             return False
-    return selector_matches(sel, labels)
+    return may_select(sel, pod)
 
 
 def _prefix_aware_router(ctx: Any, ns: str) -> bool:
@@ -189,7 +183,6 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if n <= 1:
             continue
         ns = obj.namespace_or_default
-        labels = _pod_labels(obj, pod)
         services = []
         for svc in ctx.of_kind("Service", namespace=ns):
             sel = svc.get("spec", "selector")
@@ -197,13 +190,13 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 continue
             if svc.get("spec", "type") == "ExternalName":
                 continue
-            if selector_matches(sel, labels):
+            if may_select(sel, pod):
                 services.append(svc)
         if not services:
             continue
         if any(s.get("spec", "sessionAffinity") == "ClientIP" for s in services):
             continue
-        if any(_pool_selects(p, labels) for p in ctx.of_kind("InferencePool", namespace=ns)):
+        if any(_pool_selects(p, pod) for p in ctx.of_kind("InferencePool", namespace=ns)):
             continue
         if _prefix_aware_router(ctx, ns):
             continue

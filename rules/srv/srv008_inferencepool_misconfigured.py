@@ -4,7 +4,12 @@ Checks Gateway API Inference Extension `InferencePool`s against their API versio
 objects around them:
 
 - (a) the selector matches no pod template in the namespace (checked only when the run
-  has inference server pods there), or matches pods of more than one model or image;
+  has inference server pods there), or matches pods of more than one model or image. Pods
+  carry the labels their controller adds (an LWS set name, a KServe component, a KubeRay
+  cluster: `pod_labels`). An object of the namespace that ailint has no adapter for (an
+  operator's custom resource such as a production-stack `VLLMRuntime`) may own pods the
+  manifests never show: when the selector points at it (a label value equal to its name, or a
+  label it carries; `domain.selectors.unknown_owner`), "matches no pod" is not reported;
 - (b) a target port is not a port of the selected pods (declared `containerPort`s, the
   server's `--port`, or the engine default when neither is written);
 - (c) the field names disagree with the apiVersion: `inference.networking.k8s.io/v1` uses
@@ -83,10 +88,10 @@ from typing import Any
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context, selector_matches
+from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
-from ailint.domain.kserve import controller_labels
-from ailint.domain.pod_labels import may_select
+from ailint.domain.pod_labels import may_select, pod_labels
+from ailint.domain.selectors import unknown_owner
 from ailint.fix import edits
 
 RULE = Rule(
@@ -116,17 +121,6 @@ def _selector_labels(spec: dict[str, Any]) -> dict[str, str] | None:
     if any(isinstance(v, (dict, list)) for v in sel.values()):
         return None
     return {str(k): str(v) for k, v in sel.items()}
-
-
-def _pod_labels(o: Any, pod: Any) -> dict[str, str]:
-    labels = {str(k): str(v) for k, v in pod.labels.items()}
-    for k, v in controller_labels(pod).items():
-        labels.setdefault(k, v)
-    if o.kind == "LeaderWorkerSet":
-        labels.setdefault("leaderworkerset.sigs.k8s.io/name", o.name or "")
-        if pod.role == "leader":
-            labels.setdefault("leaderworkerset.sigs.k8s.io/worker-index", "0")
-    return labels
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
@@ -295,14 +289,9 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
         servers = list(serving.iter_serving(pod))
         if servers:
             any_serving = True
-        pod_labels = _pod_labels(o, pod)
-        if (
-            selector_matches(labels, pod_labels)
-            or may_select(labels, pod)
-            or (
-                pod_labels.get("kserve.io/component") == "workload"
-                and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name
-            )
+        if may_select(labels, pod) or (
+            pod_labels(pod).get("kserve.io/component") == "workload"
+            and o.get("spec", "router", "scheduler", "pool", "ref", "name") == obj.name
         ):
             matched.append((o, pod, servers))  # KServe copies a referenced pool's selector onto its pods
     sel_path = (
@@ -310,9 +299,12 @@ def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[s
     )
     shown = ", ".join(f"{k}={v}" for k, v in labels.items())
     if not matched:
-        if any_serving:
+        if any_serving and unknown_owner(labels, ctx, ns, obj) is None:
             yield RULE.finding(
-                obj, sel_path, f"selector {shown} matches no pod template in namespace {ns}; the pool has no endpoints"
+                obj,
+                sel_path,
+                f"selector {shown} matches no pod template in namespace {ns} and no custom resource there could "
+                "own such pods; the pool has no endpoints",
             )
         return
     models_seen: dict[str, str] = {}
@@ -410,7 +402,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
         return
     for dep in ctx.of_kind("Deployment", namespace=ns):
         for pod in pod_templates(dep):
-            if not selector_matches(sel, pod.labels):
+            if not may_select(sel, pod):
                 continue
             replicas = serving.arg_int(dep.get("spec", "replicas")) if dep.has(("spec", "replicas")) else 1
             if replicas != 1:
@@ -418,7 +410,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
             pdbs = [
                 p
                 for p in ctx.of_kind("PodDisruptionBudget", namespace=ns)
-                if selector_matches(p.get("spec", "selector"), pod.labels) or may_select(p.get("spec", "selector"), pod)
+                if may_select(p.get("spec", "selector"), pod)
             ]
             if pdbs:
                 continue

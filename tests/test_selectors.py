@@ -1,0 +1,247 @@
+"""Issue 13: selectors against pods. The labels controllers add (`domain.pod_labels`) and pods of
+an owner ailint cannot read (`domain.selectors.unknown_owner`)."""
+
+from __future__ import annotations
+
+from ailint.core.model import K8sObject, SourceFile
+from ailint.domain.context import Context
+from ailint.domain.extract import PodTemplate, pod_templates
+from ailint.domain.pod_labels import controller_labels, may_select, pod_labels, varying_labels
+from ailint.domain.selectors import may_own_pods, points_at, required_labels, selected, unknown_owner
+from ailint.engine.load import load_text
+
+
+def _objects(text: str) -> list[K8sObject]:
+    return load_text(SourceFile("t.yaml", "t.yaml", text)).objects
+
+
+def _pods(text: str) -> dict[str, PodTemplate]:
+    return {f"{o.kind}/{p.role or o.name}": p for o in _objects(text) for p in pod_templates(o)}
+
+
+RAY = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc}
+spec:
+  headGroupSpec:
+    template:
+      metadata:
+        labels: {app.kubernetes.io/name: my-app}
+      spec:
+        containers: [{name: head, image: rayproject/ray:2.40.0}]
+  workerGroupSpecs:
+    - groupName: gpu
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: w, image: rayproject/ray:2.40.0}]
+---
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: rs}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: head, image: rayproject/ray:2.40.0}]
+"""
+
+
+def test_kuberay_labels_head_group_identifier_and_overridable_defaults() -> None:
+    pods = _pods(RAY)
+    head, worker = pods["RayCluster/head"], pods["RayCluster/gpu"]
+    assert controller_labels(head)["ray.io/group"] == "headgroup"  # RayNodeHeadGroupLabelValue
+    assert controller_labels(worker)["ray.io/group"] == "gpu"
+    assert pod_labels(head)["ray.io/identifier"] == "rc-head"
+    assert pod_labels(head)["app.kubernetes.io/name"] == "my-app"  # the template's label wins
+    assert pod_labels(worker)["app.kubernetes.io/name"] == "kuberay"
+    assert may_select({"ray.io/cluster": "rc", "ray.io/node-type": "worker"}, worker)
+    assert not may_select({"ray.io/cluster": "rc", "ray.io/node-type": "worker"}, head)
+    assert not may_select({"ray.io/group": "gpu"}, head)
+    svc_head = next(p for k, p in pods.items() if k.startswith("RayService/"))
+    assert "ray.io/cluster" in varying_labels(svc_head)  # a RayService's cluster has a generated name
+    assert may_select({"ray.io/cluster": "rs-raycluster-x7k2p", "ray.io/node-type": "head"}, svc_head)
+
+
+LWS = """apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: split}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers: [{name: l, image: x}]
+    workerTemplate:
+      spec:
+        containers: [{name: w, image: x}]
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: same}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        containers: [{name: w, image: x}]
+"""
+
+
+def test_lws_worker_index_zero_is_the_leader_only_with_a_leader_template() -> None:
+    objs = _objects(LWS)
+    split = {p.role: p for p in pod_templates(objs[0])}
+    same = next(pod_templates(objs[1]))
+    leaders = {
+        "matchLabels": {"leaderworkerset.sigs.k8s.io/name": "split", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    }
+    assert may_select(leaders, split["leader"])
+    assert not may_select(leaders, split["worker"])
+    assert not may_select(
+        {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/worker-index", "operator": "In", "values": ["0"]}]},
+        split["worker"],
+    )
+    # no leaderTemplate: the leader is built from the worker template, so index 0 is among its pods
+    assert may_select(
+        {"leaderworkerset.sigs.k8s.io/name": "same", "leaderworkerset.sigs.k8s.io/worker-index": "0"}, same
+    )
+    assert may_select({"leaderworkerset.sigs.k8s.io/group-index": "1"}, same)
+    assert not may_select({"leaderworkerset.sigs.k8s.io/name": "split"}, same)
+
+
+TRAINING = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: torch-distributed}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            spec:
+              template:
+                spec:
+                  containers: [{name: node, image: pytorch/pytorch:2.5.1}]
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: pretrain}
+spec:
+  replicatedJobs:
+    - name: workers
+      template:
+        spec:
+          template:
+            spec:
+              containers: [{name: t, image: x}]
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ft}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        metadata:
+          labels: {training.kubeflow.org/replica-type: Master}
+        spec:
+          containers: [{name: pytorch, image: x}]
+"""
+
+
+def test_jobset_trainer_runtime_and_training_operator_labels() -> None:
+    pods = _pods(TRAINING)
+    rt, js, pt = pods["ClusterTrainingRuntime/node"], pods["JobSet/workers"], pods["PyTorchJob/Master"]
+    # a runtime's JobSet is named after each TrainJob: any jobset-name, a fixed replicatedjob-name
+    assert may_select(
+        {"jobset.sigs.k8s.io/jobset-name": "my-trainjob", "jobset.sigs.k8s.io/replicatedjob-name": "node"}, rt
+    )
+    assert not may_select({"jobset.sigs.k8s.io/replicatedjob-name": "launcher"}, rt)
+    assert may_select({"jobset.sigs.k8s.io/jobset-name": "pretrain", "jobset.sigs.k8s.io/jobset-uid": "0b1c"}, js)
+    assert not may_select({"jobset.sigs.k8s.io/jobset-name": "finetune"}, js)
+    # the operator's lower-case replica type overrides what the template wrote
+    assert pod_labels(pt)["training.kubeflow.org/replica-type"] == "master"
+    assert may_select({"training.kubeflow.org/job-name": "ft", "training.kubeflow.org/replica-index": "0"}, pt)
+
+
+UNKNOWN = """apiVersion: milvus.io/v1beta1
+kind: Milvus
+metadata: {name: vectors, namespace: rag}
+spec:
+  components:
+    proxy:
+      replicas: 2
+---
+apiVersion: kubeflow.org/v1
+kind: Notebook
+metadata: {name: alice, namespace: users}
+spec:
+  template:
+    spec:
+      containers: [{name: alice, image: kubeflownotebookswg/jupyter-pytorch-cuda:v1.9.0}]
+---
+apiVersion: example.com/v1
+kind: ModelServer
+metadata: {name: ms, namespace: serving, labels: {team: search}}
+spec:
+  podTemplate:
+    metadata:
+      labels: {tier: gpu-serving}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: vllm, namespace: serving, labels: {app: vllm}}
+spec:
+  selector:
+    matchLabels: {app: vllm}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: vllm, namespace: serving}
+spec:
+  secretName: vllm-tls
+---
+apiVersion: example.com/v1
+kind: Router
+metadata: {name: vllm, namespace: serving}
+spec:
+  selector:
+    matchLabels: {app: vllm}
+"""
+
+
+def test_unknown_owner_of_pods_is_an_operator_cr_the_selector_points_at() -> None:
+    objs = _objects(UNKNOWN)
+    ctx = Context(objects=objs)
+    by_kind = {o.kind: o for o in objs}
+    assert [o.kind for o in objs if may_own_pods(o)] == ["Milvus", "Notebook", "ModelServer"]
+    milvus = {"matchLabels": {"app.kubernetes.io/instance": "vectors", "app.kubernetes.io/component": "proxy"}}
+    assert unknown_owner(milvus, ctx, "rag") is by_kind["Milvus"]
+    assert unknown_owner({"app.kubernetes.io/name": "milvus"}, ctx, "rag") is by_kind["Milvus"]  # the kind
+    assert unknown_owner(milvus, ctx, "serving") is None  # another namespace
+    assert unknown_owner({"notebook-name": "alice"}, ctx, "users") is by_kind["Notebook"]
+    assert unknown_owner({"tier": "gpu-serving"}, ctx, "serving") is by_kind["ModelServer"]  # its template labels
+    assert unknown_owner({"team": "search", "app": "x"}, ctx, "serving") is by_kind["ModelServer"]  # its own labels
+    # a monitor, a certificate and a selecting object named like the app own no pods
+    assert unknown_owner({"app": "vllm"}, ctx, "serving") is None
+    assert unknown_owner({"app": "bert"}, ctx, "rag") is None
+    assert not points_at({}, by_kind["Milvus"])
+
+
+def test_required_labels_and_selected_pods() -> None:
+    sel = {
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["gpu"]},
+            {"key": "zone", "operator": "In", "values": ["a", "b"]},
+            {"key": "x", "operator": "Exists"},
+        ],
+    }
+    assert required_labels(sel) == [("app", "web"), ("tier", "gpu")]
+    assert required_labels(None) == []
+    ctx = Context(objects=_objects(LWS))
+    assert [o.name for o, _ in selected(ctx, "default", {"leaderworkerset.sigs.k8s.io/name": "split"})] == [
+        "split",
+        "split",
+    ]
