@@ -1,11 +1,13 @@
-"""Issue 13: selectors against pods. The labels controllers add (`domain.pod_labels`) and pods of
-an owner ailint cannot read (`domain.selectors.unknown_owner`)."""
+"""Issue 13: selectors against pods. The labels controllers add (`domain.pod_labels`), pods of an
+owner ailint cannot read (`domain.selectors.unknown_owner`), and authentication in front of a
+workload (`domain.ingress_auth`)."""
 
 from __future__ import annotations
 
 from ailint.core.model import K8sObject, SourceFile
 from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, pod_templates
+from ailint.domain.ingress_auth import gateway_authentication, mesh_authentication
 from ailint.domain.pod_labels import controller_labels, may_select, pod_labels, varying_labels
 from ailint.domain.selectors import may_own_pods, points_at, required_labels, selected, unknown_owner
 from ailint.engine.load import load_text
@@ -245,3 +247,99 @@ def test_required_labels_and_selected_pods() -> None:
         "split",
         "split",
     ]
+
+
+SERVER = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: llm}
+spec:
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata:
+      labels: {app: vllm}
+      annotations: {}
+    spec:
+      containers: [{name: vllm, image: vllm/vllm-openai:v0.9.2}]
+"""
+
+
+def _mesh(policies: str, server: str = SERVER) -> str | None:
+    objs = _objects(server + "---\n" + policies)
+    pod = next(pod_templates(objs[0]))
+    found = mesh_authentication(Context(objects=objs), pod)
+    return found.name if found is not None else None
+
+
+def _policy(name: str, spec: str, ns: str = "llm") -> str:
+    return (
+        f"apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {{name: {name}, namespace: {ns}}}\n"
+        f"spec:\n{spec}\n"
+    )
+
+
+def test_istio_policies_that_reject_unauthenticated_requests() -> None:
+    jwt = "  rules:\n    - from:\n        - source: {requestPrincipals: ['*']}"
+    assert _mesh(_policy("jwt", jwt)) == "jwt"
+    assert _mesh(_policy("mesh-wide", jwt, ns="istio-system")) == "mesh-wide"  # the root namespace
+    assert _mesh(
+        _policy("mtls", "  rules:\n    - from:\n        - source: {principals: ['cluster.local/ns/gw/sa/gw']}")
+    )
+    deny = "  action: DENY\n  rules:\n    - from:\n        - source: {notRequestPrincipals: ['*']}"
+    assert _mesh(_policy("deny-anon", deny)) == "deny-anon"
+    assert _mesh(_policy("ext", "  action: CUSTOM\n  provider: {name: oauth2-proxy}\n  rules: [{}]")) == "ext"
+    # an ALLOW rule without `from` admits anyone, and ALLOW policies add up
+    assert _mesh(_policy("open", "  rules:\n    - to:\n        - operation: {methods: [GET]}")) is None
+    assert _mesh(_policy("jwt", jwt) + "---\n" + _policy("open", "  rules: [{}]")) is None
+    # a DENY limited to some paths, a policy for other pods, one in another namespace, a waypoint's
+    assert _mesh(_policy("part", deny + "\n      to:\n        - operation: {paths: [/admin]}")) is None
+    assert _mesh(_policy("other", "  selector: {matchLabels: {app: sglang}}\n" + jwt)) is None
+    assert _mesh(_policy("elsewhere", jwt, ns="chat")) is None
+    assert _mesh(_policy("waypoint", "  targetRefs: [{kind: Service, group: '', name: vllm}]\n" + jwt)) is None
+    # no sidecar to enforce it
+    no_sidecar = SERVER.replace("annotations: {}", "annotations: {sidecar.istio.io/inject: 'false'}")
+    assert _mesh(_policy("jwt", jwt), no_sidecar) is None
+
+
+GATEWAY = """apiVersion: v1
+kind: Service
+metadata: {name: vllm, namespace: llm}
+spec:
+  type: LoadBalancer
+  selector: {app: vllm}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: chat, namespace: apps, labels: {auth: sso}}
+spec:
+  parentRefs: [{name: public, namespace: edge}]
+  rules:
+    - backendRefs: [{name: vllm, namespace: llm, port: 8000}]
+"""
+
+
+def _gateway(policy: str) -> str | None:
+    objs = _objects(GATEWAY + "---\n" + policy)
+    found = gateway_authentication(Context(objects=objs), objs[0])
+    return None if found is None else f"{found.route.name}>{found.gateway_name}:{found.policy.name}:{found.methods}"
+
+
+def _sp(ns: str, target: str, auth: str = "oidc: {provider: {issuer: https://idp}}") -> str:
+    return (
+        f"apiVersion: gateway.envoyproxy.io/v1alpha1\nkind: SecurityPolicy\nmetadata: {{name: sp, namespace: {ns}}}\n"
+        f"spec:\n  {target}\n  {auth}\n"
+    )
+
+
+def test_envoy_gateway_security_policy_on_the_gateway_or_the_route() -> None:
+    on_gw = _sp("edge", "targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: public}]")
+    assert _gateway(on_gw) == "chat>public:sp:('oidc',)"
+    on_route = _sp(
+        "apps", "targetRef: {group: gateway.networking.k8s.io, kind: HTTPRoute, name: chat}", "basicAuth: {}"
+    )
+    assert _gateway(on_route) == "chat>public:sp:('basicAuth',)"
+    by_label = _sp("apps", "targetSelectors: [{kind: HTTPRoute, matchLabels: {auth: sso}}]", "extAuth: {}")
+    assert _gateway(by_label) == "chat>public:sp:('extAuth',)"
+    # a policy must live in its target's namespace and must authenticate (CORS does not)
+    assert _gateway(_sp("apps", "targetRefs: [{kind: Gateway, name: public}]")) is None
+    assert _gateway(_sp("edge", "targetRefs: [{kind: Gateway, name: public}]", "cors: {allowOrigins: ['*']}")) is None
+    assert _gateway(_sp("edge", "targetRefs: [{kind: Gateway, name: private}]")) is None

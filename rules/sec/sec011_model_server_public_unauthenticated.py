@@ -11,8 +11,22 @@ scheme), `networking.gke.io/load-balancer-type: Internal` (or the older
 `cloud.google.com/load-balancer-type: Internal`), `spec.loadBalancerClass:
 networking.gke.io/l4-regional-internal`, or `service.beta.kubernetes.io/azure-load-balancer-internal:
 "true"`. A `loadBalancerSourceRanges` list also counts as a deliberate restriction.
-Authentication means: vLLM's `--api-key` or `VLLM_API_KEY`, SGLang's `--api-key`, or an auth
-proxy container in the pod (oauth2-proxy, kube-rbac-proxy, Pomerium, Envoy with ext_authz...).
+Authentication means: vLLM's `--api-key` or `VLLM_API_KEY`, SGLang's `--api-key`, an auth
+proxy container in the pod (oauth2-proxy, kube-rbac-proxy, Pomerium, Envoy with ext_authz...),
+or an Istio `AuthorizationPolicy` on the pod that rejects requests without an authenticated
+identity (every ALLOW rule requires `requestPrincipals` or `principals`, a DENY rule with
+`notRequestPrincipals: ["*"]`, or CUSTOM external authorization; a `RequestAuthentication`
+alone accepts requests without a token). The pod's sidecar enforces it on every request,
+whichever address it came through.
+
+An authenticating Gateway does not count for this Service: a Gateway API `HTTPRoute` or
+`GRPCRoute` that routes to it through a Gateway whose Envoy Gateway `SecurityPolicy`
+authenticates (`basicAuth`, `apiKeyAuth`, `jwt`, `oidc`, `extAuth`) checks only the traffic
+that goes through the Gateway, while the LoadBalancer or NodePort of this Service reaches the
+pods directly and bypasses it. The rule still fires and says so: the fix is to make this
+Service `ClusterIP` and let the Gateway reach it. (A Gateway's own data-plane Service, a
+LoadBalancer in front of the Envoy or Istio gateway pods, selects no model server and is
+never reported.) Pods are matched with the labels their controller adds (`pod_labels`).
 
 ## Why is this bad?
 An OpenAI-compatible server answers anyone who reaches its port: the whole internet through an
@@ -82,7 +96,8 @@ spec:
   selector: {app: vllm}
   ports: [{port: 80, targetPort: 8000}]
 ```
-or keep the Service `ClusterIP` behind an authenticating Gateway or Ingress, or start vLLM with
+or keep the Service `ClusterIP` behind an authenticating Gateway or Ingress, require an
+authenticated identity at the pod (Istio `AuthorizationPolicy`), or start vLLM with
 `--api-key` read from a Secret (`VLLM_API_KEY`).
 
 ## Options
@@ -99,6 +114,8 @@ None: which network should reach the server is the team's decision.
 - https://cloud.google.com/kubernetes-engine/docs/concepts/service-load-balancer-parameters
 - https://learn.microsoft.com/en-us/azure/aks/internal-lb
 - https://docs.vllm.ai/en/latest/serving/openai_compatible_server/
+- https://istio.io/latest/docs/reference/config/security/authorization-policy/
+- https://gateway.envoyproxy.io/docs/concepts/gateway_api_extensions/security-policy/
 """
 
 from __future__ import annotations
@@ -110,6 +127,7 @@ from ailint.core.model import Finding, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import Container, PodTemplate, has_flag
+from ailint.domain.ingress_auth import gateway_authentication, mesh_authentication
 from ailint.domain.pod_labels import may_select
 from ailint.domain.roles import serving_engine
 
@@ -168,14 +186,26 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             continue
         for c in pod.containers(include_init=False):
             engine = serving_engine(c)
-            if not engine or _authenticated(pod, c):
+            if not engine or _authenticated(pod, c) or mesh_authentication(ctx, pod) is not None:
                 continue
+            gw = gateway_authentication(ctx, obj)
+            if gw is not None:
+                remedy = (
+                    f"{ctx.describe(gw.route)} reaches it through Gateway {gw.gateway_name}, which "
+                    f"{ctx.describe(gw.policy)} authenticates ({', '.join(gw.methods)}), but this Service's own "
+                    f"{kind} address bypasses the gateway; make the Service ClusterIP so only the gateway reaches it"
+                )
+            else:
+                remedy = (
+                    "make it internal, serve it as a ClusterIP Service behind an authenticating gateway, "
+                    "or set --api-key"
+                )
             yield RULE.finding(
                 obj,
                 ("spec", "type"),
                 f"{kind} Service {obj.name} exposes {engine} in {ctx.describe(wl)} without an internal-load-balancer "
-                "annotation and nothing in the pod checks credentials: anyone who reaches the address can use "
-                "the model; make it internal, put an authenticating gateway in front, or set --api-key",
+                f"annotation and nothing in the pod checks credentials: anyone who reaches the address can use "
+                f"the model; {remedy}",
                 severity=Severity.WARNING if kind == "NodePort" else None,
                 severity_reason="a NodePort is reachable only where the nodes are" if kind == "NodePort" else None,
             )
