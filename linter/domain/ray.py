@@ -17,6 +17,11 @@ Facts verified against the KubeRay CRDs (`ray.io_rayclusters.yaml`, `ray.io_rayj
   with shutdown), `activeDeadlineSeconds`, `preRunningDeadlineSeconds`, `submissionMode`
   (default `K8sJobMode`), `clusterSelector` (use an existing cluster).
 
+Custom resources that embed a RayCluster template (AIBrix RayClusterFleet and
+RayClusterReplicaSet: `spec.template.spec`, declared by their adapter in
+`ailint.domain.workloads.aibrix`) are Ray clusters here too: their head and worker groups,
+and findings at the lines inside their manifest.
+
 Rules import this module as `ailint.domain.ray`.
 """
 
@@ -35,12 +40,42 @@ from ailint.domain.extract import (
     volumes,
 )
 from ailint.domain.quantities import to_int
+from ailint.domain.roles import what_runs
+from ailint.domain.workloads.aibrix import RAY_CLUSTER_TEMPLATES
 
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
+# the kinds whose spec holds a RayCluster template (their names, and in a rule's `kinds=` notation)
+TEMPLATE_KINDS = tuple(kind for _, kind in RAY_CLUSTER_TEMPLATES)
+TEMPLATE_RULE_KINDS = tuple(f"{group}/{kind}" for group, kind in RAY_CLUSTER_TEMPLATES)
+# RayCluster (any group, as KubeRay's older groups) plus the template holders
+CLUSTER_RULE_KINDS = ("RayCluster", *TEMPLATE_RULE_KINDS)
+
+
+def holds_cluster_template(obj: K8sObject) -> bool:
+    """A custom resource whose spec is a RayCluster template (an AIBrix RayClusterFleet)."""
+    return (obj.group, obj.kind) in RAY_CLUSTER_TEMPLATES
+
+
+def is_cluster_like(obj: K8sObject) -> bool:
+    """A RayCluster, or an object that keeps RayClusters made from its template (the Ray
+    code and settings of the cluster are the object's own)."""
+    return obj.kind == "RayCluster" or holds_cluster_template(obj)
+
+
+def cluster_annotations(obj: K8sObject) -> dict[str, Any]:
+    """The annotations of the RayCluster(s) an object makes: a template holder's RayClusters
+    take the template's `metadata`; a RayCluster, RayJob or RayService has its own."""
+    tpl = RAY_CLUSTER_TEMPLATES.get((obj.group, obj.kind))
+    if tpl is not None:
+        return as_dict(obj.get(*tpl[:-1], "metadata", "annotations"))
+    return obj.annotations
 
 
 def cluster_spec_path(obj: K8sObject) -> Path | None:
     """Path of the RayClusterSpec inside a Ray object, or None (RayJob with clusterSelector only)."""
+    tpl = RAY_CLUSTER_TEMPLATES.get((obj.group, obj.kind))
+    if tpl is not None:
+        return tpl if isinstance(obj.get(*tpl), dict) else None
     if obj.kind == "RayCluster":
         return ("spec",) if isinstance(obj.get("spec"), dict) else None
     if obj.kind == "RayJob":
@@ -173,6 +208,20 @@ def head_group(obj: K8sObject) -> RayGroup | None:
 
 def worker_groups(obj: K8sObject) -> list[RayGroup]:
     return [g for g in groups(obj) if not g.is_head]
+
+
+def head_model_server(head: RayGroup) -> str | None:
+    """The model server (vllm, sglang, ...) a head container itself runs, by its command.
+    Such a head is a rank of the engine, not only the cluster's control plane: vLLM with
+    `--distributed-executor-backend ray` places its driver worker on the head and refuses to
+    start when Ray allocates no GPU there ("Ray does not allocate any GPUs on the driver
+    node", vllm-project/vllm vllm/executor/ray_distributed_executor.py). Ray Serve is not
+    one (the head runs its controller; the replicas go to the workers)."""
+    for c in head.containers():
+        verdict, engine = what_runs(c)
+        if verdict == "server" and engine and engine != "ray-serve":
+            return engine
+    return None
 
 
 def ray_param(group: RayGroup, name: str) -> str | None:

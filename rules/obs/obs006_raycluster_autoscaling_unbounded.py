@@ -1,7 +1,8 @@
 """
 ## What it does
-Checks Ray clusters (RayCluster, and the clusters of RayJob and RayService) that run the
-in-tree autoscaler (`enableInTreeAutoscaling: true`). A GPU worker group (its pods request
+Checks Ray clusters (RayCluster, the clusters of RayJob and RayService, and the RayCluster
+template of an AIBrix RayClusterFleet) that run the in-tree autoscaler
+(`enableInTreeAutoscaling: true`). A GPU worker group (its pods request
 GPUs, or `rayStartParams.num-gpus` is above 0) fires when `maxReplicas` is unset (the CRD
 default is 2147483647) or when `maxReplicas` × GPUs per worker exceeds the `nvidia.com/gpu`
 limit of the NodePools in the files that can host it. A missing `idleTimeoutSeconds`
@@ -94,6 +95,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
+from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, pod_accelerators, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
@@ -104,7 +106,7 @@ RULE = Rule(
     name="raycluster-autoscaling-unbounded",
     severity=Severity.WARNING,
     summary="A Ray autoscaler can grow a GPU worker group without a bound (maxReplicas unset or above the pool limit)",
-    kinds=("ray.io/RayCluster", "ray.io/RayJob", "ray.io/RayService"),
+    kinds=("ray.io/RayCluster", "ray.io/RayJob", "ray.io/RayService", *ray.TEMPLATE_RULE_KINDS),
     scope=Scope.BUNDLE,
     fix=FixAvailability.SOMETIMES,
     options={
@@ -118,10 +120,7 @@ MAX_INT32 = 2147483647
 
 
 def _base(obj: Any) -> tuple | None:
-    if obj.kind == "RayCluster":
-        return ("spec",)
-    key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(obj.kind)
-    return ("spec", key) if key and isinstance(obj.get("spec", key), dict) else None
+    return ray.cluster_spec_path(obj)
 
 
 def _gpus(pod: Any, group: dict[str, Any]) -> float:

@@ -1,7 +1,8 @@
 """
 ## What it does
-Flags a RayService, or a RayCluster that runs Ray Serve (`serve run`/`serve deploy` in a
-container, or `ailint.io/role: serving`), whose cluster has no GCS fault tolerance: no
+Flags a RayService, or a RayCluster (or the RayCluster template of an AIBrix
+RayClusterFleet) that runs Ray Serve (`serve run`/`serve deploy` in a container, or
+`ailint.io/role: serving`), whose cluster has no GCS fault tolerance: no
 `gcsFaultToleranceOptions` with a `redisAddress` or with `backend: rocksdb`, and not the
 older `ray.io/ft-enabled: "true"` annotation. Info by default; a warning when the object's
 namespace is listed in the profile key `productionNamespaces`.
@@ -82,6 +83,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule
+from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates, role_override, serving_engine
 
@@ -90,7 +92,7 @@ RULE = Rule(
     name="ray-head-no-gcs-fault-tolerance",
     severity=Severity.INFO,
     summary="A Ray Serve cluster has no GCS fault tolerance, so a head restart restarts every application",
-    kinds=("ray.io/RayService", "ray.io/RayCluster"),
+    kinds=("ray.io/RayService", "ray.io/RayCluster", *ray.TEMPLATE_RULE_KINDS),
     fix=FixAvailability.NEVER,
     tags=("reliability", "ray", "serving"),
     precision="high",
@@ -109,7 +111,7 @@ def _serves(obj: Any) -> bool:
 
 
 def _ft_configured(obj: Any, base: tuple) -> bool:
-    if str(obj.annotations.get("ray.io/ft-enabled", "")).lower() == "true":
+    if str(ray.cluster_annotations(obj).get("ray.io/ft-enabled", "")).lower() == "true":
         return True
     ft = as_dict(obj.get(*base, "gcsFaultToleranceOptions"))
     if isinstance(ft.get("redisAddress"), str) and ft["redisAddress"].strip():
@@ -118,8 +120,8 @@ def _ft_configured(obj: Any, base: tuple) -> bool:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    base = ("spec", "rayClusterConfig") if obj.kind == "RayService" else ("spec",)
-    if not isinstance(obj.get(*base), dict) or not _serves(obj):
+    base = ray.cluster_spec_path(obj)
+    if base is None or not _serves(obj):
         return
     if _ft_configured(obj, base):
         return

@@ -1,7 +1,8 @@
 """
 ## What it does
-Flags a RayCluster, RayJob or RayService whose head dashboard and Jobs API (port 8265)
-is reachable from outside the pod network while Ray token authentication is off. Exposure
+Flags a RayCluster, RayJob or RayService (or the RayCluster template of an AIBrix
+RayClusterFleet) whose head dashboard and Jobs API (port 8265) is reachable from outside
+the pod network while Ray token authentication is off. Exposure
 means `headGroupSpec.serviceType: LoadBalancer` or `NodePort`, a `headService` of those
 types, `headGroupSpec.enableIngress: true`, or a Service (LoadBalancer/NodePort), Ingress
 or HTTPRoute in the files that targets the head's port 8265 (`dashboard`). Authentication
@@ -77,6 +78,7 @@ from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain import ray as ray_domain
 from ailint.domain.agents import version_at_least
 from ailint.domain.context import Context, selector_matches
 from ailint.fix import edits
@@ -86,7 +88,7 @@ RULE = Rule(
     name="ray-dashboard-unauthenticated",
     severity=Severity.ERROR,
     summary="The Ray dashboard and Jobs API are exposed beyond the pod network without token authentication",
-    kinds=("RayCluster", "RayJob", "RayService", "Service", "Ingress", "HTTPRoute"),
+    kinds=("RayCluster", "RayJob", "RayService", *ray_domain.TEMPLATE_RULE_KINDS, "Service", "Ingress", "HTTPRoute"),
     scope=Scope.BUNDLE,
     single_object=True,
     fix=FixAvailability.SOMETIMES,
@@ -95,19 +97,14 @@ RULE = Rule(
     security_severity=9.0,
 )
 
-_RAY_KINDS = ("RayCluster", "RayJob", "RayService")
+_RAY_KINDS = (*ray_domain.RAY_KINDS, *ray_domain.TEMPLATE_KINDS)
 _EXTERNAL_TYPES = ("LoadBalancer", "NodePort")
 DASHBOARD_PORT = 8265
 
 
 def cluster_base(obj: Any) -> tuple | None:
     """Path of the RayClusterSpec inside a Ray object (None for a RayJob on an existing cluster)."""
-    if obj.kind == "RayCluster":
-        return ("spec",)
-    key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(obj.kind)
-    if key and isinstance(obj.get("spec", key), dict):
-        return ("spec", key)
-    return None
+    return ray_domain.cluster_spec_path(obj)
 
 
 def auth_enabled(obj: Any, base: tuple) -> bool:
@@ -122,7 +119,7 @@ def auth_enabled(obj: Any, base: tuple) -> bool:
 
 def head_service_names(obj: Any) -> set[str]:
     names = set()
-    if obj.name:
+    if obj.name and not ray_domain.holds_cluster_template(obj):  # a fleet's RayClusters get generated names
         names.add(f"{obj.name}-head-svc")
     svc = obj.get(*(cluster_base(obj) or ("spec",)), "headGroupSpec", "headService", "metadata", "name")
     if isinstance(svc, str):

@@ -6,8 +6,8 @@ Finds Ray training jobs that end at the first failure:
   `submissionMode: InteractiveMode` (KubeRay rejects `backoffLimit > 0` there) are skipped;
 - (b) Ray Train code visible in the manifests (a RayJob `entrypoint` with inline
   `python -c` code, its `runtimeEnvYAML`, or a ConfigMap mounted into the head or submitter
-  pod of a RayJob or RayCluster in the run) that builds a `RunConfig` or a Ray Train
-  trainer (`TorchTrainer`, `LightningTrainer`, ...) without
+  pod of a RayJob, RayCluster or AIBrix RayClusterFleet in the run) that builds a
+  `RunConfig` or a Ray Train trainer (`TorchTrainer`, `LightningTrainer`, ...) without
   `failure_config=FailureConfig(max_failures=...)`, or with `max_failures=0`.
 
 The finding is a warning, and an error when the job has 2 or more accelerator worker pods
@@ -107,6 +107,7 @@ from typing import Any
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import accelerators
+from ailint.domain import ray as ray_domain
 from ailint.domain.context import Context
 from ailint.domain.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
 from ailint.fix import edits
@@ -319,8 +320,8 @@ def _check_configmap(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
         return
     ns = obj.namespace_or_default
     users = []
-    for ray in ctx.of_kind("RayJob", "RayCluster", namespace=ns):
-        if ray.group != "ray.io":
+    for ray in ctx.of_kind("RayJob", "RayCluster", *ray_domain.TEMPLATE_KINDS, namespace=ns):
+        if ray.group != "ray.io" and not ray_domain.holds_cluster_template(ray):
             continue
         for pod in pod_templates(ray):
             if pod.role in ("head", "submitter") and obj.name in _mounted_configmaps(pod):

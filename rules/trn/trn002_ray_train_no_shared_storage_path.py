@@ -1,7 +1,8 @@
 """
 ## What it does
 Finds multi-node Ray Train (or Tune) runs whose checkpoints stay on one node: a RayJob or
-RayCluster with an accelerator worker group that can run pods, whose visible Ray code
+RayCluster (or an AIBrix RayClusterFleet's RayCluster template) with an accelerator worker
+group that can run pods, whose visible Ray code
 (RayJob `entrypoint`, `runtimeEnvYAML`, container commands, or ConfigMaps mounted into its
 pods) builds a Trainer, Tuner or `RunConfig` and either leaves `storage_path` unset (Ray's
 default is `~/ray_results` on the head) or sets a local path that is not on a shared volume.
@@ -114,7 +115,7 @@ RULE = Rule(
     name="ray-train-no-shared-storage-path",
     severity=Severity.WARNING,
     summary="Multi-node Ray Train keeps checkpoints on local disk (storage_path unset or local)",
-    kinds=("RayJob", "RayCluster"),
+    kinds=("RayJob", "RayCluster", *ray.TEMPLATE_RULE_KINDS),
     scope=Scope.BUNDLE,
     single_object=True,
     fix=FixAvailability.NEVER,

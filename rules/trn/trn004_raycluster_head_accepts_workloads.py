@@ -3,10 +3,15 @@
 Checks that a RayCluster, RayJob or RayService with worker groups keeps work off its head:
 the head's `rayStartParams` (or its group-level `resources` map) must set `num-cpus: "0"`,
 and `num-gpus: "0"` when the head container requests GPUs. An explicit non-zero
-`num-cpus` is taken as a deliberate choice and not reported.
+`num-cpus` is taken as a deliberate choice and not reported. The RayCluster template of an
+AIBrix `RayClusterFleet` (or `RayClusterReplicaSet`) is checked the same way.
+
+A head whose own container runs a model server (`vllm serve`, SGLang, ... with Ray as the
+engine's executor) is not reported: the head is then a rank of the engine and must keep
+its GPUs (vLLM refuses to start when Ray allocates no GPU on the driver node).
 
 Severity: warning for a RayService (a head restart interrupts serving); info for a
-RayCluster or RayJob.
+RayCluster, RayJob or fleet.
 
 ## Why is this bad?
 Without `num-cpus`, KubeRay passes the head container's CPU limit (or request) to
@@ -79,6 +84,8 @@ is used (KubeRay rejects a group that sets both).
 ## References
 - https://github.com/ray-project/kuberay/blob/master/docs/guidance/rayStartParams.md
 - https://docs.ray.io/en/latest/cluster/vms/user-guides/large-cluster-best-practices.html#configuring-the-head-node
+- https://github.com/vllm-project/vllm/blob/main/vllm/executor/ray_distributed_executor.py
+- https://github.com/vllm-project/aibrix/blob/main/api/orchestration/v1alpha1/rayclusterfleet_types.go
 """
 
 from __future__ import annotations
@@ -98,7 +105,7 @@ RULE = Rule(
     name="raycluster-head-accepts-workloads",
     severity=Severity.INFO,
     summary='A Ray head with worker groups does not set num-cpus: "0", so workloads land on the head',
-    kinds=("RayCluster", "RayJob", "RayService"),
+    kinds=("RayCluster", "RayJob", "RayService", *ray.TEMPLATE_RULE_KINDS),
     fix=FixAvailability.SOMETIMES,
     tags=("ray", "reliability"),
 )
@@ -134,7 +141,7 @@ def _fix(obj: Any, head: ray.RayGroup, missing: dict[str, str]) -> Fix | None:
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     head = ray.head_group(obj)
     workers = ray.worker_groups(obj)
-    if head is None or not workers:
+    if head is None or not workers or ray.head_model_server(head):
         return
     missing: dict[str, str] = {}
     cpus = ray.ray_param(head, "num-cpus")

@@ -18,6 +18,17 @@ from ailint.domain.workloads.base import Catalog, Facts, Family, Path, as_int, r
 
 GROUP = "orchestration.aibrix.ai"
 MODEL_LABEL = "model.aibrix.ai/name"
+# RayClusterFleet and RayClusterReplicaSet: `spec.template` is a RayClusterTemplateSpec
+# (`metadata` plus `spec`, KubeRay's RayClusterSpec) and the fleet keeps `spec.replicas`
+# (default 1) such clusters (vllm-project/aibrix api/orchestration/v1alpha1/raycluster_type.go,
+# rayclusterfleet_types.go). Each RayCluster is named `<replicaset>-<random>` and takes the
+# template's labels and annotations (pkg/controller/rayclusterreplicaset/
+# rayclusterreplicaset_utils.go constructRayCluster). The Ray rules read the cluster at this
+# path (ailint.domain.ray).
+RAY_CLUSTER_TEMPLATES: dict[tuple[str, str], Path] = {
+    (GROUP, "RayClusterFleet"): ("spec", "template", "spec"),
+    (GROUP, "RayClusterReplicaSet"): ("spec", "template", "spec"),
+}
 
 
 def _roles(obj: K8sObject, base: Path, sets: int | None) -> Iterator[PodTemplate]:
@@ -40,9 +51,9 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
         yield from _roles(obj, ("spec", "template", "spec"), sets)
     elif kind == "RoleSet":
         yield from _roles(obj, ("spec",), 1)
-    elif kind in ("RayClusterFleet", "RayClusterReplicaSet"):
+    elif (obj.group, kind) in RAY_CLUSTER_TEMPLATES:
         fleets = as_int(spec.get("replicas")) if "replicas" in spec else 1
-        yield from ray_cluster(obj, ("spec", "template", "spec"), fleets)
+        yield from ray_cluster(obj, RAY_CLUSTER_TEMPLATES[(obj.group, kind)], fleets)
     elif kind == "KVCache":
         for base, role in (
             (("spec", "cache", "template"), "cache"),
