@@ -10,7 +10,15 @@ Finds distributed or long-running training that nothing restarts after a failure
 - an Indexed `batch/v1` Job with `parallelism` > 1 and `backoffLimit: 0` (and no
   `backoffLimitPerIndex`);
 - distributed training launched as a bare `Pod` (`torchrun`/`python -m torch.distributed.run`
-  with `--nnodes`/`--nproc_per_node`, or `deepspeed` with `--num_nodes`/`--num_gpus`).
+  with `--nnodes`/`--nproc_per_node`, or `deepspeed` with `--num_nodes`/`--num_gpus`);
+- a Kubeflow `MPIJob` (`kubeflow.org/v2beta1`) with `runPolicy.backoffLimit: 0`: the
+  mpi-operator gives that value to the launcher Job, so the first failed `mpirun` fails the
+  MPIJob (unset, the Job default of 6 retries applies). NCCL benchmark runs (`*_perf`)
+  are skipped;
+- a `RayCluster` (or an AIBrix `RayClusterFleet` template) with GPU worker groups whose own
+  container commands run Ray Train code without `FailureConfig(max_failures=...)` (or with
+  `max_failures=0`): Ray Train's default is 0, and nothing resubmits a run started there.
+  Code in a mounted ConfigMap is TRN001's.
 
 ## Why is this bad?
 Multi-node training fails routinely: a GPU falls off the bus, a node is repaired, a Spot
@@ -18,7 +26,8 @@ instance is reclaimed, NCCL times out. Without a restart budget the first such e
 the whole run, and someone has to notice and resubmit it. For a PyTorchJob,
 `runPolicy.backoffLimit` only counts replicas with `OnFailure`/`Always`: with `Never` a failed
 pod ends the job. A bare Pod is never recreated when its node goes away, and the
-descheduler never evicts one.
+descheduler never evicts one. An MPIJob retries by re-running the launcher (its workers
+stay), so `backoffLimit: 0` turns one NCCL timeout into a failed job.
 
 ## Example
 ```yaml
@@ -82,13 +91,17 @@ spec:
 ## Fix
 Unsafe (the budget is a choice): JobSet and TrainingRuntime get
 `failurePolicy.maxRestarts: 3`; a PyTorchJob gets `restartPolicy: OnFailure` on its `Never`
-replicas plus `runPolicy.backoffLimit: 3`. Indexed Jobs and bare Pods get no fix: give the
-Job a `backoffLimit`/`backoffLimitPerIndex`, run the Pod as a Job or PyTorchJob.
+replicas plus `runPolicy.backoffLimit: 3`; an MPIJob gets `runPolicy.backoffLimit: 3`.
+Indexed Jobs and bare Pods get no fix: give the Job a `backoffLimit`/`backoffLimitPerIndex`,
+run the Pod as a Job or PyTorchJob. Ray Train code gets none: add
+`failure_config=FailureConfig(max_failures=N)` to its `RunConfig`.
 
 ## References
 - https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go
 - https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/common_types.go
 - https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy
+- https://github.com/kubeflow/mpi-operator/blob/master/pkg/controller/mpi_job_controller.go
+- https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html
 """
 
 from __future__ import annotations
@@ -98,18 +111,30 @@ from collections.abc import Iterator
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
+from ailint.domain import accelerators, ray
 from ailint.domain.context import Context
 from ailint.domain.extract import flag_value, has_flag, pod_templates
 from ailint.domain.quantities import to_int
+from ailint.domain.workloads import kubeflow as kf
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
+from ailint.rules.trn.trn001_ray_job_no_retries import train_problem
 
 RULE = Rule(
     code="TRN005",
     name="training-job-no-restart-budget",
     severity=Severity.WARNING,
     summary="Distributed training has no restart budget: the first failure ends the run",
-    kinds=("PyTorchJob", "JobSet", "TrainingRuntime", "ClusterTrainingRuntime", "Job", "Pod"),
+    kinds=(
+        "PyTorchJob",
+        "MPIJob",
+        "JobSet",
+        "TrainingRuntime",
+        "ClusterTrainingRuntime",
+        "Job",
+        "Pod",
+        *ray.CLUSTER_RULE_KINDS,
+    ),
     scope=Scope.BUNDLE,
     single_object=True,
     fix=FixAvailability.SOMETIMES,
@@ -268,9 +293,62 @@ def _bare_pod(obj: K8sObject) -> Iterator[Finding]:
             return
 
 
+def _is_benchmark(obj: K8sObject) -> bool:
+    """An NCCL benchmark (nccl-tests' `all_reduce_perf` and friends): a fail-fast test, no run."""
+    return any(
+        t.rsplit("/", 1)[-1].endswith("_perf")
+        for pod in pod_templates(obj)
+        for c in pod.containers(include_init=False)
+        for t in c.tokens
+    )
+
+
+def _mpijob(obj: K8sObject, opts: Options) -> Iterator[Finding]:
+    job = kf.mpijob(obj)
+    if job is None or job.backoff_limit != 0 or not (job.workers or job.launcher_as_worker):
+        return
+    if not _is_training(obj) or _is_benchmark(obj):
+        return
+    n = _budget(opts)
+    fix = make_fix(
+        f"set runPolicy.backoffLimit: {n}", [edits.replace_value(obj, job.backoff_path, str(n))], unsafe=True
+    )
+    yield RULE.finding(
+        obj,
+        job.backoff_path,
+        "runPolicy.backoffLimit: 0 becomes the launcher Job's backoffLimit: the first failed mpirun (a lost "
+        "worker, an NCCL timeout) fails the MPIJob with no retry",
+        fix=fix,
+    )
+
+
+def _ray_cluster(obj: K8sObject) -> Iterator[Finding]:
+    gpu_workers = [g for g in ray.worker_groups(obj) if g.has_accelerators and g.may_scale_out()]
+    if not gpu_workers:
+        return
+    for src in ray.code_sources(obj):  # container commands only: mounted ConfigMaps are TRN001's
+        problem = train_problem(src.text)
+        if problem is None:
+            continue
+        text, needle = problem
+        pods = sum(g.replicas * g.num_of_hosts for g in gpu_workers)
+        scale = f"{pods} GPU worker pod{'s' if pods != 1 else ''}" if pods else "autoscaled GPU workers"
+        yield RULE.finding(
+            obj,
+            src.path,
+            f"{src.label}: {text} ({scale})",
+            span=accelerators.line_span_in_value(obj, src.path, needle),
+        )
+        return
+
+
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     kind = obj.kind
-    if kind == "PyTorchJob":
+    if ray.is_cluster_like(obj):
+        yield from _ray_cluster(obj)
+    elif kind == "MPIJob":
+        yield from _mpijob(obj, opts)
+    elif kind == "PyTorchJob":
         yield from _pytorchjob(obj, opts)
     elif kind == "JobSet":
         yield from _jobset_like(obj, ("spec",), opts, f"JobSet {_name(obj)}")
