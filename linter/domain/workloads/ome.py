@@ -9,7 +9,11 @@ pkg/controller/v1beta1/inferenceservice/utils `MergeRuntimeContainers`, componen
 and adds env MODEL_PATH from the base model's `storage.path`. OME adds no probes: the
 runtimes carry them, so the runtime's templates are judged as the pods of every
 InferenceService that selects it. Without the runtime in the run, an InferenceService's
-pods hold only what it states (and are `open`: the runtime may add any field).
+pods hold only what it states (and are `open`: the runtime may add any field); its engine
+then comes from the runtime's name (OME's srt-/vllm- naming) and its replicas from its
+`minReplicas`. One that names no runtime and whose base model is not in the run states no
+engine: OME selects the runtime by the base model's format and architecture
+(pkg/runtimeselector), so the engine stays unknown.
 """
 
 from __future__ import annotations
@@ -210,7 +214,20 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
         out.model = name
     if find_runtime(obj, catalog) is None:
         out.engine = runtime_engine(obj.get("spec", "runtime", "name"))
+    if not pods:
+        out.replicas = stated_replicas(obj)
     return out
+
+
+def stated_replicas(obj: K8sObject) -> int | None:
+    """The engine's (else the decoder's) replicas as the InferenceService states them, when it
+    writes no pod of its own (its runtime is not in the run): `minReplicas`, which defaults
+    to 1 (sgl-project/ome pkg/apis/ome/v1beta1/component.go, ComponentExtensionSpec)."""
+    for role in ("engine", "decoder"):
+        comp = obj.get("spec", role)
+        if isinstance(comp, dict):
+            return as_int(comp.get("minReplicas")) if "minReplicas" in comp else 1
+    return None
 
 
 # OME's shipped runtimes are named after their engine: config/runtimes/srt/*.yaml are
