@@ -14,9 +14,11 @@ at `resource.instanceType` or `inference.preset`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict
+from ailint.domain import instances
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized, template
 
@@ -49,6 +51,84 @@ PORT = 5000
 
 def sku(instance_type: Any) -> tuple[int, float, str] | None:
     return SKUS.get(instance_type) if isinstance(instance_type, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class PresetNeed:
+    """The GPU memory a KAITO inference preset needs, and whether KAITO may spread it over
+    several nodes (`SupportDistributedInference`)."""
+
+    gib: float
+    distributed: bool
+    field: str  # the preset field the value comes from
+
+
+# Inference presets: (GiB, SupportDistributedInference, field) from kaito-project/kaito
+# presets/workspace/models/*/model.go and builtin_models.yaml. `TotalSafeTensorFileSize` is
+# the size of the weights (the node estimator in pkg/workspace/estimator/nodesestimator
+# sizes nodes from it); for llama-3.3-70b-instruct and phi-3 only releases with
+# `TotalGPUMemoryRequirement` were found, and the smallest value they declared is kept.
+# gpt-oss-20b/120b are left out: their stated sizes (25.63Gi, 121.54Gi) contradict the
+# single-GPU examples KAITO ships for them. Names not listed are never judged.
+_SAFETENSORS = "TotalSafeTensorFileSize"
+_REQUIREMENT = "TotalGPUMemoryRequirement"
+PRESETS: dict[str, PresetNeed] = {
+    "phi-4": PresetNeed(27.31, False, _SAFETENSORS),  # builtin_models.yaml
+    "phi-4-mini-instruct": PresetNeed(7.15, False, _SAFETENSORS),  # builtin_models.yaml
+    "phi-3-mini-4k-instruct": PresetNeed(9, False, _REQUIREMENT),  # phi3/model.go
+    "phi-3-mini-128k-instruct": PresetNeed(9, False, _REQUIREMENT),
+    "phi-3-medium-4k-instruct": PresetNeed(28, False, _REQUIREMENT),
+    "phi-3-medium-128k-instruct": PresetNeed(28, False, _REQUIREMENT),
+    "mistral-7b": PresetNeed(13.49, False, _SAFETENSORS),  # mistral/model.go
+    "mistral-7b-instruct": PresetNeed(13.49, False, _SAFETENSORS),
+    "ministral-3-3b-instruct": PresetNeed(8.70, False, _SAFETENSORS),
+    "ministral-3-8b-instruct": PresetNeed(19.41, False, _SAFETENSORS),
+    "ministral-3-14b-instruct": PresetNeed(29.29, False, _SAFETENSORS),
+    "mistral-large-3-675b-instruct": PresetNeed(634.70, True, _SAFETENSORS),
+    "gemma-3-4b-instruct": PresetNeed(8.6, False, _SAFETENSORS),  # gemma3/model.go
+    "gemma-3-27b-instruct": PresetNeed(54.8, False, _SAFETENSORS),
+    "qwen2.5-coder-7b-instruct": PresetNeed(14.19, False, _SAFETENSORS),  # qwen/model.go
+    "qwen2.5-coder-32b-instruct": PresetNeed(61.03, False, _SAFETENSORS),
+    "deepseek-r1-distill-llama-8b": PresetNeed(14.96, False, _SAFETENSORS),  # deepseek/model.go
+    "deepseek-r1-distill-qwen-14b": PresetNeed(27.51, False, _SAFETENSORS),
+    "deepseek-r1-0528": PresetNeed(641.3, True, _SAFETENSORS),
+    "deepseek-v3-0324": PresetNeed(641.3, True, _SAFETENSORS),
+    "falcon-7b": PresetNeed(13.44, False, _SAFETENSORS),  # falcon/model.go
+    "falcon-7b-instruct": PresetNeed(13.44, False, _SAFETENSORS),
+    "falcon-40b": PresetNeed(77.9, False, _SAFETENSORS),
+    "falcon-40b-instruct": PresetNeed(77.9, False, _SAFETENSORS),
+    "llama-3.3-70b-instruct": PresetNeed(152, True, _REQUIREMENT),  # llama3/model.go (152/160/320Gi)
+}
+
+
+def preset_need(name: Any) -> PresetNeed | None:
+    """What a preset needs (KAITO lower-cases preset names before it looks them up:
+    api/v1beta1/workspace_validation.go)."""
+    return PRESETS.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGPUs:
+    """The GPUs of one node of an instance type."""
+
+    count: int
+    gib: float  # total GPU memory of the node
+    model: str
+
+
+def node_gpus(instance_type: Any) -> NodeGPUs | None:
+    """GPUs of an instance type KAITO provisions: Azure sizes from KAITO's SKU table
+    (`SKUS`), AWS GPU types from the EC2 instance table (`ailint.domain.instances`, the
+    memory EC2 reports). None for anything else."""
+    known = sku(instance_type)
+    if known is not None:
+        return NodeGPUs(known[0], known[1], known[2])
+    if not isinstance(instance_type, str):
+        return None
+    it = instances.get(instance_type)
+    if it is None or not it.is_gpu or it.count < 1:
+        return None
+    return NodeGPUs(it.count, it.count * it.memory_mib_per_device / 1024, (it.gpu_name or "").upper())
 
 
 def _preset_pod(obj: K8sObject, base: Path, res_path: Path, preset_path: Path, replicas: int | None) -> PodTemplate:
@@ -100,6 +180,19 @@ def _preset_pod(obj: K8sObject, base: Path, res_path: Path, preset_path: Path, r
         (("containers", 0, "image"), preset_path + (("presetOptions", "image") if "image" in c else ()), False),
     ]
     return synthesized(obj, preset_path, spec, "inference", replicas, fields)
+
+
+def inference_preset_paths(obj: K8sObject) -> tuple[Path, Path] | None:
+    """(resource path, inference.preset path) of a Workspace or InferenceSet that serves an
+    inference preset (not a pod template, not tuning); None otherwise."""
+    tops: dict[str, Path] = {"Workspace": (), "InferenceSet": ("spec", "template")}
+    if obj.group != GROUP or obj.kind not in tops:
+        return None
+    top = tops[obj.kind]
+    inf = as_dict(obj.get(*top, "inference")) if top else as_dict(obj.data.get("inference"))
+    if not isinstance(inf.get("preset"), dict) or isinstance(inf.get("template"), dict):
+        return None
+    return top + ("resource",), top + ("inference", "preset")
 
 
 def _nodes(res: dict[str, Any]) -> int | None:
