@@ -38,13 +38,14 @@ INVENTORY = FIXTURES / "inventory"
 # family -> rule -> where it was seen to apply: "samples" (a finding on the family's objects in
 # the development samples), "fixtures" (a finding on them in fixtures/ before issue 12's fixtures
 # were written), "probe" (a fixture written for a rule issue 12 names fired on the family),
-# "named by the issue" (issue 12 names the rule for the family: MPIJob's restart budget and
-# processes per node; their fixtures are the TRN005/TRN006 session's).
+# "named by the issue" (issue 12 names the check for the family: MPIJob's restart budget and
+# processes per node, TRN005/TRN006; a KAITO preset's model size against the instance type's
+# GPU memory, GPU009; their fixtures come with those rules).
 S, F, P, N = "samples", "fixtures", "probe", "named by the issue"
 APPLIES: dict[str, dict[str, str]] = {
     "kserve": {"GPU001": P, "GPU003": F, "OBS001": F, "SRV002": F, "SRV003": F, "SRV004": F, "SRV014": P},
     "ome": {"GPU001": P, "GPU003": F, "GPU005": F, "OBS002": S, "SRV001": F, "SRV002": P, "SRV004": F, "STO007": S},
-    "kaito": {"GPU003": S, "OBS002": S, "SRV001": P, "SRV002": F, "SRV004": P, "STO007": S},
+    "kaito": {"GPU003": S, "GPU009": N, "OBS002": S, "SRV001": P, "SRV002": F, "SRV004": P, "STO007": S},
     "kubeai": {"GPU001": P, "SEC012": P, "SRV002": P, "SRV004": F, "STO008": S},
     "llmaz": {"GPU001": P, "GPU003": F, "GPU005": P, "OBS002": F, "SRV001": F, "SRV002": P, "SRV004": P},
     "aibrix": {
