@@ -312,6 +312,17 @@ def test_run_over_a_folder_reports_each_violation_at_its_field(tmp_path):
     )
 
 
+def test_a_binding_defined_in_two_files_binds_once(tmp_path):
+    """Two copies of a binding (a tutorial's variants, a vendored chart) are one binding in a
+    cluster: each violation is reported once, not once per copy."""
+    d = _folder(tmp_path)
+    write(d / "copy" / "bindings.yaml", BINDINGS)
+    s = Settings(root=str(d))
+    s.select = ["POL"]
+    got = _pol(lint([str(d)], s).findings)
+    assert len(got) == 3 and len(set(got)) == 3, got
+
+
 def test_policies_given_as_context_are_not_linted(tmp_path):
     d = _folder(tmp_path)
     policies = d / "policies"

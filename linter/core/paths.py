@@ -8,6 +8,7 @@ same whichever subfolder the run started in.
 
 from __future__ import annotations
 
+import functools
 import os
 
 
@@ -31,7 +32,14 @@ def run_root(config_root: str | None = None) -> str:
 
 
 def root_relative(path: str, root: str) -> str | None:
-    """`path` relative to `root` with forward slashes, or None when it lies outside `root`."""
+    """`path` relative to `root` with forward slashes, or None when it lies outside `root`.
+    Messages name other objects' files through it thousands of times a run: remembered per
+    path, root and current folder (a relative path means another file after a `chdir`)."""
+    return _root_relative(path, root, "" if os.path.isabs(path) and os.path.isabs(root) else os.getcwd())
+
+
+@functools.lru_cache(maxsize=8192)
+def _root_relative(path: str, root: str, cwd: str) -> str | None:
     full = os.path.abspath(path)
     try:
         rel = os.path.relpath(full, os.path.abspath(root))

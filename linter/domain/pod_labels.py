@@ -181,11 +181,24 @@ def varying_labels(pod: PodTemplate) -> frozenset[str]:
 def pod_labels(pod: PodTemplate) -> dict[str, str]:
     """The labels the pods of this template carry: the template's, with the controller's
     known labels (its defaults under the template's, its own over them)."""
-    lab = _labels(pod)
-    out = {str(k): str(v) for k, v in lab.defaults.items()}
-    out.update({str(k): str(v) for k, v in pod.labels.items()})
-    out.update(lab.forced)
-    return out
+    return dict(_effective(pod)[0])
+
+
+def _effective(pod: PodTemplate) -> tuple[dict[str, str], frozenset[str], frozenset[tuple[str, str]]]:
+    """(`pod_labels`, `varying_labels`, the (key, value) pairs no pod carries), once per
+    template: `may_select` runs for every selector against every pod of a namespace."""
+
+    def compute() -> tuple[dict[str, str], frozenset[str], frozenset[tuple[str, str]]]:
+        lab = _labels(pod)
+        out = {str(k): str(v) for k, v in lab.defaults.items()}
+        out.update({str(k): str(v) for k, v in pod.labels.items()})
+        out.update(lab.forced)
+        return out, varying_labels(pod), frozenset(lab.never)
+
+    got: tuple[dict[str, str], frozenset[str], frozenset[tuple[str, str]]] = pod._cached(
+        "pod_labels_effective", compute
+    )
+    return got
 
 
 def may_select(selector: Any, pod: PodTemplate) -> bool:
@@ -195,9 +208,7 @@ def may_select(selector: Any, pod: PodTemplate) -> bool:
     missing (None) or malformed one selects none."""
     if not isinstance(selector, dict):
         return False
-    labels = pod_labels(pod)
-    vary = varying_labels(pod)
-    never = _labels(pod).never
+    labels, vary, never = _effective(pod)
     if "matchLabels" in selector or "matchExpressions" in selector:
         ml = as_dict(selector.get("matchLabels"))
         exprs = as_list(selector.get("matchExpressions"))

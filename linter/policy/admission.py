@@ -172,6 +172,16 @@ def _rule_matches(rule: dict[str, Any], group: str, version: str, resource: str,
     return not names or name in names
 
 
+def _may_match_resource(mr: dict[str, Any], key: tuple[str, str, str, bool]) -> bool:
+    """Whether `mr`'s resourceRules can match a request of `key` whatever the object's name
+    (a rule with resourceNames counts as a possible match; `_match_resources` decides)."""
+    rules = [as_dict(r) for r in as_list(mr.get("resourceRules"))]
+    group, version, resource, namespaced = key
+    return not rules or any(
+        _rule_matches({**r, "resourceNames": None}, group, version, resource, namespaced, "") for r in rules
+    )
+
+
 @dataclass
 class Request:
     obj: K8sObject
@@ -276,14 +286,20 @@ class Evaluator:
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.by_kind: dict[tuple[str, str], list[K8sObject]] = {}
         self.names = ResourceNames(objects)
+        # one binding per name, as one cluster holds it (the last file wins, as for policies):
+        # two files that define the same binding are alternatives, not two bindings
+        bindings: dict[str, Binding] = {}
         for obj in objects:
             if obj.group == GROUP and obj.kind == "ValidatingAdmissionPolicy" and obj.name:
                 self.policies[obj.name] = build_policy(obj)
             elif obj.group == GROUP and obj.kind == "ValidatingAdmissionPolicyBinding":
-                self.bindings.append(build_binding(obj))
+                bindings[obj.name or f"#{len(bindings)}"] = build_binding(obj)
             elif obj.kind == "Namespace" and obj.api_version == "v1" and obj.name:
                 self.namespaces[obj.name] = obj.data
             self.by_kind.setdefault((obj.api_version, obj.kind), []).append(obj)
+        self.bindings = list(bindings.values())
+        # (group, version, resource, namespaced) -> the bindings whose resource rules can match
+        self._candidates: dict[tuple[str, str, str, bool], list[Binding]] = {}
 
     @property
     def active(self) -> bool:
@@ -308,10 +324,8 @@ class Evaluator:
             return []
         req = self.request_for(obj)
         out: list[Verdict] = []
-        for b in self.bindings:
-            p = self.policies.get(b.policy)
-            if p is None:
-                continue  # a binding whose policy is not there is ignored (as by the API server)
+        for b in self._bindings_for(req):
+            p = self.policies[b.policy]
             notes: list[str] = []
             mc = as_dict(p.spec.get("matchConstraints"))
             if not mc or not _match_resources(mc, req, notes):
@@ -320,6 +334,23 @@ class Evaluator:
                 continue
             out.extend(self._evaluate_binding(p, b, req, notes))
         return out
+
+    def _bindings_for(self, req: Request) -> list[Binding]:
+        """The bindings with a policy whose resource rules (the policy's and the binding's)
+        can match a request of this group, version, resource and scope, worked out once per
+        such key: the names, selectors and conditions are still checked per object."""
+        key = (req.group, req.version, req.resource, req.namespaced)
+        got = self._candidates.get(key)
+        if got is None:
+            got = self._candidates[key] = [
+                b
+                for b in self.bindings
+                if (p := self.policies.get(b.policy)) is not None  # else ignored, as by the API server
+                and (mc := as_dict(p.spec.get("matchConstraints")))
+                and _may_match_resource(mc, key)
+                and (b.match is None or _may_match_resource(b.match, key))
+            ]
+        return got
 
     # -- one (policy, binding) -----------------------------------------------------------------
     def _severity(self, b: Binding) -> Severity:

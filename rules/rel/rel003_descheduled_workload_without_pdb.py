@@ -212,7 +212,13 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
 
 def _pdbs_for(obj: Any, ctx: Any) -> list[Any]:
     """PodDisruptionBudgets of the namespace that select some pods of the workload (with the
-    labels its controller adds: `pod_labels.may_select`)."""
+    labels its controller adds: `pod_labels.may_select`); once per workload and run, since
+    each PodDisruptionBudget's own check asks it for every workload of its namespace."""
+    got: list[Any] = ctx.memo(("REL003.pdbs_for", id(obj)), lambda: _find_pdbs_for(obj, ctx))
+    return got
+
+
+def _find_pdbs_for(obj: Any, ctx: Any) -> list[Any]:
     ns = obj.namespace_or_default
     pods = list(pod_templates(obj))
     return [

@@ -120,7 +120,13 @@ _NODE_AGENT_NS = re.compile(r"^(gpu-operator|kube-system|nvidia-.*|nvidia)$")
 
 
 def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
-    """PVC name -> how it reaches FSx, for PVCs of `namespace` in the run."""
+    """PVC name -> how it reaches FSx, for PVCs of `namespace` in the run (once per run and
+    namespace: every privileged pod of the namespace asks)."""
+    got: dict[str, str] = ctx.memo(("SEC002.fsx_claims", namespace), lambda: _find_fsx_claims(ctx, namespace))
+    return got
+
+
+def _find_fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
     classes = {sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == FSX_DRIVER}
     pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume")}
     out = {}
