@@ -257,6 +257,7 @@ def _walk(
         if key in seen_dirs:
             continue  # a symlink loop or a folder reached twice
         seen_dirs.add(key)
+        real_dir = os.path.realpath(d)  # once per folder: an entry that is no link is real_dir/name
         if respect_gitignore:
             ignore.add_file(d, os.path.join(d, ".gitignore"))
         try:
@@ -289,7 +290,11 @@ def _walk(
                 continue
             if exclude and matches_any(shown, exclude):
                 continue
-            real = os.path.realpath(full)
+            try:
+                linked = entry.is_symlink()
+            except OSError:
+                linked = True
+            real = os.path.realpath(full) if linked else os.path.join(real_dir, entry.name)
             refused = boundary.refuse_read(full, real)
             if refused:  # checked before any stat or sniff of the target
                 yield Candidate(full, shown, refused[1], code=refused[0])

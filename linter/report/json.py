@@ -83,4 +83,22 @@ def render(result: Any, **_: Any) -> str:
             },
         },
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps(doc)
+
+
+_ROW = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """`doc` as indented JSON with each element of its top-level lists (files, findings) on
+    one line: readable and grep-able per finding, and written by the C encoder (an indented
+    `json.dumps` runs the pure-Python one, a third of a rerun's time on a large report)."""
+    parts = []
+    for key, value in doc.items():
+        head = f"  {_ROW.encode(key)}: "
+        if isinstance(value, list) and value:
+            rows = ",\n".join("    " + _ROW.encode(v) for v in value)
+            parts.append(f"{head}[\n{rows}\n  ]")
+        else:
+            parts.append(head + json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  "))
+    return "{\n" + ",\n".join(parts) + "\n}\n"

@@ -9,9 +9,9 @@ Compares the GPU memory a KAITO inference preset needs with the GPU memory of th
   node's GPU memory is KAITO's SKU table for Azure sizes, the EC2 table for AWS GPU types.
 - A preset that does not fit the GPU memory of one node, and that KAITO cannot spread over
   several nodes (`SupportDistributedInference` false), is an error: no node count helps.
-- A preset that KAITO can distribute but that does not fit `count` nodes is a warning:
-  KAITO's node estimator sizes the node count from the model and provisions more nodes
-  than `count` says (releases before it reject the Workspace instead).
+- A warning when KAITO can distribute the preset but it does not fit `count` nodes. KAITO's
+  node estimator sizes the node count from the model and provisions more nodes than
+  `count` says (releases before it reject the Workspace instead).
 
 Presets and instance types outside these tables, custom pod templates, tuning workspaces
 and GPU partitions (MIG, BYO nodes without an instance type) are not judged.
