@@ -109,6 +109,36 @@ def test_rerun_after_edits_identical_to_uncached(tmp_path: Path) -> None:
     assert _lint(paths, cache) == _lint(paths, None)
 
 
+def test_namespace_scoped_reads_rerun_when_their_namespace_changes(tmp_path: Path) -> None:
+    """A bundle call that read one namespace (a PDB lookup) is reused after an edit in another
+    namespace and runs again after one in its own: each rerun equals a fresh run."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "vllm.yaml")
+    pdb = tree / "pdb.yaml"
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+
+    def rel003(found: dict) -> int:
+        return sum(1 for f in found["findings"] if f["code"] == "REL003")
+
+    def budget(namespace: str) -> str:
+        return (
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: vllm\n"
+            f"  namespace: {namespace}\nspec:\n  maxUnavailable: 1\n  selector:\n    matchLabels: {{app: vllm}}\n"
+        )
+
+    pdb.write_text(budget("elsewhere"), encoding="utf-8")
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None) and rel003(first) == 1
+    pdb.write_text(budget("inference"), encoding="utf-8")  # the budget moves to the workload's namespace
+    moved = _lint(paths, cache)
+    assert moved == _lint(paths, None) and rel003(moved) == 0
+    pdb.write_text(budget("other"), encoding="utf-8")  # and away again
+    away = _lint(paths, cache)
+    assert away == _lint(paths, None) and rel003(away) == 1
+
+
 @needs_shared
 def test_corpus_cached_and_uncached_identical(tmp_path: Path) -> None:
     plain = sorted(str(p) for p in CORPUS.glob("*/plain"))

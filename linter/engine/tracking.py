@@ -2,11 +2,12 @@
 
 A bundle rule's findings on an object depend on the object and on what the rule read of
 the other objects through the context. `TrackingContext` notes that, per call, as tokens
-(the kinds it asked for, `@pods` for the run's pod templates, `*` for every object). The
-cache keeps each (object, rule) call's findings and tokens; after an edit, a call is
-reused when its object's file is unchanged and no token of it names a kind that a
-changed, added or removed file holds (before or after the edit). Everything else runs
-again, in the same order as a full run, so the findings are identical.
+(the kinds it asked for, `@pods` for the run's pod templates, `*` for every object; a read
+of one namespace is `Kind/namespace` or `@pods/namespace`). The cache keeps each (object,
+rule) call's findings and tokens; after an edit, a call is reused when its object's file is
+unchanged and no token of it names what a changed, added or removed file holds (before or
+after the edit): its objects' kinds, and those kinds in their namespaces. Everything else
+runs again, in the same order as a full run, so the findings are identical.
 """
 
 from __future__ import annotations
@@ -23,13 +24,41 @@ PODS = "@pods"  # read the pod templates of the run (`ctx.pods_in`)
 NODEPOOLS = "NodePool"
 
 
+ANY_NAMESPACE = "*"  # `Kind/*`: a change that reaches every namespace's reads of the kind
+
+
+def scoped(token: str, namespace: str) -> str:
+    """The token of a read (or a change) of `token` in one namespace."""
+    return f"{token}/{namespace}"
+
+
 def object_tokens(obj: K8sObject) -> tuple[str, ...]:
-    """What a change to `obj` invalidates: its kind, and the run's pods if it is a pod kind
-    or a catalogue object (a runtime or a DRA claim changes the pods merged with it)."""
+    """What a change to `obj` invalidates: its kind (in its namespace too), and the run's
+    pods if it is a pod kind (those of its namespace) or a catalogue object (a runtime or a
+    DRA claim changes the pods merged with it, in any namespace)."""
     from ailint.domain.extract import is_pod_kind
     from ailint.domain.workloads import is_catalogue
 
-    return (obj.kind, PODS) if is_pod_kind(obj) or is_catalogue(obj) else (obj.kind,)
+    ns = obj.namespace_or_default
+    own = (obj.kind, scoped(obj.kind, ns))
+    if is_catalogue(obj):
+        return (*own, PODS, scoped(PODS, ANY_NAMESPACE))
+    if is_pod_kind(obj):
+        return (*own, PODS, scoped(PODS, ns))
+    return own
+
+
+def stale(read: Iterable[str], touched: set[str]) -> bool:
+    """Whether a call that read `read` must run again after changes that touched `touched`:
+    a whole-kind read by any change of the kind, a namespace's read by a change there (or
+    one that reaches every namespace)."""
+    for token in read:
+        if token in touched:
+            return True
+        kind, sep, _ = token.partition("/")
+        if sep and scoped(kind, ANY_NAMESPACE) in touched:
+            return True
+    return False
 
 
 def merge_tokens(obj: K8sObject) -> frozenset[str]:
@@ -84,7 +113,7 @@ class TrackingContext(Context):
         self.__dict__["_trk_objects"] = value
 
     def of_kind(self, *kinds: str, namespace: str | None = None, group: str | None = None) -> Iterator[K8sObject]:
-        self._note(kinds)
+        self._note(kinds if namespace is None else [scoped(k, namespace) for k in kinds])
         return super().of_kind(*kinds, namespace=namespace, group=group)
 
     @property  # type: ignore[override]
@@ -93,7 +122,7 @@ class TrackingContext(Context):
         return Context.nodepools.__get__(self, Context)  # type: ignore[attr-defined]
 
     def pods_in(self, namespace: str | None) -> Any:
-        self._note((PODS,))
+        self._note((PODS,) if namespace is None else (scoped(PODS, namespace or "default"),))
         return super().pods_in(namespace)
 
     def memo(self, key: Any, compute: Any) -> Any:
@@ -215,7 +244,7 @@ def bundle_phase(
         for reg in engine.rules_for(obj, bundle=True):
             t = position[id(reg)]
             hit = old_obj.get(reg.rule.code) if old_obj is not None else None
-            if hit is not None and not touched.intersection(hit[0]) and not touched.intersection(merged):
+            if hit is not None and not stale(hit[0], touched) and not touched.intersection(merged):
                 calls[(i, t)] = hit
             else:
                 todo[t].append(i)
