@@ -274,3 +274,163 @@ def test_development_samples_are_all_understood(monkeypatch):
             assert w["roles"], w
         if w["accelerators"] is not None and w["kind"] not in _UNKNOWABLE_ENGINE:
             assert w["engine"] is not None or "training" in w["roles"] or "infra" in w["roles"], text
+
+
+# -- issue 12 review: relocation, Dynamo workers, OME selection and the predictor form -------
+def _lint(path: pathlib.Path, code: str):
+    from fixture_harness import run_rule
+
+    return [f for f in run_rule(code, path).findings if f.code == code]
+
+
+def test_a_field_a_merged_pod_took_from_a_runtime_keeps_the_rules_anchor_and_is_reported_once():
+    path = ROOT / "fixtures" / "SRV002" / "ome_runtime_and_isvc_latest.yaml"
+    runtime, isvc = objects(path.read_text(encoding="utf-8"))
+    (merged,) = workloads.pod_templates(isvc, workloads.Catalog([runtime]))
+    (c,) = merged.containers()
+    image = c.path_of("image")
+    loc = runtime.location(("spec", "engineConfig", "runner", "image"))
+    assert loc is not None
+    # spans of a Foreign path are the runtime's, of the kind asked for (key: value / value)
+    assert isvc.value_span(image) == loc.value
+    assert isvc.span(image).col == loc.key.col and isvc.span(image).end_col == loc.value.end_col
+    found = _lint(path, "SRV002")
+    assert len(found) == 1 and found[0].span == loc.value
+    assert found[0].object_ref is not None and found[0].object_ref.kind == "ClusterServingRuntime"
+
+
+def test_relocate_moves_the_file_and_path_and_keeps_the_span():
+    path = ROOT / "fixtures" / "SRV002" / "ome_runtime_and_isvc_latest.yaml"
+    runtime, isvc = objects(path.read_text(encoding="utf-8"), name="other.yaml")
+    (merged,) = workloads.pod_templates(isvc, workloads.Catalog([runtime]))
+    (c,) = merged.containers()
+    p = c.path_of("image")
+    f = Finding("SRV002", "x", Severity.ERROR, "m", isvc.file, isvc.value_span(p), isvc.ref, p)
+    moved = workloads.relocate(f, isvc)
+    assert moved.path == ("spec", "engineConfig", "runner", "image") and moved.span == f.span
+    hidden = workloads.relocate(f, isvc, frozenset({runtime.file}))
+    assert hidden.path == ("spec", "engine") and hidden.span == isvc.span(("spec", "engine"))
+
+
+@pytest.mark.parametrize(
+    ("command", "engine", "tp"),
+    [
+        (["python3", "-m", "dynamo.vllm", "--model", "m", "--tensor-parallel-size", "2"], "vllm", 2),
+        (["python3", "-m", "dynamo.sglang", "--model-path", "m", "--tp-size", "4"], "sglang", 4),
+        (["python3", "-m", "dynamo.trtllm", "--model", "m", "--tensor-parallel-size", "2"], "trtllm", None),
+        (["python3", "-m", "dynamo.frontend", "--http-port", "8000"], None, None),
+        (["python3", "-m", "dynamo.vllm.something_else"], None, None),
+    ],
+)
+def test_dynamo_workers_are_their_engine_with_its_flags(command, engine, tp):
+    from ailint.domain import serving
+
+    c = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/runtime:0.4.1", "command": command}
+    obj = one(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [c]}}))
+    (pod,) = workloads.pod_templates(obj)
+    (cont,) = pod.containers()
+    assert serving_engine(cont) == engine, what_runs(cont)
+    args = serving.engine_args(cont)
+    assert (args.int("tp") if args is not None else None) == tp
+
+
+OME_MODEL = """apiVersion: ome.io/v1beta1
+kind: ClusterBaseModel
+metadata: {name: m}
+spec:
+  modelFormat: {name: safetensors, version: "1.0.0"}
+  modelFramework: {name: transformers, version: "4.47.0"}
+  modelArchitecture: LlamaForCausalLM
+  modelParameterSize: 70B
+  storage: {path: /models/m}
+"""
+
+
+def _ome_runtime(name: str, kind: str = "ClusterServingRuntime", namespace: str | None = None, **extra) -> str:
+    fmt = {
+        "modelFormat": {"name": "safetensors", "version": "1.0.0"},
+        "modelFramework": {"name": "transformers", "version": "4.47.0"},
+        "modelArchitecture": "LlamaForCausalLM",
+        "autoSelect": True,
+        "priority": extra.pop("priority", 1),
+    }
+    fmt.update(extra.pop("format", {}))
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    spec = {"supportedModelFormats": [fmt], "engineConfig": {"runner": {"name": "ome-container", "image": "i:1"}}}
+    spec.update(extra)
+    return json.dumps({"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": meta, "spec": spec})
+
+
+def _select(*runtimes: str, isvc_extra: str = "") -> str | None:
+    isvc = (
+        "apiVersion: ome.io/v1beta1\nkind: InferenceService\nmetadata: {name: s, namespace: ns" + isvc_extra + "}\n"
+        "spec:\n  model: {name: m}\n  engine: {minReplicas: 1}\n"
+    )
+    objs = objects("\n---\n".join([OME_MODEL, *runtimes, isvc]))
+    from ailint.domain.workloads import ome
+
+    rt = ome.find_runtime(objs[-1], workloads.Catalog(objs[:-1]))
+    return rt.name if rt is not None else None
+
+
+def test_ome_runtime_selection_follows_the_runtimeselector_matcher():
+    assert _select(_ome_runtime("a", priority=9, disabled=True), _ome_runtime("b")) == "b"
+    small = _ome_runtime("small", priority=9, modelSizeRange={"min": "1B", "max": "10B"})
+    assert _select(small, _ome_runtime("b")) == "b"
+    assert _select(_ome_runtime("q", priority=9, format={"quantization": "fp8"}), _ome_runtime("b")) == "b"
+    other_fw = _ome_runtime("fw", priority=9, format={"modelFramework": {"name": "tensorrtllm"}})
+    assert _select(other_fw, _ome_runtime("b")) == "b"
+    newer = _ome_runtime("v", priority=9, format={"modelFormat": {"name": "safetensors", "version": "2.0.0"}})
+    assert _select(newer, _ome_runtime("b")) == "b"
+    not_auto = _ome_runtime("manual", priority=9, format={"autoSelect": False})
+    assert _select(not_auto, _ome_runtime("b")) == "b"
+    # the highest (weight x priority) score wins; then the tightest size range; then the name
+    assert _select(_ome_runtime("b"), _ome_runtime("c", priority=3)) == "c"
+    wide = _ome_runtime("wide", modelSizeRange={"min": "1B", "max": "400B"})
+    tight = _ome_runtime("tight", modelSizeRange={"min": "60B", "max": "80B"})
+    assert _select(wide, tight) == "tight"
+    assert _select(_ome_runtime("z"), _ome_runtime("y")) == "y"
+    # a namespace's ServingRuntime comes before every ClusterServingRuntime
+    mine = _ome_runtime("local", kind="ServingRuntime", namespace="ns")
+    assert _select(_ome_runtime("c", priority=9), mine) == "local"
+    # an accelerator class the InferenceService asks for must be one the runtime supports
+    annotated = ", annotations: {ome.io/accelerator-class: h100}"
+    h100 = _ome_runtime("h100", acceleratorRequirements={"acceleratorClasses": ["h100"]})
+    assert _select(_ome_runtime("c", priority=9), h100, isvc_extra=annotated) == "h100"
+    assert _select(_ome_runtime("c")) == "c" and _select() is None
+
+
+def test_ome_predictor_model_form_merges_the_runtimes_ome_container():
+    path = ROOT / "fixtures" / "SRV004" / "ome_predictor_model_tp_over_gpus.yaml"
+    runtime, isvc = objects(path.read_text(encoding="utf-8"))
+    (alone,) = workloads.pod_templates(isvc)
+    assert alone.open and alone.role == "predictor"
+    (merged,) = workloads.pod_templates(isvc, workloads.Catalog([runtime]))
+    (c,) = merged.containers()
+    assert not merged.open and c.image == "docker.io/vllm/vllm-openai:v0.9.2"
+    assert c.accelerators() == {"nvidia.com/gpu": 2.0}  # the InferenceService's limit wins
+    assert serving_engine(c) == "vllm"
+    assert real_path(c.path_of("args", 1))[0].obj is runtime  # the runtime's argument, at its line
+    facts, _ = workloads.workload_facts(isvc, workloads.Catalog([runtime]))
+    assert facts.engine == "vllm" and facts.model == "llama-3-1-70b-instruct" and facts.replicas == 1
+    # the engine architecture wins over a predictor the same object still carries
+    both = one(
+        "apiVersion: ome.io/v1beta1\nkind: InferenceService\nmetadata: {name: s}\n"
+        "spec:\n  model: {name: m}\n  engine: {minReplicas: 2}\n  predictor: {model: {baseModel: m}}\n"
+    )
+    assert [p.role for p in workloads.pod_templates(both)] == []  # engine without a runner: no pod
+    from ailint.domain.workloads import ome
+
+    assert not ome.legacy(both)
+
+
+def test_nimservice_image_findings_point_at_the_tag():
+    path = ROOT / "fixtures" / "SRV002" / "nimservice_image_latest.yaml"
+    obj = one(path.read_text(encoding="utf-8"))
+    (pod,) = workloads.pod_templates(obj)
+    (c,) = pod.containers()
+    assert real_path(c.path_of("image")) == ("spec", "image", "tag")
+
+
+def test_kserve_inferenceservices_are_server_kinds():
+    assert "serving.kserve.io/InferenceService" in workloads.serving_rule_kinds()

@@ -178,6 +178,19 @@ class Anchor:
         return real + rest[len(pre) :] if keep else real
 
 
+@dataclass(frozen=True, eq=False)
+class Foreign:
+    """A path step: what follows is a path in another object of the run. A merged pod maps
+    the fields it took from another object (a runtime) to it (`Anchor` fields ending in a
+    Foreign step): the spans of such a path are that object's (`K8sObject.span` and friends
+    resolve them there, so a finding keeps the key or value anchor its rule asked for), and
+    the engine moves the finding to that object's file (`ailint.domain.workloads.relocate`)."""
+
+    obj: K8sObject
+    path: Path
+    home: Path = ()  # the workload's own field that merges it in (where a finding falls back to)
+
+
 def real_path(path: Sequence[Any]) -> Path:
     """`path` with its last `Anchor` step resolved to the written field (else unchanged)."""
     path = tuple(path)
@@ -355,6 +368,8 @@ class K8sObject:
     def value_span(self, path: Sequence[Any]) -> Span:
         """The span of the value at `path` (for a missing path, its nearest ancestor's key)."""
         path = real_path(path)
+        if path and type(path[0]) is Foreign:
+            return path[0].obj.value_span(path[0].path + path[1:])
         p = self._pos(path)
         if p is None:
             return self.key_span(path)
@@ -368,6 +383,8 @@ class K8sObject:
         key; their span is the first line of the value.
         """
         path = real_path(path)
+        if path and type(path[0]) is Foreign:
+            return path[0].obj.key_span(path[0].path + path[1:])
         while True:
             p = self._pos(path)
             if p is not None:
@@ -385,6 +402,8 @@ class K8sObject:
         a missing field gives the key of its nearest existing parent.
         """
         path = real_path(path)
+        if path and type(path[0]) is Foreign:
+            return path[0].obj.span(path[0].path + path[1:])
         p = self._pos(path)
         if p is not None and path and isinstance(path[-1], str) and p[4] == p[0] and p[6] == p[4]:
             return Span(p[0], p[1], p[6], p[7])

@@ -33,20 +33,34 @@ SERVING_ENGINES = {
 
 # What a command runs, matched on one shell command (a segment between `&&`, `;`, `|`...):
 # the server it starts, or why it is no model server.
+# NVIDIA Dynamo's workers are the engine with Dynamo's runtime around it, and take the
+# engine's own flags: `python3 -m dynamo.vllm` parses vLLM's AsyncEngineArgs
+# (`--model`, `--tensor-parallel-size`, ...), `dynamo.sglang` SGLang's ServerArgs
+# (`--model-path`, `--tp-size`, ...), `dynamo.trtllm` `--model`, `--tensor-parallel-size`
+# (ai-dynamo/dynamo components/src/dynamo/{vllm,sglang}/args.py, trtllm/backend_args.py).
+_DYNAMO_WORKER = r"\bdynamo\.{}(?![\w.])"
 _SERVER_CMD = (
     (
         "vllm",
-        lazy_re(r"(^|\s|/)vllm serve\b|vllm\.entrypoints\.(openai\.api_server|api_server)\b|/vllm/inference_api\.py"),
+        lazy_re(
+            r"(^|\s|/)vllm serve\b|vllm\.entrypoints\.(openai\.api_server|api_server)\b|/vllm/inference_api\.py|"
+            + _DYNAMO_WORKER.format("vllm")
+        ),
     ),
-    ("sglang", lazy_re(r"\bsglang\.launch_server\b|(^|\s|/)sglang serve\b")),
-    ("trtllm", lazy_re(r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b")),
+    ("sglang", lazy_re(r"\bsglang\.launch_server\b|(^|\s|/)sglang serve\b|" + _DYNAMO_WORKER.format("sglang"))),
+    (
+        "trtllm",
+        lazy_re(
+            r"(^|\s|/)trtllm-(serve|llmapi-launch)\b|\blaunch_triton_server\.py\b|" + _DYNAMO_WORKER.format("trtllm")
+        ),
+    ),
     ("triton", lazy_re(r"(^|\s|/)tritonserver\b")),
     ("tgi", lazy_re(r"(^|\s|/)text-generation-launcher\b")),
     ("nim", lazy_re(r"(^|\s|/)(opt/nim/)?start_server\.sh\b|(^|\s|/)nim[-_]serve\b")),
     ("ollama", lazy_re(r"(^|\s|/)ollama serve\b")),
     ("llama.cpp", lazy_re(r"(^|\s|/)llama-server\b|\bllama_cpp\.server\b")),
     ("lmdeploy", lazy_re(r"(^|\s|/)lmdeploy serve\b")),
-    ("dynamo", lazy_re(r"\bdynamo\.(vllm|sglang|trtllm|llama_cpp)\b|(^|\s|/)dynamo serve\b")),
+    ("dynamo", lazy_re(r"\bdynamo\.llama_cpp\b|(^|\s|/)dynamo serve\b")),
     ("ray-serve", lazy_re(r"(^|\s|/)serve (run|deploy|start)\b")),
 )
 _NOT_SERVER = (

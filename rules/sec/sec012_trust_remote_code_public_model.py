@@ -138,10 +138,10 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 idx = c.env_index("TRUST_REMOTE_CODE")
                 path, span = c.path_of("env", idx if idx is not None else 0), None
             else:
+                # the list item that carries the flag (in a controller-built pod, the adapter's
+                # Anchor maps it to the field the user wrote)
                 loc = serving.text_location(obj, c, how)
                 path, span = loc if loc else (c.path_of("args"), None)
-                if pod.synthetic is not None:  # a controller-built pod: point at the object's own args
-                    path, span = (("spec", "args") if obj.has(("spec", "args")) else ("spec",)), None
             yield RULE.finding(
                 obj,
                 path,

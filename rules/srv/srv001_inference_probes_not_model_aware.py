@@ -20,7 +20,11 @@ readiness probes that check only the raylet and GCS there, and adds the Serve pr
 (`/-/healthz`) only for RayService workers. RayServices are not checked.
 
 In a LeaderWorkerSet only the leader template is checked (workers join the leader's
-engine and serve no HTTP).
+engine and serve no HTTP). KServe InferenceServices are checked in every deployment mode
+(with the ServingRuntime container merged in when the runtime is in the run): for a
+container that states no readiness probe, KServe's RawDeployment adds only a tcpSocket
+check on its port and Knative (Serverless) defaults one to a tcpSocket check on the user
+port, neither of which waits for the model.
 
 Severity: error when the liveness probe restarts the container, or the startup probe gives
 up, in under 300 seconds; a warning otherwise.

@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ailint.core.model import Finding, K8sObject
+from ailint.core.model import Finding, Foreign, K8sObject
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
-from ailint.domain.workloads.base import Catalog, Facts, Family, Foreign, Kind, written
+from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
 
 __all__ = [
     "Catalog",
@@ -189,9 +189,13 @@ def bind(obj: K8sObject, catalog: Catalog) -> None:
 
 def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -> Finding:
     """A finding on `obj` about a field its merged pod took from another object of the run
-    (a runtime's args, probes, image) moved to that object's line (the finding still names
-    `obj`, the workload judged). When that object is in a context-only file (`hidden`), the
-    finding stays on the workload, on the field that merges it in. Others are unchanged."""
+    (a runtime's args, probes, image) moved to that object's file (the finding still names
+    `obj`, the workload judged). Its span is already that object's, of the kind the rule
+    asked for (`K8sObject.span`/`value_span` resolve a `Foreign` step there), so the same
+    field judged on the runtime itself and on the workload merged with it gives one span and
+    the run keeps one finding (the runtime's own, judged first). When that object is in a
+    context-only file (`hidden`), the finding stays on the workload, on the field that
+    merges it in. Others are unchanged."""
     path = f.path
     if not path or not isinstance(path[0], Foreign):
         return f
@@ -199,7 +203,7 @@ def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -
     if step.obj.file in hidden:
         return dataclasses.replace(f, span=obj.span(step.home), path=step.home)
     real = step.path + tuple(path[1:])
-    return dataclasses.replace(f, file=step.obj.file, span=step.obj.span(real), path=real)
+    return dataclasses.replace(f, file=step.obj.file, path=real)
 
 
 def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTemplate]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ailint.core.model import Anchor, K8sObject, Path, as_dict, get_in, iter_dicts
+from ailint.core.model import Anchor, Foreign, K8sObject, Path, as_dict, get_in, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import to_int as as_int
 
@@ -61,17 +61,6 @@ class Family:
     reads: Callable[[K8sObject, list[PodTemplate]], tuple[Kind, ...]] | None = None
     # completes a pod template with what the run's catalogue holds for it (DRA: claimed devices)
     bind_pod: Callable[[PodTemplate, Catalog], None] | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class Foreign:
-    """A path step: what follows is a path in another object of the run. A merged pod maps
-    the fields it took from a runtime to it (`Anchor` fields ending in a Foreign step), so a
-    finding on them points at the runtime's line (`ailint.domain.workloads.relocate`)."""
-
-    obj: K8sObject
-    path: Path
-    home: Path = ()  # the workload's own field that merges it in (where a finding falls back to)
 
 
 def merged_origins(

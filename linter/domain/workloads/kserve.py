@@ -17,9 +17,9 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
-from ailint.domain.workloads.base import Catalog, Facts, Family, Foreign, Kind, as_int, merged_origins, synthesized
+from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, as_int, merged_origins, synthesized
 
 GROUP = "serving.kserve.io"
 FRAMEWORKS = (
@@ -307,5 +307,14 @@ FAMILY = Family(
     takes_catalog=True,
     supplies=supplies,
     role=_role,
+    # An InferenceService's predictor is a long-running model server in every deployment
+    # mode, and neither mode makes its readiness model-aware: in RawDeployment/Standard KServe
+    # copies the container and adds, when it states none, only a tcpSocket readinessProbe on
+    # its first port (kserve pkg/controller/v1beta1/inferenceservice/reconcilers/deployment/
+    # deployment_reconciler.go setDefaultPodSpec); in Serverless Knative defaults a missing
+    # readiness probe to tcpSocket on the user port (knative/serving pkg/apis/serving/v1/
+    # revision_defaults.go applyProbes) and the queue-proxy runs it (pkg/reconciler/revision/
+    # resources/deploy.go). So the rules for servers judge its merged pod as written.
+    serving=((GROUP, "InferenceService"),),
     reads=reads,
 )

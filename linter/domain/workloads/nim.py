@@ -94,8 +94,15 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
     for key in ("nodeSelector", "tolerations", "affinity", "runtimeClassName", "schedulerName", "priorityClassName"):
         if spec.get(key):
             pod[key] = spec[key]
+    img = spec.get("image")
+    # a finding on the image points at the part a user changes: the tag, else the repository
+    img_path: Path = ("spec", "image")
+    for part in ("tag", "repository"):
+        if isinstance(img, dict) and part in img:
+            img_path = ("spec", "image", part)
+            break
     fields: list[tuple[Path, Path, bool]] = [
-        (("containers", 0, "image"), ("spec", "image"), True),
+        (("containers", 0, "image"), img_path, False),
         (("containers", 0, "resources"), ("spec", "resources"), True),
         (("containers", 0, "command"), ("spec", "command"), True),
         (("containers", 0, "args"), ("spec", "args"), True),

@@ -11,29 +11,35 @@ runtimes carry them, so the runtime's templates are judged as the pods of every
 InferenceService that selects it. Without the runtime in the run, an InferenceService's
 pods hold only what it states (and are `open`: the runtime may add any field); its engine
 then comes from the runtime's name (OME's srt-/vllm- naming) and its replicas from its
-`minReplicas`. One that names no runtime and whose base model is not in the run states no
-engine: OME selects the runtime by the base model's format and architecture
-(pkg/runtimeselector), so the engine stays unknown.
+`minReplicas`. One that names no runtime gets the runtime OME would select for its base model among
+those of the run (`select_runtime`, after pkg/runtimeselector); when the base model is not
+in the run its engine stays unknown.
+
+The deprecated form, `spec.predictor.model` (baseModel, runtime and container fields), is
+still reconciled by the controller when the spec does not use the engine architecture: its
+pod is the runtime's `spec.containers` (the ome-container) merged with that container
+(`legacy`, `_predictor_pod`).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from typing import Any
 
-from ailint.core.model import K8sObject, Path, as_dict, iter_dicts
+from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import (
     COMPONENT_ONLY,
     Catalog,
     Facts,
     Family,
-    Foreign,
     Kind,
     as_int,
     merged_origins,
     runner_pod,
+    synthesized,
 )
 from ailint.domain.workloads.kserve import merge_container
 
@@ -42,42 +48,189 @@ COMPONENTS = (("engine", "engineConfig"), ("decoder", "decoderConfig"), ("router
 
 
 def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
-    """The runtime named in `spec.runtime`, else the auto-selected one: a runtime whose
-    `supportedModelFormats` (autoSelect) name the base model's architecture and format,
-    highest priority first (sgl-project/ome pkg/runtimeselector)."""
+    """The runtime the InferenceService names (`spec.runtime.name`, or `runtime` of the
+    deprecated `spec.predictor.model`): a ServingRuntime of its namespace, else a
+    ClusterServingRuntime; else the one OME selects for its base model (`select_runtime`)."""
     if catalog is None:
         return None
-    name = obj.get("spec", "runtime", "name")
+    name = obj.get("spec", "runtime", "name") if not legacy(obj) else obj.get("spec", "predictor", "model", "runtime")
     if isinstance(name, str) and name:
         return catalog.get(GROUP, "ServingRuntime", name, obj.namespace) or catalog.get(
             GROUP, "ClusterServingRuntime", name
         )
     model = base_model(obj, catalog)
-    if model is None:
+    return select_runtime(obj, model, catalog) if model is not None else None
+
+
+# -- runtime auto-selection (sgl-project/ome pkg/runtimeselector: selector.go, matcher.go,
+# scorer.go, types.go; versions as pkg/modelver/util.go parses them) ------------------------
+_DEFAULT_PRIORITY = 1  # NewConfig: DefaultPriority 1, ModelFormatWeight 10, ModelFrameworkWeight 5
+_FORMAT_WEIGHT, _FRAMEWORK_WEIGHT = 10, 5  # used where a format sets weight 0 (the CRD defaults it to 1)
+_VERSION = re.compile(r"^(v?)(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?(?:\.(0|[1-9][0-9]*)(.*))?$")
+
+
+def _version(v: Any) -> tuple[str, tuple[int, int, int], str, int] | None:
+    """(major prefix, (major, minor, patch), pre-release/build/dev suffix, precision)."""
+    m = _VERSION.match(str(v)) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+    if m is None:
         return None
-    arch = model.get("spec", "modelArchitecture")
-    fmt = model.get("spec", "modelFormat", "name")
-    best: tuple[int, K8sObject] | None = None
-    for kind in ("ServingRuntime", "ClusterServingRuntime"):
+    precision = 1 + (m.group(3) is not None) + (m.group(4) is not None)
+    return m.group(1), (int(m.group(2)), int(m.group(3) or 0), int(m.group(4) or 0)), m.group(5) or "", precision
+
+
+def _version_ok(supported: dict[str, Any], model: dict[str, Any]) -> bool:
+    """matcher.go compareModelFormatVersions: the runtime's version against the model's by
+    the format's operator (Equal by default; versions with a pre-release, build or dev part
+    compare Equal; other operators need the same precision and prefix)."""
+    got, want = _version(model.get("version")), _version(supported.get("version"))
+    if got is None or want is None:
+        return False
+    op = supported.get("operator") or "Equal"
+    if got[2] or want[2] or op not in ("GreaterThan", "GreaterThanOrEqual"):
+        return got[1:3] == want[1:3]
+    if got[3] != want[3] or got[0] != want[0]:
+        return False
+    return want[1] > got[1] if op == "GreaterThan" else want[1] >= got[1]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Both unset, or both set and equal (architecture, quantization)."""
+    return (a is None) == (b is None) and a == b
+
+
+def _format_matches(model: dict[str, Any], f: dict[str, Any]) -> bool:
+    """matcher.go compareSupportedModelFormats (diffusion pipelines: only that a pipeline the
+    format requires is stated by the model)."""
+    if f.get("diffusionPipeline") is not None and model.get("diffusionPipeline") is None:
+        return False
+    if not _same(model.get("modelArchitecture"), f.get("modelArchitecture")):
+        return False
+    if not _same(model.get("quantization"), f.get("quantization")):
+        return False
+    for key, required in (("modelFormat", True), ("modelFramework", False)):
+        want, got = f.get(key), model.get(key)
+        if want is None and got is None and not required:
+            continue
+        if not isinstance(want, dict) or not isinstance(got, dict) or want.get("name") != got.get("name"):
+            return False
+        if (want.get("version") is None) != (got.get("version") is None):
+            return False
+        if want.get("version") is not None and not _version_ok(want, got):
+            return False
+    return True
+
+
+def _params(size: Any) -> float:
+    """matcher.go parseModelSize: "7B" -> 7e9 (T, B, M suffixes; unparsable is 0)."""
+    text = str(size)
+    mult = {"T": 1e12, "B": 1e9, "M": 1e6}.get(text[-1:], 1.0)
+    try:
+        return float(text[:-1] if mult != 1.0 else text) * mult
+    except ValueError:
+        return 0.0
+
+
+def _accelerator_classes(obj: K8sObject) -> set[str]:
+    """matcher.go collectRequiredAcceleratorClasses: the classes the InferenceService asks for."""
+    out = {obj.annotations.get("ome.io/accelerator-class")}
+    out.add(obj.get("spec", "acceleratorSelector", "acceleratorClass"))
+    for comp in ("engine", "decoder"):
+        out.add(obj.get("spec", comp, "acceleratorOverride", "acceleratorClass"))
+    return {c for c in out if isinstance(c, str) and c}
+
+
+def _weight(f: dict[str, Any], default: int) -> int:
+    w = as_int(f.get("weight"))
+    return 1 if w is None else default if w == 0 else w  # the CRD defaults weight to 1
+
+
+def _score(model: dict[str, Any], f: dict[str, Any]) -> int:
+    """scorer.go CalculateFormatScore: format weight x priority when the format (name, and
+    version where both state one) matches, plus framework weight x priority when the
+    framework does; 0 when either is stated and does not match."""
+    prio = as_int(f.get("priority")) or _DEFAULT_PRIORITY
+    score = 0
+    sf, mf = f.get("modelFormat"), as_dict(model.get("modelFormat"))
+    if isinstance(sf, dict):
+        if sf.get("name") != mf.get("name"):
+            return 0
+        if sf.get("version") is not None and mf.get("version") is not None and not _version_ok(sf, mf):
+            return 0
+        score += _weight(sf, _FORMAT_WEIGHT) * prio
+    sfw, mfw = f.get("modelFramework"), model.get("modelFramework")
+    if isinstance(sfw, dict) and isinstance(mfw, dict):
+        if sfw.get("name") != mfw.get("name"):
+            return 0
+        if sfw.get("version") is not None and mfw.get("version") is not None and not _version_ok(sfw, mfw):
+            return 0
+        score += _weight(sfw, _FRAMEWORK_WEIGHT) * prio
+    elif sfw is not None or mfw is not None:
+        return 0
+    return score
+
+
+def select_runtime(obj: K8sObject, model_obj: K8sObject, catalog: Catalog) -> K8sObject | None:
+    """The runtime OME auto-selects for the base model `model_obj` among those of the run:
+    not `disabled`, one of its supportedModelFormats matches the model (architecture,
+    quantization, format and framework with their versions) and the model's
+    `modelParameterSize` is inside its `modelSizeRange`, it supports the accelerator class
+    the InferenceService asks for, it has an `autoSelect` format, and its best autoSelect
+    format scores above 0. Namespace ServingRuntimes come before ClusterServingRuntimes; then
+    the highest score, the tightest size range, the name."""
+    model = as_dict(model_obj.get("spec"))
+    if not as_dict(model.get("modelFormat")).get("name"):
+        return None  # selector.go validateModel: a model format name is required
+    size = model.get("modelParameterSize")
+    wanted = _accelerator_classes(obj)
+    ranked: list[tuple[int, int, float, str, K8sObject]] = []
+    for scope, kind in ((0, "ServingRuntime"), (1, "ClusterServingRuntime")):
         for rt in catalog.of_kind(GROUP, kind):
             if kind == "ServingRuntime" and rt.namespace_or_default != obj.namespace_or_default:
                 continue
-            for f in rt.get("spec", "supportedModelFormats") or []:
-                if not isinstance(f, dict) or f.get("autoSelect") is not True:
-                    continue
-                if f.get("modelArchitecture") != arch or (
-                    fmt and as_dict(f.get("modelFormat")).get("name") not in (None, fmt)
-                ):
-                    continue
-                prio = as_int(f.get("priority")) or 0
-                if best is None or prio > best[0]:
-                    best = (prio, rt)
-    return best[1] if best else None
+            spec = as_dict(rt.get("spec"))
+            if spec.get("disabled") is True:
+                continue
+            supported = set(as_list(as_dict(spec.get("acceleratorRequirements")).get("acceleratorClasses")))
+            if wanted and not wanted <= supported:
+                continue
+            formats = [f for _, f in iter_dicts(spec.get("supportedModelFormats"))]
+            rng = as_dict(spec.get("modelSizeRange"))
+            fits = size is None or not rng or _params(rng.get("min")) <= _params(size) <= _params(rng.get("max"))
+            if not fits or not any(_format_matches(model, f) for f in formats):
+                continue
+            auto = [f for f in formats if f.get("autoSelect") is not False]
+            if not any(f.get("autoSelect") is True for f in formats):
+                continue
+            score = max((_score(model, f) for f in auto), default=0)
+            if score <= 0:
+                continue
+            distance = 0.0
+            if size is not None:
+                distance = sum(abs(_params(rng[b]) - _params(size)) for b in ("min", "max") if rng.get(b) is not None)
+            ranked.append((scope, -score, distance, rt.name or "", rt))
+    ranked.sort(key=lambda r: r[:4])
+    return ranked[0][4] if ranked else None
+
+
+def legacy(obj: K8sObject) -> bool:
+    """An InferenceService in the deprecated `spec.predictor.model` form (baseModel, runtime
+    and a container): the controller builds its predictor from it when the spec does not use
+    the engine architecture (`spec.model` with an engine, decoder, runtime or router)
+    (sgl-project/ome pkg/controller/v1beta1/inferenceservice/controller.go, Reconcile)."""
+    spec = as_dict(obj.data.get("spec"))
+    if spec.get("model") and any(spec.get(k) for k in ("engine", "decoder", "runtime", "router")):
+        return False
+    return isinstance(as_dict(spec.get("predictor")).get("model"), dict)
 
 
 def base_model(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
     if catalog is None:
         return None
+    if legacy(obj):  # utils.GetBaseModel: a BaseModel of the namespace, else a ClusterBaseModel
+        name = obj.get("spec", "predictor", "model", "baseModel")
+        return catalog.get(GROUP, "BaseModel", name, obj.namespace_or_default) or catalog.get(
+            GROUP, "ClusterBaseModel", name
+        )
     name = obj.get("spec", "model", "name")
     kind = obj.get("spec", "model", "kind") or "ClusterBaseModel"
     if kind == "BaseModel":
@@ -180,6 +333,9 @@ def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTem
         return
     if obj.kind != "InferenceService":
         return
+    if legacy(obj):
+        yield _predictor_pod(obj, catalog)
+        return
     runtime = find_runtime(obj, catalog)
     rspec = as_dict(runtime.get("spec")) if runtime is not None else {}
     model = base_model(obj, catalog)
@@ -201,11 +357,87 @@ def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTem
             yield pod
 
 
+# ModelSpec fields of the deprecated predictor that are not container fields, and the
+# PredictorSpec fields that are not PodSpec fields (ome.io_inferenceservices.yaml)
+_MODEL_ONLY = ("baseModel", "runtime", "runtimeVersion", "protocolVersion", "storageUri", "fineTunedWeights")
+_PREDICTOR_ONLY = frozenset(
+    {*COMPONENT_ONLY, "model", "containers", "maxUnavailable", "minAvailable", "timeoutSeconds"}
+)
+# ServingRuntimeSpec fields that are not PodSpec fields (ome.io_clusterservingruntimes.yaml)
+_RUNTIME_ONLY = frozenset(
+    {
+        "supportedModelFormats",
+        "modelSizeRange",
+        "disabled",
+        "protocolVersions",
+        "acceleratorRequirements",
+        "engineConfig",
+        "decoderConfig",
+        "routerConfig",
+        "workers",
+        "containers",
+        "labels",
+        "annotations",
+    }
+)
+OME_CONTAINER = "ome-container"
+
+
+def _predictor_pod(obj: K8sObject, catalog: Catalog | None) -> PodTemplate:
+    """The predictor pod of the deprecated form (components/predictor.go reconcilePodSpec):
+    the runtime's `spec.containers` entry named ome-container merged with the container
+    fields of `predictor.model` (MergeRuntimeContainers), first, then the runtime's other
+    containers; the runtime's pod fields under the predictor's (MergePodSpec); env
+    MODEL_PATH from the base model's `storage.path`. Without the runtime in the run, the pod
+    holds what the InferenceService states (and is `open`)."""
+    base: Path = ("spec", "predictor")
+    pred = as_dict(obj.get(*base))
+    model = as_dict(pred.get("model"))
+    mine = {k: v for k, v in model.items() if k not in _MODEL_ONLY}
+    runtime = find_runtime(obj, catalog)
+    rspec = as_dict(runtime.get("spec")) if runtime is not None else {}
+    rts = list(iter_dicts(rspec.get("containers")))
+    spec: dict[str, Any] = {}
+    containers: list[dict[str, Any]] = []
+    fields: list[tuple[Path, Path, bool]] = []
+    home = base + ("model",)
+    if runtime is not None and rts:
+        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
+        main_i, main = next(((i, c) for i, c in rts if c.get("name") == OME_CONTAINER), rts[0])
+        containers.append(merge_container(main, mine))
+        fields += merged_origins(("containers", 0), runtime, ("spec", "containers", main_i), main, mine, home)
+        for i, c in rts:
+            if c is not main:
+                fields.append(
+                    ((("containers", len(containers))), (Foreign(runtime, ("spec", "containers", i), home),), True)
+                )
+                containers.append(copy.deepcopy(c))
+        for k in rspec:
+            if k not in _RUNTIME_ONLY and k not in pred:
+                fields.append(((k,), (Foreign(runtime, ("spec", k), base),), True))
+    else:
+        containers.append({"name": OME_CONTAINER, **mine})
+    fields.append((("containers", 0), home, True))
+    model_obj = base_model(obj, catalog)
+    model_path = model_obj.get("spec", "storage", "path") if model_obj is not None else None
+    if isinstance(model_path, str):
+        env = [e for e in as_list(containers[0].get("env")) if isinstance(e, dict)]
+        if not any(e.get("name") == "MODEL_PATH" for e in env):
+            containers[0] = {**containers[0], "env": [*env, {"name": "MODEL_PATH", "value": model_path}]}
+    spec.update({k: v for k, v in pred.items() if k not in _PREDICTOR_ONLY})
+    spec["containers"] = containers
+    fields.append(((), base, True))
+    replicas = as_int(pred.get("minReplicas")) if "minReplicas" in pred else 1
+    pod = synthesized(obj, base, spec, "predictor", replicas, fields)
+    pod.open = runtime is None
+    return pod
+
+
 def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | None:
     if obj.kind != "InferenceService":
         return None
     out = Facts(roles=["serving"])
-    name = obj.get("spec", "model", "name")
+    name = obj.get("spec", "predictor", "model", "baseModel") if legacy(obj) else obj.get("spec", "model", "name")
     model = base_model(obj, catalog)
     uri = model.get("spec", "storage", "storageUri") if model is not None else None
     if isinstance(uri, str) and uri:
@@ -213,7 +445,8 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
     elif isinstance(name, str):
         out.model = name
     if find_runtime(obj, catalog) is None:
-        out.engine = runtime_engine(obj.get("spec", "runtime", "name"))
+        named = obj.get("spec", "predictor", "model", "runtime") if legacy(obj) else obj.get("spec", "runtime", "name")
+        out.engine = runtime_engine(named)
     if not pods:
         out.replicas = stated_replicas(obj)
     return out
