@@ -323,14 +323,81 @@ def test_a_binding_defined_in_two_files_binds_once(tmp_path):
     assert len(got) == 3 and len(set(got)) == 3, got
 
 
+REQUESTS_POLICY = """apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: enforce-requests
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: ["apps"]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["deployments"]
+  validations:
+    - expression: >
+        object.spec.template.spec.containers.all(c,
+          (has(c.resources.requests) && size(c.resources.requests) > 0) ||
+          (has(c.resources.limits) && size(c.resources.limits) > 0))
+      message: every container must specify resource requests or limits
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: enforce-requests
+spec:
+  policyName: enforce-requests
+  validationActions: [Deny]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: no-resources
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: with-requests
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.9.2
+          resources:
+            requests: {cpu: "4"}
+"""
+
+
+def test_a_container_without_resources_is_judged_as_the_api_server_decodes_it(tmp_path):
+    """`has(c.resources.requests)` on a container that writes no resources: the API server's
+    object has `resources: {}` there (a Go struct field is never omitted), so the policy
+    rejects the Deployment instead of erroring, and a container with requests passes."""
+    f = write(tmp_path / "all.yaml", REQUESTS_POLICY)
+    s = Settings(root=str(tmp_path))
+    s.select = ["POL"]
+    got = _pol(lint([str(f)], s).findings)
+    assert [(code, sev) for _, _, code, sev, _ in got] == [("POL001", "error")], got
+    assert got[0][1] < line_of(f, "name: with-requests")
+    assert "every container must specify" in got[0][4]
+
+
 def test_policies_given_as_context_are_not_linted(tmp_path):
     d = _folder(tmp_path)
     policies = d / "policies"
     wl = d / "workloads"
-    # the workloads and their namespaces and params, the policies only as context
+    # the workloads and their namespaces and params, the policies only as context; outside a
+    # git repository each given path is a project of its own, so `--scope run` joins them
     proc = run_cli(
         "check", str(wl), str(d / "params.yaml"), str(d / "namespaces.yaml"), "--policies", str(policies),
-        "--no-config", "--select", "POL", "--format", "json", cwd=tmp_path,
+        "--no-config", "--scope", "run", "--select", "POL", "--format", "json", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     findings = json.loads(proc.stdout)["findings"]
@@ -347,10 +414,15 @@ def test_namespace_not_in_the_run_is_assumed_to_match(tmp_path):
     (d / "namespaces.yaml").unlink()
     s = Settings(root=str(d))
     s.select = ["POL001"]
-    msgs = [f.message for f in lint([str(d)], s).findings if "max-replicas" in f.message]
+    found = [f for f in lint([str(d)], s).findings if "max-replicas" in f.message]
+    msgs = [f.message for f in found]
     # without Namespace objects, research matches too (its param allows 1 replica)
     assert any("research" in m and "assumed to match the namespaceSelector" in m for m in msgs), msgs
     assert any("at most 3 replicas in serving" in m for m in msgs), msgs
+    # a Deny found on that assumption is a warning that says why, never an error
+    assumed = [f for f in found if "assumed to match" in f.message]
+    assert assumed and all(f.severity.value == "warning" for f in assumed), assumed
+    assert all(f.severity_reason and "not in the run" in f.severity_reason for f in assumed)
 
 
 def test_config_policies_key_and_severity_override(tmp_path):

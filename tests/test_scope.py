@@ -72,7 +72,9 @@ def _two_repos(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def _codes(args: list[str], cwd: Path, cache_dir: Path | None = None) -> list[tuple[str, str, int]]:
+def _codes(
+    args: list[str], cwd: Path, cache_dir: Path | None = None, select: str = "REL006,GPU001"
+) -> list[tuple[str, str, int]]:
     env = {**os.environ}
     if cache_dir is None:
         args = [*args, "--no-cache"]
@@ -80,7 +82,7 @@ def _codes(args: list[str], cwd: Path, cache_dir: Path | None = None) -> list[tu
         env["AILINT_CACHE_DIR"] = str(cache_dir)
         env.pop("AILINT_NO_CACHE", None)
     out = subprocess.run(
-        [sys.executable, "-m", "ailint", "check", *args, "--format", "json", "--select", "REL006,GPU001"],
+        [sys.executable, "-m", "ailint", "check", *args, "--format", "json", "--select", select],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -100,6 +102,41 @@ def test_repo_scope_keeps_another_repositorys_nodepool_out(tmp_path: Path) -> No
     assert all(f.endswith("vllm.yaml") for _, f, _ in joined)
     assert _codes(["infra", "serving", "--scope", "repo"], tmp_path) == []
     assert _codes(["infra", "serving"], tmp_path) == []  # repo is the default
+
+
+POLICY = """apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: team-label
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: ["apps"]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["deployments"]
+  validations:
+    - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+      message: deployments carry a team label
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: team-label
+spec:
+  policyName: team-label
+  validationActions: [Deny]
+"""
+
+
+@needs_git
+def test_a_repositorys_admission_policy_judges_only_its_own_objects(tmp_path: Path) -> None:
+    a, _ = _two_repos(tmp_path)
+    (a / "policy.yaml").write_text(POLICY)
+    joined = _codes(["infra", "serving", "--scope", "run"], tmp_path, select="POL")
+    assert [c for c, _, _ in joined] == ["POL001"] and joined[0][1].endswith("vllm.yaml")
+    assert _codes(["infra", "serving"], tmp_path, select="POL") == []  # repo scope, the default
 
 
 @needs_git

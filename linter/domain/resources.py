@@ -10,6 +10,7 @@ or scope the general rule gets wrong, the CRDs of the run, and Kubernetes' own g
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ailint.core.model import K8sObject, as_dict
 
@@ -103,3 +104,55 @@ class ResourceNames:
         if got is not None:
             return got[1]
         return (group, kind) not in CLUSTER_SCOPED
+
+
+# Built-in API groups: the API server decodes their objects into Go types before admission.
+_TYPED_GROUPS = frozenset({"", "apps", "batch"})
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def as_served(obj: K8sObject) -> dict[str, Any]:
+    """`obj`'s data as the API server hands it to admission (ValidatingAdmissionPolicy's
+    `object`): for a built-in kind with pod templates, every container has `resources`.
+
+    The server decodes a built-in object into its Go type and converts it back to
+    unstructured data; `Container.Resources` is a `ResourceRequirements` value, not a
+    pointer (k8s.io/api core/v1 types.go), and the converter never omits a struct field,
+    however empty (k8s.io/apimachinery pkg/runtime/converter.go: `isZero` is false for a
+    struct). So `has(c.resources.requests)` is false there, not an error, for a container
+    that writes no resources. Custom resources are stored as written: their data is
+    returned unchanged. Copies only what it changes; `obj.data` is never modified."""
+    if obj.group not in _TYPED_GROUPS:
+        return obj.data
+    from ailint.domain.extract import pod_templates
+
+    data: dict[str, Any] = obj.data
+    for pod in pod_templates(obj):
+        path = tuple(pod.spec_path)
+        if pod.synthetic is not None or not all(isinstance(step, (str, int)) for step in path):
+            continue
+        spec = obj.get(*path)
+        if not isinstance(spec, dict):
+            continue
+        changed: dict[str, Any] = {}
+        for field in _CONTAINER_LISTS:
+            items = spec.get(field)
+            if isinstance(items, list) and any(isinstance(c, dict) and "resources" not in c for c in items):
+                changed[field] = [
+                    {**c, "resources": {}} if isinstance(c, dict) and "resources" not in c else c for c in items
+                ]
+        if changed:
+            data = _replaced(data, path, {**spec, **changed})
+    return data
+
+
+def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`node` with the value at `path` replaced: a copy of each container on the way."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(node, dict):
+        return {**node, head: _replaced(node[head], rest, value)}
+    out = list(node)
+    out[head] = _replaced(node[head], rest, value)
+    return out

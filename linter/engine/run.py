@@ -412,8 +412,14 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         findings.extend(f for f in part if f.file not in hidden)
     findings = unique(findings)  # one runtime line judged for itself and for a workload merged with it
     enabled = {r.rule.code for r in engine.rules}
-    for provider in registry.providers():  # passes over the whole run (admission policies)
-        findings.extend(provider.run_pass(objects, settings, enabled, hidden))
+    # passes over the run (admission policies), once per scope project like the bundle rules:
+    # a policy of one repository never judges another's objects
+    projects: dict[int, list[K8sObject]] = {}
+    for o, w in zip(objects, which, strict=True):
+        projects.setdefault(w, []).append(o)
+    for provider in registry.providers():
+        for members in projects.values() if len(projects) > 1 else [objects]:
+            findings.extend(provider.run_pass(members, settings, enabled, hidden))
     for fr in file_results:
         if fr.path in hidden:
             continue

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
-from ailint.domain.resources import ResourceNames
+from ailint.domain.resources import ResourceNames, as_served
 from ailint.policy import cel
 
 GROUP = "admissionregistration.k8s.io"
@@ -194,6 +194,13 @@ class Request:
     namespace_known: bool
 
 
+class AssumedNamespace(str):
+    """A note that the match assumed a namespace not in the run matches a namespaceSelector:
+    a violation found on that assumption is a warning at most (a Deny may not apply)."""
+
+    __slots__ = ()
+
+
 def _match_resources(mr: dict[str, Any], req: Request, notes: list[str]) -> bool:
     obj = req.obj
     rules = [as_dict(r) for r in as_list(mr.get("resourceRules"))]
@@ -214,7 +221,9 @@ def _match_resources(mr: dict[str, Any], req: Request, notes: list[str]) -> bool
             labels.setdefault("kubernetes.io/metadata.name", req.namespace or "")
             return selector_matches(ns_sel, labels)
         notes.append(
-            f"namespace {req.namespace or 'default'} is not in the run: assumed to match the namespaceSelector"
+            AssumedNamespace(
+                f"namespace {req.namespace or 'default'} is not in the run: assumed to match the namespaceSelector"
+            )
         )
     return True
 
@@ -275,6 +284,7 @@ class Verdict:
     severity: Severity
     message: str
     path: tuple[Any, ...]
+    severity_reason: str | None = None  # why the severity is not the binding's action's
 
 
 class Evaluator:
@@ -395,9 +405,11 @@ class Evaluator:
             return [Verdict("POL002", Severity.INFO, f"{label} not evaluated offline: {missing}{suffix}", ())]
         out: list[Verdict] = []
         sev = self._severity(b)
+        assumed = next((str(n) for n in notes if isinstance(n, AssumedNamespace)), None)
+        served = as_served(obj)  # as the API server decodes it (empty `resources: {}` and the like)
         for param in params:
             data = {
-                "object": obj.data,
+                "object": served,
                 "oldObject": None,
                 "params": param,
                 "namespaceObject": req.namespace_obj,
@@ -471,7 +483,10 @@ class Evaluator:
                 text = text or message or f"failed expression: {e.source.strip()}"
                 if reason != "Invalid":  # the HTTP reason of the rejection (Forbidden, Unauthorized ...)
                     text = f"{text} [{reason}]"
-                out.append(Verdict("POL001", sev, f"{label}: {text}{suffix}", where))
+                if assumed and sev.rank > Severity.WARNING.rank:
+                    out.append(Verdict("POL001", Severity.WARNING, f"{label}: {text}{suffix}", where, assumed))
+                else:
+                    out.append(Verdict("POL001", sev, f"{label}: {text}{suffix}", where))
         return out
 
     @staticmethod
@@ -569,5 +584,17 @@ def findings(
     for obj, v in verdicts:
         if v.code in rules:
             name, _ = rules[v.code]
-            out.append(Finding(v.code, name, v.severity, v.message, obj.file, obj.span(v.path), obj.ref, v.path))
+            out.append(
+                Finding(
+                    v.code,
+                    name,
+                    v.severity,
+                    v.message,
+                    obj.file,
+                    obj.span(v.path),
+                    obj.ref,
+                    v.path,
+                    severity_reason=v.severity_reason,
+                )
+            )
     return out

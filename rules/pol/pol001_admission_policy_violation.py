@@ -13,7 +13,8 @@ cluster; when the object's namespace is not in the run, the message says the res
 it matches the `namespaceSelector`.
 
 Severity: a warning when the binding's validationActions has Warn (and not Deny); info when
-it has only Audit.
+it has only Audit. A warning at most when the match assumes that a namespace not in the run
+matches a `namespaceSelector`: a `Deny` there may not apply, so it is not an error.
 
 ## Why is this bad?
 The cluster rejects the object (`Deny`) or warns about it (`Warn`) at `kubectl apply` time,
