@@ -157,3 +157,28 @@ def test_cache_follows_an_edit_of_the_claim(tmp_path: Path) -> None:
     assert [f["code"] for f in _run([str(src)], cache, ["GPU003"])] == ["GPU003"]
     (src / "claim.yaml").write_text(DRA.replace("CLASS", "nic.example.com"), encoding="utf-8")
     assert _run([str(src)], cache, ["GPU003"]) == []
+
+
+def test_a_repeated_finding_is_kept_as_the_one_of_the_object_holding_its_line() -> None:
+    """One runtime line judged on the runtime and on a workload merged with it (the workload
+    first in the file): the finding kept names the runtime, whose lines hold it."""
+    from ailint.core.model import Finding, Severity, SourceFile, Span
+    from ailint.engine.catalogue import unique
+    from ailint.engine.load import load_text
+
+    text = (
+        "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc}\n"
+        "spec: {predictor: {model: {runtime: rt}}}\n---\n"
+        "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata: {name: rt}\n"
+        "spec:\n  containers:\n    - name: kserve-container\n      image: vllm/vllm-openai:latest\n"
+    )
+    objects = load_text(SourceFile("m.yaml", "m.yaml", text)).objects
+    isvc, runtime = objects
+    span = Span(12, 14, 12, 37)  # the runtime's image line
+
+    def finding(obj) -> Finding:
+        return Finding("SRV002", "x", Severity.ERROR, "same message", "m.yaml", span, obj.ref)
+
+    kept = unique([finding(isvc), finding(runtime)], objects)
+    assert [f.object_ref.kind for f in kept] == ["ServingRuntime"]
+    assert [f.object_ref.kind for f in unique([finding(isvc), finding(runtime)])] == ["InferenceService"]

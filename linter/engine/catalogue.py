@@ -19,7 +19,7 @@ objects). The bundle phase's reuse covers the merged pods through the tokens of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ailint.core.model import Finding, K8sObject
@@ -59,15 +59,28 @@ def catalogue_pass(
     return out
 
 
-def unique(findings: list[Finding]) -> list[Finding]:
+def unique(findings: list[Finding], objects: Sequence[K8sObject] = ()) -> list[Finding]:
     """`findings` without repeats of one (code, file, span, message): a runtime's line that
     a bundle rule judges on the runtime itself and again on the InferenceService merged with
-    it is reported once."""
-    seen: set[tuple[Any, ...]] = set()
+    it is reported once, as the finding of the object whose lines hold it (the runtime's,
+    whichever came first) when `objects` are given."""
+    where = {(o.file, o.doc_index): o for o in objects}  # spans only on a repeat (spilled tables)
+
+    def owns(f: Finding) -> bool:
+        obj = where.get((f.file, f.object_ref.document)) if f.object_ref is not None else None
+        if obj is None:
+            return False
+        whole = obj.value_span(())  # the document, first line to last
+        return whole.line <= f.span.line <= whole.end_line
+
+    kept: dict[tuple[Any, ...], int] = {}
     out: list[Finding] = []
     for f in findings:
         key = (f.code, f.file, f.span, f.message)
-        if key not in seen:
-            seen.add(key)
+        at = kept.get(key)
+        if at is None:
+            kept[key] = len(out)
             out.append(f)
+        elif where and not owns(out[at]) and owns(f):
+            out[at] = f
     return out

@@ -410,7 +410,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
-    findings = unique(findings)  # one runtime line judged for itself and for a workload merged with it
+    findings = unique(findings, objects)  # one runtime line judged for itself and for a workload merged with it
     enabled = {r.rule.code for r in engine.rules}
     # passes over the run (admission policies), once per scope project like the bundle rules:
     # a policy of one repository never judges another's objects
