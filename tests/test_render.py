@@ -243,6 +243,8 @@ def _holds_key(f: dict, base: Path) -> bool:
         rt = line_of(base / r["file"], r["line"])
         if "{{" in text and any(re.search(rf"(^|\s){re.escape(k)}:", rt) for k in keys):
             return True
+        if "{{" in text and rt.lstrip().startswith("- "):
+            return True  # the directive prints a values list item (an argument) the finding is about
     return False
 
 
