@@ -39,11 +39,12 @@ INVENTORY = FIXTURES / "inventory"
 # the development samples), "fixtures" (a finding on them in fixtures/ before issue 12's fixtures
 # were written), "probe" (a fixture written for a rule issue 12 names fired on the family),
 # "named by the issue" (issue 12 names the check for the family: MPIJob's restart budget and
-# processes per node, TRN005/TRN006; a KAITO preset's model size against the instance type's
+# processes per node, TRN005/TRN006; the Ray rules on an AIBrix RayClusterFleet's RayCluster
+# template; a KAITO preset's model size against the instance type's
 # GPU memory, GPU009; their fixtures come with those rules).
 S, F, P, N = "samples", "fixtures", "probe", "named by the issue"
 APPLIES: dict[str, dict[str, str]] = {
-    "kserve": {"GPU001": P, "GPU003": F, "OBS001": F, "SRV002": F, "SRV003": F, "SRV004": F, "SRV014": P},
+    "kserve": {"GPU001": P, "GPU003": F, "OBS001": F, "SRV001": S, "SRV002": F, "SRV003": F, "SRV004": F, "SRV014": P},
     "ome": {"GPU001": P, "GPU003": F, "GPU005": F, "OBS002": S, "SRV001": F, "SRV002": P, "SRV004": F, "STO007": S},
     "kaito": {"GPU003": S, "GPU009": N, "OBS002": S, "SRV001": P, "SRV002": F, "SRV004": P, "STO007": S},
     "kubeai": {"GPU001": P, "SEC012": P, "SRV002": P, "SRV004": F, "STO008": S},
@@ -55,12 +56,17 @@ APPLIES: dict[str, dict[str, str]] = {
         "OBS001": S,
         "OBS002": S,
         "OBS004": S,
+        "OBS006": N,
+        "REL008": N,
+        "SEC008": N,
         "SRV001": S,
         "SRV002": S,
         "SRV004": S,
         "SRV012": S,
         "STO007": S,
         "STO008": S,
+        "TRN002": N,
+        "TRN004": S,
     },
     "dynamo": {"OBS001": F, "SRV002": P, "STO008": F},
     "nim": {"GPU001": P, "GPU003": F, "SRV002": P, "SRV014": F, "STO007": F},
