@@ -434,3 +434,27 @@ def test_nimservice_image_findings_point_at_the_tag():
 
 def test_kserve_inferenceservices_are_server_kinds():
     assert "serving.kserve.io/InferenceService" in workloads.serving_rule_kinds()
+
+
+@pytest.mark.parametrize(("multinode", "pods"), [(None, 3), ({}, 6), ({"nodeCount": 4}, 12)])
+def test_dynamo_multinode_without_node_count_is_two_nodes(multinode, pods):
+    """`multinode` written without `nodeCount` spans 2 nodes per replica (the CRD's default
+    and minimum); without `multinode`, one."""
+    svc: dict = {
+        "replicas": 3,
+        "extraPodSpec": {"mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1"}},
+    }
+    if multinode is not None:
+        svc["multinode"] = multinode
+    obj = one(
+        json.dumps(
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "DynamoGraphDeployment",
+                "metadata": {"name": "g"},
+                "spec": {"services": {"VllmWorker": svc}},
+            }
+        )
+    )
+    (pod,) = workloads.pod_templates(obj)
+    assert pod.replicas == pods

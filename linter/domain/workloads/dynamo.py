@@ -37,12 +37,21 @@ def _gpu_resources(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _node_count(svc: dict[str, Any]) -> int:
+    """Nodes per replica: 1 without `multinode`; with it, `nodeCount`, which the CRD defaults
+    to 2 (its minimum; nvidia.com_dynamographdeployments.yaml and _dynamocomponentdeployments,
+    ai-dynamo/dynamo deploy/operator/config/crd/bases)."""
+    if not isinstance(svc.get("multinode"), dict):
+        return 1
+    return as_int(svc["multinode"].get("nodeCount")) or 2
+
+
 def _service_pod(obj: K8sObject, base: Path, svc: dict[str, Any], name: str) -> PodTemplate | None:
     extra = as_dict(svc.get("extraPodSpec"))
     main = as_dict(extra.get("mainContainer"))
     if not main and not extra.get("containers"):
         return None
-    nodes = as_int(as_dict(svc.get("multinode")).get("nodeCount")) or 1
+    nodes = _node_count(svc)
     replicas = as_int(svc.get("replicas")) if "replicas" in svc else 1
     c = copy.deepcopy(main)
     c.setdefault("name", "main")
@@ -97,7 +106,7 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
                 if t:
                     yield t
         for i, comp in iter_dicts(spec.get("components")):
-            nodes = as_int(as_dict(comp.get("multinode")).get("nodeCount")) or 1
+            nodes = _node_count(comp)
             reps = as_int(comp.get("replicas")) if "replicas" in comp else 1
             t = template(
                 obj,
