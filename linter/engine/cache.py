@@ -577,13 +577,27 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             run_entry,
             (
                 [(f.path, f.documents, f.objects) for f in out.files],
-                findings_out(out.findings),
+                findings_out(_with_reasons(out.findings)),
                 findings_out(out.suppressed),
                 [(d, s.path) for d, s in out.sources.items()],
             ),
         )
     if cache.store.written:
         cache.store.prune()
+    return out
+
+
+def _with_reasons(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` with each severity reason resolved (the rule doc's condition for a severity
+    other than the documented one), so a rerun prints it without importing the rules' docs."""
+    from dataclasses import replace
+
+    from ailint.report.explain import severity_reason
+
+    out = []
+    for f in findings:
+        reason = f.severity_reason or severity_reason(f)
+        out.append(f if reason == f.severity_reason else replace(f, severity_reason=reason))
     return out
 
 

@@ -266,9 +266,11 @@ def _walk(
             yield Candidate(d, display_path(d, root), f"cannot list folder: {exc.strerror or exc}")
             continue
         subdirs = []
+        shown_dir = display_path(d, root)  # an entry's is the folder's plus its name
+        prefix = "" if shown_dir == "." else shown_dir.rstrip("/") + "/"
         for entry in entries:
             full = entry.path
-            shown = display_path(full, root)
+            shown = prefix + entry.name
             try:
                 is_dir = entry.is_dir()
             except OSError:
