@@ -354,7 +354,7 @@ def update_readme(table: str) -> None:
         return
     before, rest = text.split(README_START, 1)
     _, after = rest.split(README_END, 1)
-    readme.write_text(f"{before}{README_START}\n{table}{README_END}{after}", encoding="utf-8")
+    readme.write_text(f"{before}{README_START}\n{table.rstrip()}\n\n{README_END}{after}", encoding="utf-8")
 
 
 def main() -> None:

@@ -388,17 +388,12 @@ def _check(
 
 def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opts: Any) -> tuple[str, bool]:
     """The report as text; `opts` go to the reporter (each ignores what it does not use)."""
-    if fmt == "json":
-        from ailint.report import json as rep
-    elif fmt == "sarif":
-        from ailint.report import sarif as rep  # type: ignore[no-redef]
-    elif fmt == "github":
-        from ailint.report import github as rep  # type: ignore[no-redef]
-    elif fmt == "html":
-        from ailint.report import html as rep  # type: ignore[no-redef]
-    else:
-        from ailint.report import text as rep  # type: ignore[no-redef]
+    import importlib
 
+    # only the chosen reporter is imported (a one-file run must start fast)
+    name = fmt if fmt in ("json", "sarif", "github", "html") else "text"
+    rep = importlib.import_module(f"ailint.report.{name}")
+    if name == "text":
         use_color = (
             color
             if color is not None
