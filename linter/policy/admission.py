@@ -405,7 +405,8 @@ class Evaluator:
             return [Verdict("POL002", Severity.INFO, f"{label} not evaluated offline: {missing}{suffix}", ())]
         out: list[Verdict] = []
         sev = self._severity(b)
-        assumed = next((str(n) for n in notes if isinstance(n, AssumedNamespace)), None)
+        # the message says which namespace; the severity's reason says only why it is lowered
+        assumed = "a namespaceSelector match assumed" if any(isinstance(n, AssumedNamespace) for n in notes) else None
         served = as_served(obj)  # as the API server decodes it (empty `resources: {}` and the like)
         for param in params:
             data = {
