@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from test_integrations import GPU_BAD, run_action
+from tests_support import local_hook_config
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git needed")
 
@@ -169,10 +170,11 @@ def test_pre_commit_sees_the_repository_through_context(split_repo):
     git(split_repo, "commit", "-q", "-m", "infra")
     git(split_repo, "add", "apps/vllm.yaml")
     env = dict(os.environ, PRE_COMMIT_HOME=str(ROOT / ".pre-commit-cache"))
+    config = local_hook_config(split_repo.parent, ROOT)  # the hook as defined, run on the staged files
 
     def hook() -> subprocess.CompletedProcess:
         return subprocess.run(
-            [pre_commit, "try-repo", str(ROOT), "ailint"],
+            [pre_commit, "run", "--config", str(config), "ailint"],
             cwd=split_repo,
             capture_output=True,
             text=True,

@@ -164,18 +164,24 @@ def test_pre_commit_try_repo(tmp_path):
     (repo / ".ailint.yaml").write_text("select: [GPU002]\n")  # the repo's own config is honoured
     subprocess.run(git + ["add", "."], cwd=repo, check=True)
     env = dict(os.environ, PRE_COMMIT_HOME=str(ROOT / ".pre-commit-cache"))
-    bad = subprocess.run(
-        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml"],
+    # one install from the working tree (try-repo uses a fresh store every time): both files
+    both = subprocess.run(
+        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "bad.yaml", "good.yaml"],
         cwd=repo,
         capture_output=True,
         text=True,
         env=env,
         timeout=600,
     )
-    assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "GPU002" in bad.stdout
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert "bad.yaml:" in both.stdout and "GPU002" in both.stdout
+    assert "good.yaml:" not in both.stdout
+    # the clean file alone passes: the same hook definition, run as a local hook
+    from tests_support import local_hook_config
+
+    config = local_hook_config(tmp_path, ROOT)
     good = subprocess.run(
-        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "good.yaml"],
+        [pre_commit, "run", "--config", str(config), "ailint", "--files", "good.yaml"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests_support import local_hook_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CHARTS = ROOT / "fixtures" / "charts"
@@ -287,8 +288,9 @@ def test_pre_commit_lints_the_chart_a_staged_values_file_belongs_to(render_tools
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
     env = {**render_tools.path_env(), "PRE_COMMIT_HOME": str(ROOT / ".pre-commit-cache"), "NO_COLOR": "1"}
+    config = local_hook_config(tmp_path, ROOT)  # the hook as defined, on one staged values file
     r = subprocess.run(
-        [pre_commit, "try-repo", str(ROOT), "ailint", "--files", "charts/gpu-serve/values.yaml"],
+        [pre_commit, "run", "--config", str(config), "ailint", "--files", "charts/gpu-serve/values.yaml"],
         cwd=repo,
         capture_output=True,
         text=True,
