@@ -70,6 +70,14 @@ def copyable_selector(selector: Any) -> dict[str, Any] | None:
     return None
 
 
+def selector_terms(selector: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """(matchLabels, matchExpressions) of a LabelSelector; a plain map (a Service's
+    `spec.selector`) is all matchLabels."""
+    if "matchLabels" in selector or "matchExpressions" in selector:
+        return as_dict(selector.get("matchLabels")), as_list(selector.get("matchExpressions"))
+    return selector, []
+
+
 def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
     """A LabelSelector (matchLabels + matchExpressions) or a plain map against labels.
 
@@ -78,11 +86,7 @@ def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
     if not isinstance(selector, dict):
         return False
     labels = {str(k): str(v) for k, v in labels.items()}
-    if "matchLabels" in selector or "matchExpressions" in selector:
-        ml = as_dict(selector.get("matchLabels"))
-        exprs = as_list(selector.get("matchExpressions"))
-    else:
-        ml, exprs = selector, []
+    ml, exprs = selector_terms(selector)
     for k, v in ml.items():
         if labels.get(str(k)) != str(v):
             return False

@@ -50,6 +50,7 @@ from typing import Any
 
 from ailint.core.model import as_dict, as_list, iter_dicts
 from ailint.domain import kserve
+from ailint.domain.context import selector_terms
 from ailint.domain.extract import PodTemplate
 
 _STS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-revision-hash")
@@ -209,11 +210,7 @@ def may_select(selector: Any, pod: PodTemplate) -> bool:
     if not isinstance(selector, dict):
         return False
     labels, vary, never = _effective(pod)
-    if "matchLabels" in selector or "matchExpressions" in selector:
-        ml = as_dict(selector.get("matchLabels"))
-        exprs = as_list(selector.get("matchExpressions"))
-    else:
-        ml, exprs = selector, []
+    ml, exprs = selector_terms(selector)
     for k, v in ml.items():
         key = str(k)
         if key in vary:

@@ -23,7 +23,7 @@ from typing import Any
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate, is_pod_kind, pod_templates
-from ailint.domain.roles import is_agent_pod, role_override
+from ailint.domain.roles import is_agent_pod, name_words, role_override
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 BUILTIN_BROAD_ROLES = {
@@ -96,18 +96,7 @@ def agent_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             continue
         if obj.kind == "DaemonSet" or not is_agent_pod(pod):
             continue
-        names = [
-            obj.name or "",
-            *[
-                f"{k}={v}"
-                for k, v in {**obj.labels, **pod.labels}.items()
-                if isinstance(v, str) and not k.startswith("app.kubernetes.io/managed-by")
-            ],
-        ]
-        for c in pod.containers():
-            names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
-            names.append(c.name)
-        if any(_agent_token(n) for n in names):
+        if any(_agent_token(n) for n in name_words(pod)):
             yield pod
 
 

@@ -300,17 +300,11 @@ def is_agent_pod(pod: PodTemplate) -> bool:
     return pod._cached("agent", lambda: _is_agent_pod(pod))
 
 
-def _is_agent_pod(pod: PodTemplate) -> bool:
-    ov = declared_role(pod)
-    if ov:
-        return ov == "agent"
+def name_words(pod: PodTemplate) -> list[str]:
+    """What a pod is called: its object's name, its labels (`key=value`, minus the
+    `managed-by` one a tool stamps on everything), and each container's image name and name.
+    The agent decisions read these words."""
     obj = pod.obj
-    if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
-        return True
-    if obj.kind in KSERVE_LLM_KINDS:
-        return False  # model servers and their endpoint picker
-    if obj.kind == "DaemonSet":
-        return False  # node agents (log shippers, device plugins, exporters)
     names = [
         obj.name or "",
         *[
@@ -322,6 +316,21 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
     for c in pod.containers():
         names.append(c.image.rsplit("/", 1)[-1].split(":")[0])
         names.append(c.name)
+    return names
+
+
+def _is_agent_pod(pod: PodTemplate) -> bool:
+    ov = declared_role(pod)
+    if ov:
+        return ov == "agent"
+    obj = pod.obj
+    if obj.group.startswith("agents.x-k8s.io") or obj.kind in ("Sandbox", "SandboxTemplate", "SandboxClaim"):
+        return True
+    if obj.kind in KSERVE_LLM_KINDS:
+        return False  # model servers and their endpoint picker
+    if obj.kind == "DaemonSet":
+        return False  # node agents (log shippers, device plugins, exporters)
+    names = name_words(pod)
     text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
     words = {m.group(1) for m in _AGENT_WORD.finditer(text)}
     if not words:

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
+from ailint.domain.context import selector_terms
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
 
@@ -113,11 +114,7 @@ def required_labels(selector: Any) -> list[tuple[str, str]]:
     `In` expressions with one value."""
     if not isinstance(selector, dict):
         return []
-    if "matchLabels" in selector or "matchExpressions" in selector:
-        ml = as_dict(selector.get("matchLabels"))
-        exprs = as_list(selector.get("matchExpressions"))
-    else:
-        ml, exprs = selector, []
+    ml, exprs = selector_terms(selector)
     out = [(str(k), str(v)) for k, v in ml.items() if isinstance(v, (str, int, float, bool))]
     for _, e in iter_dicts(exprs):
         vals = as_list(e.get("values"))

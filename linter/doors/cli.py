@@ -285,33 +285,9 @@ def _check(
         from ailint.fix.apply import run_fixes
         from ailint.report.common import redact_text
 
-        chart_messages: list[str] = []
-        if getattr(result, "render", None) is not None:  # charts and overlays: fix their sources
-            from ailint.engine.render import fixes as render_fixes
-
-            result, chart_messages, _ = render_fixes.apply_source_fixes(
-                result,
-                unsafe_fixes,
-                diff,
-                lambda: lint(
-                    list(paths) or ["."],
-                    settings,
-                    stdin_text=stdin_text,
-                    stdin_filename=stdin_filename,
-                    debug=debug,
-                    jobs=jobs,
-                    bounded=False,
-                    context=context_paths,
-                    cache=False,
-                ),
-            )
-            render_fixes.strip(result)
-        result, fix_messages = run_fixes(
-            result,
-            settings,
-            unsafe=unsafe_fixes,
-            diff_only=diff,
-            lint_again=lambda: lint(
+        def relint() -> Any:
+            """The run again after fixes were written: always from a fresh, unbounded parse."""
+            return lint(
                 list(paths) or ["."],
                 settings,
                 stdin_text=stdin_text,
@@ -321,7 +297,25 @@ def _check(
                 bounded=False,
                 context=context_paths,
                 cache=False,
-            ),
+            )
+
+        chart_messages: list[str] = []
+        if getattr(result, "render", None) is not None:  # charts and overlays: fix their sources
+            from ailint.engine.render import fixes as render_fixes
+
+            result, chart_messages, _ = render_fixes.apply_source_fixes(
+                result,
+                unsafe_fixes,
+                diff,
+                relint,
+            )
+            render_fixes.strip(result)
+        result, fix_messages = run_fixes(
+            result,
+            settings,
+            unsafe=unsafe_fixes,
+            diff_only=diff,
+            lint_again=relint,
         )
         for msg in chart_messages + fix_messages:
             # a diff quotes the file's lines: secrets in them are masked like in every report

@@ -19,7 +19,16 @@ from typing import Any
 
 from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
-from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, as_int, merged_origins, synthesized
+from ailint.domain.workloads.base import (
+    COMPONENT_ONLY,
+    Catalog,
+    Facts,
+    Family,
+    Kind,
+    as_int,
+    merged_origins,
+    synthesized,
+)
 
 GROUP = "serving.kserve.io"
 FRAMEWORKS = (
@@ -37,26 +46,8 @@ FRAMEWORKS = (
 )
 # ModelSpec fields that are not container fields
 _MODEL_ONLY = ("modelFormat", "runtime", "runtimeVersion", "protocolVersion", "storageUri", "storage")
-# component extension fields that are not PodSpec fields
-_COMPONENT_ONLY = (
-    "minReplicas",
-    "maxReplicas",
-    "scaleTarget",
-    "scaleMetric",
-    "scaleMetricType",
-    "autoScaling",
-    "containerConcurrency",
-    "timeout",
-    "canaryTrafficPercent",
-    "logger",
-    "batcher",
-    "labels",
-    "annotations",
-    "deploymentStrategy",
-    "workerSpec",
-    "storageUris",
-    *FRAMEWORKS,
-)
+# component extension fields that are not PodSpec fields (the shared list), and the framework keys
+_COMPONENT_ONLY = frozenset({*COMPONENT_ONLY, *FRAMEWORKS})
 RUNTIME_CONTAINER = "kserve-container"
 # ServingRuntimeSpec fields that are not PodSpec fields
 _RUNTIME_ONLY = (
