@@ -380,3 +380,100 @@ def test_clean_env_and_config_dir(tmp_path: Path) -> None:
     assert not _entries(proj / ".mycache")
     assert _cli(["clean"], tmp_path / "env").returncode == 0
     assert not _entries(tmp_path / "env")
+
+
+# -- the stat index -------------------------------------------------------------------------
+def test_stat_index_skips_reading_unchanged_files_and_sees_every_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files whose stat signature was recorded are not read on a rerun; a rewrite that keeps
+    the size and sets the mtime back is still seen (its ctime moved), and the rerun equals
+    a fresh run."""
+    from ailint.engine import cache as cache_mod
+    from ailint.engine import run as run_mod
+
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # every file counts as settled at once
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 60)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    first = _lint(paths, cache)
+    reads: list[str] = []
+    real_read = run_mod.read_raw
+
+    def counting(c, settings):  # type: ignore[no-untyped-def]
+        reads.append(c.display)
+        return real_read(c, settings)
+
+    monkeypatch.setattr(run_mod, "read_raw", counting)
+    assert _lint(paths, cache) == first
+    assert reads == [], "a rerun over settled, unchanged files reads none of them"
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    before = victim.stat()
+    text = victim.read_text(encoding="utf-8")
+    victim.write_text(text.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    assert victim.stat().st_size == before.st_size and victim.stat().st_mtime_ns == before.st_mtime_ns
+    monkeypatch.setattr(run_mod, "read_raw", real_read)
+    again = _lint(paths, cache)
+    assert again == _lint(paths, None)
+    assert again != first, "the rewrite changed findings, and the rerun shows it"
+
+
+def test_recently_changed_files_are_always_hashed(tmp_path: Path) -> None:
+    """A file changed in the last two seconds is not trusted by its stat (a write in the same
+    clock tick keeps the mtime): its signature is not recorded."""
+    from ailint.engine import cache as cache_mod
+
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES, tree, 5)
+    _lint([str(tree)], tmp_path / "c")
+    store = cache_mod.Store(str(tmp_path / "c"))
+    recorded = [v for p in _entries(tmp_path / "c") if isinstance(v := _value(store, Path(p)), dict) and v]
+    assert not any(isinstance(k, str) and k.endswith(".yaml") for d in recorded for k in d)
+
+
+def _value(store: object, path: Path) -> object:
+    import marshal
+
+    blob = path.read_bytes()
+    try:
+        return marshal.loads(blob[len(b"AILC1\n") + 32 :])
+    except (ValueError, EOFError):
+        return None
+
+
+# -- the admission-policy memo ------------------------------------------------------------------
+def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: Path) -> None:
+    """Cached reruns after editing the judged object, the policy, its param and its binding
+    each equal a fresh run."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    src = (FIXTURES / "POL001" / "params_configmap_selector.yaml").read_text(encoding="utf-8")
+    f = tree / "policy.yaml"
+    f.write_text(src, encoding="utf-8")
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+
+    def pol(found: dict) -> list[tuple[str, int]]:
+        return [(x["code"], x["line"]) for x in found["findings"] if x["code"].startswith("POL")]
+
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None) and pol(first)
+    steps = [
+        ("nvidia.com/gpu: 8", "nvidia.com/gpu: 2"),  # the object: now within the cap
+        ("nvidia.com/gpu: 2", "nvidia.com/gpu: 8"),  # and over it again
+        ('maxGpus: "4"', 'maxGpus: "16"'),  # the param
+        ('maxGpus: "16"', 'maxGpus: "4"'),
+        ("validationActions: [Deny]", "validationActions: [Warn]"),  # the binding
+        ("variables.gpus <= int(params.data.maxGpus)", "variables.gpus <= int(params.data.maxGpus) +"),  # no compile
+    ]
+    seen = set()
+    for old, new in steps:
+        text = f.read_text(encoding="utf-8")
+        assert old in text
+        f.write_text(text.replace(old, new, 1), encoding="utf-8")
+        got = _lint(paths, cache)
+        assert got == _lint(paths, None), (old, new)
+        seen.add(tuple(pol(got)))
+    assert len(seen) >= 3, "the edits changed the POL findings"

@@ -11,23 +11,11 @@ tags plain scalars lazily (`resolve_plain` resolves them during conversion).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import yaml
+from ailint.core.limits import Limits
 from ailint.core.model import Path, Pos, Span
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds on the work any input can cause; each has a `YML` finding when exceeded."""
-
-    max_file_bytes: int = 10 * 1024 * 1024
-    max_documents: int = 5000
-    max_depth: int = 200
-    max_alias_expansion: int = 100_000
-    max_scalar_chars: int = 1024 * 1024
-
 
 _INT, _FLOAT, _BOOL, _NULL = (
     "tag:yaml.org,2002:int",

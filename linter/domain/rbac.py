@@ -16,7 +16,7 @@ cluster-wide `pods/log` reads are warnings.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,18 +119,59 @@ class AgentPod:
         return f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name or '<unnamed>'}"
 
 
-def agent_pods(ctx: Any) -> list[AgentPod]:
-    cached = getattr(ctx, "_ailint_agent_pods", None)
-    if cached is not None:
-        return cached
+def agent_pods(ctx: Any, namespace: str | None = None) -> list[AgentPod]:
+    """The run's agents (or one namespace's), in object order. Agents are pods, so only the
+    run's pod templates are read (`ctx.pods_in`): an edit elsewhere, or in another
+    namespace, does not make a namespace's agents be looked for again."""
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _agents(ctx.pods_in(namespace))
+    return memo(("rbac.agent_pods", namespace), lambda: _agents(ctx.pods_in(namespace)))  # type: ignore[no-any-return]
+
+
+def _agents(pods: Iterable[tuple[K8sObject, PodTemplate]]) -> list[AgentPod]:
     out = []
-    for o in ctx.objects:
-        for pod in agent_templates(o):
+    seen: set[int] = set()
+    for o, _ in pods:
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        for pod in agent_templates(o):  # every agent kind is a pod kind (a Sandbox too)
             out.append(AgentPod(o, pod, service_account(pod)))
-    try:
-        ctx._ailint_agent_pods = out
-    except AttributeError:
-        pass
+    return out
+
+
+def agents_of_binding(ctx: Any, binding: K8sObject) -> list[AgentPod]:
+    """The agents `binding` grants to, in object order: read from the one namespace its
+    subjects can name when there is one (a RoleBinding's own, a ClusterRoleBinding's
+    ServiceAccounts of one namespace), else from the whole run."""
+    namespaces = subject_namespaces(binding)
+    if namespaces is not None and not namespaces:
+        return []
+    pool = (
+        agent_pods(ctx, next(iter(namespaces))) if namespaces is not None and len(namespaces) == 1 else agent_pods(ctx)
+    )
+    return [a for a in pool if binding_grants_to(binding, a.sa)]
+
+
+def subject_namespaces(binding: K8sObject) -> set[str] | None:
+    """The namespaces of the ServiceAccounts `binding` can grant to (`subject_covers`);
+    None: any namespace (a group of every ServiceAccount, or of everyone authenticated)."""
+    if binding.kind == "RoleBinding":
+        return {binding.namespace_or_default}
+    out: set[str] = set()
+    for _, s in iter_dicts(binding.get("subjects")):
+        kind, name = s.get("kind"), str(s.get("name"))
+        if kind == "ServiceAccount":
+            if s.get("namespace"):
+                out.add(str(s.get("namespace")))
+        elif kind == "Group":
+            if name in ("system:serviceaccounts", "system:authenticated"):
+                return None
+            if name.startswith("system:serviceaccounts:"):
+                out.add(name.removeprefix("system:serviceaccounts:"))
+        elif kind == "User" and name.startswith("system:serviceaccount:"):
+            out.add(name.removeprefix("system:serviceaccount:").rpartition(":")[0])
     return out
 
 
@@ -315,6 +356,7 @@ __all__ = [
     "Grant",
     "agent_pods",
     "agent_templates",
+    "agents_of_binding",
     "automount_disabled",
     "binding_grants_to",
     "bindings_for",

@@ -55,6 +55,9 @@ def special_tree(real: str) -> bool:
     return any(_under(real, t) for t in SPECIAL_TREES)
 
 
+_INSIDE: dict[tuple[str, ...], dict[str, bool]] = {}  # roots -> folder -> inside them
+
+
 @dataclass(frozen=True)
 class Boundary:
     projects: tuple[str, ...]  # project roots (git toplevels, config root), real paths
@@ -95,8 +98,17 @@ class Boundary:
         return cls(tuple(projects), tuple(named_dirs), frozenset(named_files), follow_external)
 
     def inside(self, real: str) -> bool:
-        """Is this real path inside a project root or a folder given on the command line?"""
-        return any(_under(real, r) for r in self.projects) or any(_under(real, r) for r in self.named_dirs)
+        """Is this real path inside a project root or a folder given on the command line?
+        Answered once per folder: a path is inside when its folder is, or when it is a root."""
+        roots = self.projects + self.named_dirs
+        if real in roots:
+            return True
+        folder = os.path.dirname(real)
+        memo = _INSIDE.setdefault(roots, {})
+        known = memo.get(folder)
+        if known is None:
+            known = memo[folder] = any(_under(folder, r) for r in roots)
+        return known
 
     def refuse_read(self, path: str, real: str | None = None, named: bool = False) -> tuple[str, str] | None:
         """(code, why) when `path` must not be read, else None. `named`: given on the command line."""

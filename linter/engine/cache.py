@@ -11,7 +11,10 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
   findings per file. After an edit, a bundle rule runs again only on the changed files'
   objects and on the objects whose earlier call read a kind the edit touched;
 - a **run entry** per exact input (every file's key, in order): the finished result, so a
-  rerun with nothing changed only reads and hashes the files.
+  rerun with nothing changed only stats the files;
+- a **stat entry** per set of command-line paths: each file's key with the stat signature
+  (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
+  or hashed again (git's index; a file changed in the last two seconds is always hashed).
 
 The run key covers ailint's version, the size and mtime of every file of the installed
 package (an edit to an editable install changes it; the CRD schemas are package data),
@@ -163,6 +166,12 @@ def _now() -> float:
     import time
 
     return time.time()
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()
 
 
 def _unlink(path: str) -> None:
@@ -423,6 +432,8 @@ class RunCache:
         self.store = store
         self.key = key
         self.state_key = _h(key, b"state", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        self.stats_key = _h(key, b"stats", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        self.masks_key = _h(key, b"masks", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
 
@@ -448,6 +459,44 @@ class RunCache:
             return
         self.store.put(key, value)
 
+    # what each file's stat said when its bytes were hashed (git's index, ruff's mtime key)
+    def load_stats(self) -> dict[str, tuple[Any, ...]]:
+        got = self.store.get(self.stats_key)
+        return got if isinstance(got, dict) else {}
+
+    def store_stats(self, seen: dict[str, tuple[Any, ...]]) -> None:
+        self.store.put(self.stats_key, seen)
+
+    # report texts known to hold no secret (`ailint.report.common.redact_text`)
+    def recall_clean_texts(self) -> Any:
+        from ailint.report.common import learn_clean
+
+        got = self.store.get(self.masks_key)
+        learn_clean(got)
+        return got
+
+    def remember_clean_texts(self, findings: Sequence[Finding]) -> None:
+        """Scan the run's report texts now (the reporter then finds them scanned) and keep
+        the clean ones of this run for the next, when they differ from what it had."""
+        from ailint.report.common import clean_texts, redact_finding
+
+        had = self.recall_clean_texts()
+        texts: set[str] = set()
+        for f in findings:
+            redact_finding(f)
+            texts.add(f.message)
+            if f.fix is not None:
+                texts.add(f.fix.title)
+                texts.update(e.content for e in f.fix.edits)
+        keep = sorted(texts & clean_texts())
+        if keep != had:
+            self.store.put(self.masks_key, keep)
+
+    # what a pass over the run (a provider's) may reuse
+    def pass_memo(self, n: int) -> PassMemo:
+        key = _h(self.key, b"pass", str(n).encode(), self.state_key).digest()
+        return PassMemo(self.store, key)
+
     # whole runs
     def run_entry_key(self, keyed: Sequence[tuple[str, bytes | None]]) -> bytes | None:
         if any(k is None for _, k in keyed):
@@ -456,6 +505,32 @@ class RunCache:
         for display, k in keyed:
             h.update(display.encode("utf-8", "surrogateescape") + b"\0" + k)  # type: ignore[operator]
         return h.digest()
+
+
+class PassMemo:
+    """A provider's memo across runs of the same paths: `get`/`put` of marshal data under
+    keys it digests itself (its inputs). Only what this run read or wrote is kept, so it
+    holds one run's worth of entries, written back when it changed."""
+
+    def __init__(self, store: Store, key: bytes) -> None:
+        self._store = store
+        self._key = key
+        got = store.get(key)
+        self._old: dict[bytes, Any] = got if isinstance(got, dict) else {}
+        self._new: dict[bytes, Any] = {}
+
+    def get(self, key: bytes) -> Any:
+        value = self._old.get(key)
+        if value is not None:
+            self._new[key] = value
+        return value
+
+    def put(self, key: bytes, value: Any) -> None:
+        self._new[key] = value
+
+    def save(self) -> None:
+        if self._new != self._old:
+            self._store.put(self._key, self._new)
 
 
 def open_run_cache(
@@ -480,6 +555,32 @@ def open_run_cache(
     return RunCache(store, key, [os.path.abspath(p) if p != "-" else p for p in paths])
 
 
+# -- a file's stat as a stand-in for its bytes ---------------------------------------------
+SETTLE_NS = 2_000_000_000  # a file changed this recently may change again within its mtime tick
+
+
+def stat_signature(c: Any) -> tuple[int, ...] | None:
+    """The candidate's stat signature (`ailint.engine.sources.signature`), taken by discovery
+    or now; None: not a plain file to key."""
+    if c.problem or c.path == "-":
+        return None
+    if c.signature is not None:
+        return c.signature  # type: ignore[no-any-return]
+    from ailint.engine.sources import signature
+
+    try:
+        return signature(os.stat(c.path))
+    except OSError:
+        return None
+
+
+def settled(sig: tuple[int, ...], now_ns: int) -> bool:
+    """Whether a signature can stand for the bytes read after it was taken: the file had not
+    changed in the last SETTLE_NS (git's "racily clean" entries: a write in the same clock
+    tick as the read would keep the mtime and go unseen), so it is hashed again next time."""
+    return now_ns - max(sig[1], sig[2]) > SETTLE_NS
+
+
 # -- a cached run ----------------------------------------------------------------------------
 KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again on a hit
 
@@ -495,7 +596,19 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     raws: list[bytes | None] = []
     early: dict[int, FileResult | None] = {}  # (read_raw gives a result whenever it gives no bytes)
     total = 0
+    known = cache.load_stats()
+    now_ns = _now_ns()
+    seen: dict[str, tuple[Any, ...]] = {}
     for n, c in enumerate(candidates):
+        sig = stat_signature(c)
+        if sig is not None:
+            hit = known.get(c.display)
+            if hit is not None and hit[0] == sig and hit[1] == c.context:
+                keys.append(hit[2])
+                raws.append(None)
+                cache.file_keys[c.display] = hit[2]
+                seen[c.display] = hit
+                continue
         raw, fr = read_raw(c, settings)
         if fr is not None or raw is None:
             early[n] = fr
@@ -503,9 +616,13 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         else:
             k = cache.file_key(c.display, raw, c.context)
             total += len(raw)
+            if sig is not None and settled(sig, now_ns):
+                seen[c.display] = (sig, c.context, k)
         keys.append(k)
         raws.append(raw if total <= KEEP_RAW_BYTES else None)
         cache.file_keys[c.display] = k
+    if seen != known:
+        cache.store_stats(seen)
     from ailint.engine.scope import Projects  # a whole run is reused only with the same projects
 
     projects = Projects(settings.scope, engine.scope_paths, settings.root if settings.config_path else None)
@@ -573,6 +690,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         for n in misses
     )
     if run_entry is not None and steady:
+        cache.remember_clean_texts(out.findings)
         cache.store.put(
             run_entry,
             (
@@ -605,6 +723,7 @@ def _restore_run(got: Sequence[Any], cache: RunCache, candidates: Sequence[Any],
     from ailint.engine.run import FileSummary
 
     files, findings, suppressed, sources = got
+    cache.recall_clean_texts()
     result.files = [FileSummary(p, d, o) for p, d, o in files]
     result.findings = findings_in(findings)
     result.suppressed = findings_in(suppressed)

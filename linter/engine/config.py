@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ailint.core import pkgdata
+from ailint.core.limits import Limits
 from ailint.core.model import Severity
 from ailint.domain.extract import Profile
-from ailint.engine.load import Limits
 
 
 class ConfigError(Exception):

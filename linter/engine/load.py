@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
+from ailint.core.limits import Limits
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
-from ailint.core.yamldata import Converter, FastLoader, LimitExceeded, Limits, Problem, mark_span
 from ailint.engine.registry import engine_rule
 
 
@@ -30,14 +29,12 @@ def yml_finding(code: str, source_display: str, span: Span, message: str) -> Fin
     return Finding(code, rule.name, rule.severity, message, source_display, span)
 
 
-def _problems(problems: list[Problem], display: str) -> list[Finding]:
+def _problems(problems: list[Any], display: str) -> list[Finding]:
     return [yml_finding(p.code, display, p.span, p.message) for p in problems]
 
 
 _SOURCE_RE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
 _TEMPLATE_RE = re.compile(r"\{\{|\{%")
-
-_ScalarNode = yaml.ScalarNode
 
 
 def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
@@ -101,6 +98,9 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     `---` lines (libyaml ends any block there too); each non-CRD piece is composed behind
     blank lines, so every mark keeps its line in the file.
     """
+    import yaml  # here, not at import: a cached run reads no YAML
+    from ailint.core.yamldata import FastLoader
+
     if templated or "CustomResourceDefinition" not in text or not _CRD_KIND_RE.search(text):
         yield from yaml.compose_all(text, Loader=FastLoader)
         return
@@ -168,6 +168,9 @@ def _add_skipped(
 
 def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     """Parse a decoded file into objects and YML findings. Never raises on bad input."""
+    import yaml  # here, not at import: a cached run reads no YAML
+    from ailint.core.yamldata import Converter, LimitExceeded, mark_span
+
     result = FileResult(path=source.display, source=source)
     text = source.text
     display = source.display
@@ -235,7 +238,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                 )
             )
             break
-        if node is None or (node.__class__ is _ScalarNode and node.value == "" and not node.style):
+        if node is None or (node.__class__ is yaml.ScalarNode and node.value == "" and not node.style):
             continue  # an empty document (`---` twice): kubectl skips it too
         result.documents += 1
         if isinstance(node, _Skipped):
@@ -292,6 +295,8 @@ def _add_objects(
     template: str | None,
     node: Any,
 ) -> None:
+    from ailint.core.yamldata import mark_span
+
     display = source.display
     if not isinstance(data, dict):
         span = mark_span(node.start_mark, node.start_mark)

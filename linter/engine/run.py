@@ -417,9 +417,18 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     projects: dict[int, list[K8sObject]] = {}
     for o, w in zip(objects, which, strict=True):
         projects.setdefault(w, []).append(o)
-    for provider in registry.providers():
+    for n, provider in enumerate(registry.providers()):
+        # a provider that says so keeps what it may reuse next run in the results cache
+        memo = (
+            engine.cache.pass_memo(n) if engine.cache is not None and getattr(provider, "takes_memo", False) else None
+        )
         for members in projects.values() if len(projects) > 1 else [objects]:
-            findings.extend(provider.run_pass(members, settings, enabled, hidden))
+            if memo is None:
+                findings.extend(provider.run_pass(members, settings, enabled, hidden))
+            else:
+                findings.extend(provider.run_pass(members, settings, enabled, hidden, memo=memo))
+        if memo is not None:
+            memo.save()
     for fr in file_results:
         if fr.path in hidden:
             continue

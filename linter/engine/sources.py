@@ -21,7 +21,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ailint.engine.boundary import Boundary
 
@@ -86,6 +86,17 @@ class Candidate:
     problem: str | None = None  # why it cannot be read (then it becomes a YML009 finding)
     context: bool = False  # loaded for the bundle rules only; its own findings are not reported
     code: str = "YML009"  # the finding `problem` becomes (YML013: a link out of the project)
+    # the stat discovery took (`ailint.engine.cache.signature`): the cache trusts it for the bytes
+    signature: tuple[int, ...] | None = field(default=None, compare=False)
+
+
+def signature(st: os.stat_result) -> tuple[int, ...]:
+    """What a file's stat says of its bytes: size, mtime, ctime, inode and device. The
+    results cache trusts a file key recorded under the same signature instead of reading and
+    hashing the file again (git's index does the same; ruff keys on the mtime). No program
+    can set the ctime back (`touch -d` moves the mtime and changes the ctime), so a write
+    that keeps size and mtime still changes the signature."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
 def display_path(path: str, root: str) -> str:
@@ -215,7 +226,7 @@ def discover(
                     continue
             if real not in seen_files:
                 seen_files.add(real)
-                yield Candidate(given, display_path(given, root))
+                yield Candidate(given, display_path(given, root), signature=signature(st))
         else:
             yield Candidate(given, display_path(given, root), "not a regular file (FIFO, socket or device); skipped")
 
@@ -316,5 +327,5 @@ def _walk(
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
             seen_files.add(real)
-            yield Candidate(full, shown)
+            yield Candidate(full, shown, signature=signature(st2))
         stack.extend(reversed(subdirs))

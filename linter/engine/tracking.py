@@ -195,11 +195,11 @@ def bundle_phase(
 
     prev = cache.store.get(cache.state_key)
     try:
-        prev_files, prev_kinds, prev_bundle, prev_schema, prev_patches = (
-            prev if prev is not None else ({}, {}, {}, {}, None)
+        prev_files, prev_kinds, prev_merges, prev_bundle, prev_schema, prev_patches = (
+            prev if prev is not None else ({}, {}, {}, {}, {}, None)
         )
     except (TypeError, ValueError):
-        prev_files, prev_kinds, prev_bundle, prev_schema, prev_patches = {}, {}, {}, {}, None
+        prev_files, prev_kinds, prev_merges, prev_bundle, prev_schema, prev_patches = {}, {}, {}, {}, {}, None
     hidden = engine.context_only
     root = engine.run_root or bundle_root(settings)
     which, ctxs, names = project_contexts(
@@ -213,14 +213,22 @@ def bundle_phase(
     keys = {d: None if k is None else (k, project.get(d, "")) for d, k in cache.file_keys.items()}
     # where each object sits: (display, index in its file)
     where: list[tuple[str, int]] = []
-    kinds: dict[str, list[tuple[str, ...]]] = {}
+    kinds: dict[str, list[tuple[str, ...]]] = {}  # per object, what a change to it touches
+    merges: dict[str, list[tuple[str, ...]]] = {}  # per object, the kinds its own pods merge with
+    changed = {
+        fr.path for fr in file_results if prev_files.get(fr.path) != keys.get(fr.path) or keys.get(fr.path) is None
+    }
+    changed |= {d for d in prev_files if d not in keys}
     for fr in file_results:
-        toks = kinds.setdefault(fr.path, [])
-        for j, o in enumerate(fr.objects):
-            where.append((fr.path, j))
-            toks.append(object_tokens(o))
-    changed = {d for d in kinds if prev_files.get(d) != keys.get(d) or keys.get(d) is None}
-    changed |= {d for d in prev_files if d not in kinds}
+        d = fr.path
+        known, known_merges = prev_kinds.get(d), prev_merges.get(d)
+        if d not in changed and known is not None and known_merges is not None and len(known) == len(fr.objects):
+            kinds[d], merges[d] = known, known_merges  # the same bytes: the same objects
+        else:
+            kinds[d] = [object_tokens(o) for o in fr.objects]
+            merges[d] = [tuple(sorted(merge_tokens(o))) for o in fr.objects]
+        where.extend((d, j) for j in range(len(fr.objects)))
+    changed |= {d for d in kinds if d not in prev_kinds}
     touched: set[str] = set()
     for d in changed:
         for tok in kinds.get(d, ()):
@@ -232,6 +240,7 @@ def bundle_phase(
 
     rules = engine.bundle_rules
     position = {id(reg): t for t, reg in enumerate(rules)}
+    by_code = {reg.rule.code: t for t, reg in enumerate(rules)}
     calls: dict[tuple[int, int], tuple[tuple[str, ...], list[Any]]] = {}  # (object, rule) -> (tokens, findings)
     todo: list[list[int]] = [[] for _ in rules]
     for i, obj in enumerate(objects):
@@ -240,14 +249,18 @@ def bundle_phase(
         d, j = where[i]
         old = prev_bundle.get(d) if d not in changed else None
         old_obj = old[j] if old is not None and j < len(old) else None
-        merged = merge_tokens(obj) if old_obj is not None else frozenset()
+        if old_obj is not None and all(code in by_code for code in old_obj):
+            # an unchanged object: the calls it had (the same rules apply to the same data)
+            merged_stale = bool(touched.intersection(merges[d][j]))
+            for code, hit in old_obj.items():
+                t = by_code[code]
+                if merged_stale or stale(hit[0], touched):
+                    todo[t].append(i)
+                else:
+                    calls[(i, t)] = hit
+            continue
         for reg in engine.rules_for(obj, bundle=True):
-            t = position[id(reg)]
-            hit = old_obj.get(reg.rule.code) if old_obj is not None else None
-            if hit is not None and not stale(hit[0], touched) and not touched.intersection(merged):
-                calls[(i, t)] = hit
-            else:
-                todo[t].append(i)
+            todo[position[id(reg)]].append(i)
 
     if any(todo):
         for c in ctxs:
@@ -312,10 +325,12 @@ def bundle_phase(
     for (i, t), (used, found) in sorted(calls.items()):
         d, j = where[i]
         new_bundle[d][j][rules[t].rule.code] = (used, found)
-        bundle_findings.extend(findings_in(found))
+        if found:
+            bundle_findings.extend(findings_in(found))
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
         kinds,
+        merges,
         new_bundle,
         new_schema,
         patches,

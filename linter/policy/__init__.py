@@ -112,10 +112,18 @@ class PolicyProvider:
             problems.extend(got[1])
         return objects, problems
 
+    takes_memo = True  # run_pass keeps what it may reuse in the results cache's `memo`
+
     def run_pass(
-        self, objects: Sequence[K8sObject], settings: Any, enabled: set[str], hidden: frozenset[str] = frozenset()
+        self,
+        objects: Sequence[K8sObject],
+        settings: Any,
+        enabled: set[str],
+        hidden: frozenset[str] = frozenset(),
+        memo: Any = None,
     ) -> list[Finding]:
-        """POL findings of a run: `objects` are judged unless their file is in `hidden`."""
+        """POL findings of a run: `objects` are judged unless their file is in `hidden`;
+        `memo` keeps each object's verdicts for the next run (`admission.findings`)."""
         codes = [c for c in POLICY_CODES if c in enabled]
         if not codes:
             return []
@@ -148,7 +156,7 @@ class PolicyProvider:
             if reg is not None:
                 rules[code] = (reg.rule.name, reg.rule.severity)
         targets = [o for o in objects if o.file not in hidden] if hidden else list(objects)
-        found = admission.findings(objects, targets, rules, context)
+        found = admission.findings(objects, targets, rules, context, memo)
         found.extend(f for f in problems if f.code in enabled)
         out = []
         for f in found:

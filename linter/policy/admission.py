@@ -561,27 +561,112 @@ def expression_span(obj: K8sObject, path: tuple[Any, ...], line: int, col: int) 
     return Span.point(vs.line + line - 1, col)
 
 
+def environment(objects: Sequence[K8sObject]) -> bytes | None:
+    """A digest of what an object's verdicts depend on besides the object: the policies and
+    bindings (and where they are: POL003 and their findings point there), the Namespaces,
+    the CRDs' names and scopes (`ResourceNames`) and the objects of the policies' param
+    kinds. None when some of it is not plain data."""
+    import hashlib
+    import marshal
+
+    param_kinds = set()
+    for o in objects:
+        if o.group == GROUP and o.kind == "ValidatingAdmissionPolicy":
+            pk = as_dict(as_dict(o.data.get("spec")).get("paramKind"))
+            if pk:
+                param_kinds.add((str(pk.get("apiVersion") or ""), str(pk.get("kind") or "")))
+    h = hashlib.blake2b(digest_size=20)
+    for o in objects:
+        part: tuple[Any, ...]
+        if is_policy(o) or (o.kind == "Namespace" and o.api_version == "v1") or (o.api_version, o.kind) in param_kinds:
+            part = (o.file, o.doc_index, o.api_version, o.kind, o.data)
+        elif o.kind == "CustomResourceDefinition" and o.group == "apiextensions.k8s.io":
+            spec = as_dict(o.data.get("spec"))
+            names = as_dict(spec.get("names"))
+            part = ("crd", spec.get("group"), names.get("kind"), names.get("plural"), spec.get("scope"))
+        else:
+            continue
+        try:
+            h.update(marshal.dumps(part))
+        except ValueError:
+            return None
+    return h.digest()
+
+
+def _object_key(env: bytes, obj: K8sObject) -> bytes | None:
+    import hashlib
+    import marshal
+
+    try:
+        return hashlib.blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data)), digest_size=20).digest()
+    except ValueError:
+        return None
+
+
 def findings(
     objects: Sequence[K8sObject],
     targets: Iterable[K8sObject],
     rules: dict[str, tuple[str, Severity]],
     context_objects: Sequence[K8sObject] = (),
+    memo: Any = None,
 ) -> list[Finding]:
     """POL findings: POL003 for each policy expression that does not compile, POL001/POL002
-    for each object a bound policy matches. `rules` maps the enabled codes to (name, severity)."""
-    ev = Evaluator([*objects, *context_objects])
+    for each object a bound policy matches. `rules` maps the enabled codes to (name, severity).
+
+    `memo` (`get(key)`/`put(key, value)`, the results cache's) keeps the verdicts of each
+    object under a digest of it and of its environment (`environment`): a rerun evaluates
+    only the objects whose data or environment changed, and compiles no policy when none did."""
+    everything = [*objects, *context_objects]
+    env = environment(everything) if memo is not None else None
+    ev: Evaluator | None = None
+
+    def evaluator() -> Evaluator:
+        nonlocal ev
+        if ev is None:
+            ev = Evaluator(everything)
+        return ev
+
     out: list[Finding] = []
+    meta = memo.get(env + b"meta") if env is not None else None
+    if not (isinstance(meta, tuple) and len(meta) == 2):
+        e = evaluator()
+        errors = [
+            (p.obj.file, p.obj.doc_index, e.path, e.error.line, e.error.col, e.error.message, p.name)
+            for p, e in e.policy_errors()
+            if e.error is not None
+        ]
+        meta = (e.active, errors)
+        if env is not None:
+            memo.put(env + b"meta", meta)
+    active, errors = meta
     if "POL003" in rules:
         name, sev = rules["POL003"]
-        for p, e in ev.policy_errors():
-            assert e.error is not None
-            span = expression_span(p.obj, e.path, e.error.line, e.error.col)
-            msg = f"policy {p.name}: `{'.'.join(str(x) for x in e.path)}` does not compile: {e.error.message}"
-            out.append(Finding("POL003", name, sev, msg, p.obj.file, span, p.obj.ref, e.path))
-    if not ev.active or not ({"POL001", "POL002"} & set(rules)):
+        where = {(o.file, o.doc_index): o for o in everything if is_policy(o)}
+        for file, doc, path, line, col, message, policy in errors:
+            obj = where.get((file, doc))
+            if obj is None:
+                continue
+            path = tuple(path)
+            span = expression_span(obj, path, line, col)
+            msg = f"policy {policy}: `{'.'.join(str(x) for x in path)}` does not compile: {message}"
+            out.append(Finding("POL003", name, sev, msg, obj.file, span, obj.ref, path))
+    if not active or not ({"POL001", "POL002"} & set(rules)):
         return out
+    verdicts: list[tuple[K8sObject, Verdict]] = []
     with cel.memory_guard():  # once for the pass, not once per evaluation
-        verdicts = [(obj, v) for obj in targets for v in ev.evaluate(obj)]
+        for obj in targets:
+            key = _object_key(env, obj) if env is not None else None
+            known = memo.get(key) if key is not None else None
+            if isinstance(known, list):
+                verdicts.extend(
+                    (obj, Verdict(code, Severity(sev), message, tuple(path), reason))
+                    for code, sev, message, path, reason in known
+                )
+                continue
+            got = evaluator().evaluate(obj)
+            if key is not None:
+                memo.put(key, [(v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in got])
+            verdicts.extend((obj, v) for v in got)
     for obj, v in verdicts:
         if v.code in rules:
             name, _ = rules[v.code]

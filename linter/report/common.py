@@ -38,11 +38,31 @@ def redact_text(text: str) -> str:
 
     The detector is SEC007's (`ailint.domain.agents.redact`, shapes in data/secrets.json),
     applied to any text, manifest or not."""
-    if not text:
+    if not text or text in _CLEAN:
         return text
     from ailint.domain.agents import redact
 
-    return redact(text)
+    masked = redact(text)
+    if masked == text:
+        _CLEAN.add(text)
+    return masked
+
+
+# Texts the detector found no secret in, this process and (through the results cache)
+# earlier runs of the same ailint: a rerun's report does not scan its messages again.
+_CLEAN: set[str] = set()
+
+
+def clean_texts() -> set[str]:
+    """The texts known to hold no secret (a copy, for the results cache)."""
+    return set(_CLEAN)
+
+
+def learn_clean(texts: Any) -> None:
+    """Texts an earlier run of this same ailint found no secret in (the cache's entry,
+    MAC'd and keyed by the package: the detector is part of the key)."""
+    if isinstance(texts, (list, set, frozenset, tuple)):
+        _CLEAN.update(t for t in texts if isinstance(t, str))
 
 
 def redact_finding(f: Finding) -> Finding:

@@ -152,8 +152,8 @@ from ailint.domain.rbac import (
     BUILTIN_BROAD_ROLES,
     AgentPod,
     Grant,
-    agent_pods,
     agent_templates,
+    agents_of_binding,
     automount_disabled,
     bindings_for,
     classify_rule,
@@ -187,24 +187,12 @@ def _who(agents: list[AgentPod], ctx: Any) -> str:
 
 
 def _agents_by_binding(ctx: Any, bindings: list[Any]) -> list[tuple[Any, list[AgentPod]]]:
-    index = ctx.memo("SEC001.agents_by_binding", lambda: _binding_index(ctx))
     out = []
     for b in bindings:
-        got = index.get(id(b))
+        got = agents_of_binding(ctx, b)
         if got:
-            out.append((b, list(got)))
+            out.append((b, got))
     return out
-
-
-def _binding_index(ctx: Any) -> dict[int, list[AgentPod]]:
-    """Binding (by id; bindings live as long as the context) -> agents it grants to, in agent order."""
-    index: dict[int, list[AgentPod]] = {}
-    for a in agent_pods(ctx):
-        for b in bindings_for(ctx, a.sa):
-            got = index.setdefault(id(b), [])
-            if not got or got[-1] is not a:
-                got.append(a)
-    return index
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
