@@ -362,6 +362,21 @@ def test_pruned_to_its_bound(tmp_path: Path) -> None:
     assert left == list(range(100 - len(left), 100)), "the oldest go first"
 
 
+def test_pruned_once_runs_wrote_a_tenth_of_the_bound(tmp_path: Path) -> None:
+    """Runs count what they wrote; the one that takes the count past a tenth of the bound
+    prunes, so the folder stays near its bound without a scan on every rerun."""
+    from ailint.engine.cache import Store
+
+    bound = 400_000
+    for run in range(60):  # 60 runs of 10 KB each: 600 KB written, over the bound
+        s = Store(str(tmp_path / "c"), max_bytes=bound)
+        s.put(run.to_bytes(20, "little"), "y" * 10_000)
+        s.prune_if_due()
+    total = sum(Path(p).stat().st_size for p in _entries(tmp_path / "c"))
+    assert total <= bound + bound // 10 + 20_000, total
+    assert not os.path.exists(Store(str(tmp_path / "c"), max_bytes=bound)._path((0).to_bytes(20, "little")))
+
+
 # -- the doors -------------------------------------------------------------------------------
 def test_clean_env_and_config_dir(tmp_path: Path) -> None:
     args = ["check", "--format", "json", "--fail-on", "never", str(FIXTURES / "GPU002")]

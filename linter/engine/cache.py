@@ -132,6 +132,30 @@ class Store:
             except OSError:
                 pass
 
+    def prune_if_due(self) -> None:
+        """`prune` once the runs since the last one wrote a tenth of `max_bytes`: a scan of
+        the folder costs a stat per entry, too much for every rerun. The count of bytes
+        written is kept in `written` beside the entries (a lost update between two
+        concurrent runs only delays a prune)."""
+        mark = os.path.join(self.dir, "written")
+        try:
+            with open(mark, encoding="ascii") as fh:
+                since = int(fh.read().strip() or 0)
+        except (OSError, ValueError):
+            since = 0
+        since += self.written
+        if since >= self.max_bytes // 10:
+            self.prune()
+            since = 0
+        tmp = f"{mark}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(str(since))
+            os.replace(tmp, mark)
+        except OSError:
+            _unlink(tmp)
+
     def prune(self) -> None:
         """Delete the oldest entries until the folder holds at most 80% of `max_bytes`."""
         entries: list[tuple[float, int, str]] = []
@@ -142,6 +166,8 @@ class Store:
             return
         for sub in subdirs:
             try:
+                if not sub.is_dir():
+                    continue  # `written`
                 for e in os.scandir(sub.path):
                     st = e.stat()
                     if e.name.endswith(".tmp") and st.st_mtime < _now() - 3600:
@@ -701,7 +727,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             ),
         )
     if cache.store.written:
-        cache.store.prune()
+        cache.store.prune_if_due()
     return out
 
 

@@ -31,11 +31,15 @@ class Projects:
         self.given = sorted((os.path.abspath(p) for p in paths if p and p != "-"), key=len, reverse=True)
         self.config_root = config_root
         self._by_dir: dict[str, str] = {}
+        self._by_path: dict[str, str] = {}  # a file's objects ask one after another
 
     def key(self, path: str) -> str:
         """The project of the file at `path` ("" for standard input, and under `run`)."""
         if self.scope == "run" or not path or path == "-":
             return ""
+        known = self._by_path.get(path)
+        if known is not None:
+            return known
         folder = os.path.dirname(os.path.abspath(path))
         got = self._by_dir.get(folder)
         if got is None:
@@ -48,6 +52,7 @@ class Projects:
                 if not got:
                     got = next((g for g in self.given if root_relative(folder, g) is not None), "")
             self._by_dir[folder] = got
+        self._by_path[path] = got
         return got
 
 

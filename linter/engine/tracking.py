@@ -73,6 +73,16 @@ def merge_tokens(obj: K8sObject) -> frozenset[str]:
     return frozenset(kind for _, kind in catalogue_reads(obj))
 
 
+_NO_FINDINGS: tuple[Any, ...] = ()
+
+
+def _project_of(file_state: Any) -> str | None:
+    """The project a file was in at the previous run (its state is `(key, project)`)."""
+    if isinstance(file_state, tuple) and len(file_state) == 2 and isinstance(file_state[1], str):
+        return file_state[1]
+    return None
+
+
 class TrackingContext(Context):
     """A Context that notes the kinds of other objects each call reads.
 
@@ -229,14 +239,18 @@ def bundle_phase(
             merges[d] = [tuple(sorted(merge_tokens(o))) for o in fr.objects]
         where.extend((d, j) for j in range(len(fr.objects)))
     changed |= {d for d in kinds if d not in prev_kinds}
-    touched: set[str] = set()
+    # what the changes touched, per project: a call reads only its own project's objects
+    # (`project_contexts`), so an edit in one repository reruns nothing in another
+    touched_in: dict[str, set[str]] = {}
     for d in changed:
-        for tok in kinds.get(d, ()):
-            touched.update(tok)
-        for tok in prev_kinds.get(d, ()):
-            touched.update(tok)
-    if changed:
-        touched.add(ALL)
+        before = prev_files.get(d)
+        for proj, toks in ((project.get(d), kinds.get(d, ())), (_project_of(before), prev_kinds.get(d, ()))):
+            if proj is None:
+                continue
+            touched = touched_in.setdefault(proj, {ALL})
+            for tok in toks:
+                touched.update(tok)
+    nothing: set[str] = set()
 
     rules = engine.bundle_rules
     position = {id(reg): t for t, reg in enumerate(rules)}
@@ -251,6 +265,7 @@ def bundle_phase(
         old_obj = old[j] if old is not None and j < len(old) else None
         if old_obj is not None and all(code in by_code for code in old_obj):
             # an unchanged object: the calls it had (the same rules apply to the same data)
+            touched = touched_in.get(names[which[i]], nothing)
             merged_stale = bool(touched.intersection(merges[d][j]))
             for code, hit in old_obj.items():
                 t = by_code[code]
@@ -322,9 +337,11 @@ def bundle_phase(
     # the findings in the serial order, and the state for the next run
     bundle_findings: list[Finding] = []
     new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal reads: marshal
+    # writes it once and refers back, so the state is smaller and quicker to read
     for (i, t), (used, found) in sorted(calls.items()):
         d, j = where[i]
-        new_bundle[d][j][rules[t].rule.code] = (used, found)
+        new_bundle[d][j][rules[t].rule.code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
         if found:
             bundle_findings.extend(findings_in(found))
     state = (

@@ -565,7 +565,9 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
     """A digest of what an object's verdicts depend on besides the object: the policies and
     bindings (and where they are: POL003 and their findings point there), the Namespaces,
     the CRDs' names and scopes (`ResourceNames`) and the objects of the policies' param
-    kinds. None when some of it is not plain data."""
+    kinds. None when some of it is not plain data. (marshal's version 0: the later versions
+    write back-references and interning flags that depend on who else holds an object,
+    so equal data could digest differently.)"""
     import hashlib
     import marshal
 
@@ -587,7 +589,7 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
         else:
             continue
         try:
-            h.update(marshal.dumps(part))
+            h.update(marshal.dumps(part, 0))
         except ValueError:
             return None
     return h.digest()
@@ -598,7 +600,7 @@ def _object_key(env: bytes, obj: K8sObject) -> bytes | None:
     import marshal
 
     try:
-        return hashlib.blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data)), digest_size=20).digest()
+        return hashlib.blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data), 0), digest_size=20).digest()
     except ValueError:
         return None
 

@@ -259,8 +259,9 @@ def _config_map(cm: Any, ctx: Any) -> Iterator[Finding]:
         elif str(key) == "TORCH_DISTRIBUTED_DEBUG" and value.strip().upper() == "DETAIL":
             hits.append(("env", key, value.strip(), "TORCH_DISTRIBUTED_DEBUG"))
         else:
+            low = value.lower()  # the patterns ignore case; most values hold neither name
             for rx, name in ((_CMD_SET, "NCCL_DEBUG"), (_TORCH_SET, "TORCH_DISTRIBUTED_DEBUG")):
-                m = rx.search(value)
+                m = rx.search(value) if f"{name.lower()}=" in low else None
                 if m:
                     hits.append(("script", key, m.group(0), name))
     if not hits:

@@ -182,7 +182,7 @@ def _arg_value(args: str, start: int) -> str:
 
 def train_problem(code: object) -> tuple[str, str] | None:
     """(message, text to point at) when the code builds a Ray Train run without retries."""
-    if not isinstance(code, str) or not _RAY_IMPORT.search(code):
+    if not isinstance(code, str) or "ray" not in code or not _RAY_IMPORT.search(code):
         return None
     build = _BUILD.search(code)
     if build is None:
