@@ -492,3 +492,34 @@ def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: P
         assert got == _lint(paths, None), (old, new)
         seen.add(tuple(pol(got)))
     assert len(seen) >= 3, "the edits changed the POL findings"
+
+
+def test_an_edit_reruns_bundle_calls_only_in_its_own_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bundle rules join one project's objects, so an edit in one repository runs no bundle
+    call on another's objects again; the rerun equals a fresh run."""
+    from ailint.engine import run as run_mod
+
+    tree = tmp_path / "tree"
+    for repo in ("a", "b"):
+        (tree / repo / ".git").mkdir(parents=True)
+        shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / repo / "vllm.yaml")
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None)
+    ran: list[str] = []
+    real = run_mod.Engine.run_rule
+
+    def counting(self, reg, obj, ctx):  # type: ignore[no-untyped-def]
+        ran.append(obj.file)
+        return real(self, reg, obj, ctx)
+
+    monkeypatch.setattr(run_mod.Engine, "run_rule", counting)
+    victim = tree / "b" / "vllm.yaml"
+    victim.write_text(
+        victim.read_text(encoding="utf-8").replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8"
+    )
+    again = _lint(paths, cache)
+    assert ran and all("/b/" in f for f in ran), sorted(set(ran))
+    monkeypatch.setattr(run_mod.Engine, "run_rule", real)
+    assert again == _lint(paths, None)
