@@ -56,6 +56,19 @@ def _crc(text: str) -> int:
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
+def text_ref(text: str) -> tuple[int, int]:
+    """(CRC, length) of a text: what a spilled source checks the text it reads back against."""
+    return _crc(text), len(text)
+
+
+def spilled_source(path: str, display: str, crc: int, length: int) -> SpilledSource:
+    """A source not read yet: its text is read on first use and must have this CRC and
+    length (`text_ref`), else the run stops with FileChangedError (never a wrong span)."""
+    ref = _TextRef.__new__(_TextRef)
+    ref.crc, ref.length = crc, length
+    return _restore(path, display, ref, {})
+
+
 # id -> (source, its _TextRef) of spilled sources whose text is loaded right now
 _TEXTS: OrderedDict[int, tuple[SpilledSource, _TextRef]] = OrderedDict()
 

@@ -433,20 +433,34 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
             tables.append(marshal.dumps(dict(pos.items())))
         objs.append((o.doc_index, o.data, n, o.base, o.template))
     tp = fr.source.template_paths if fr.source is not None else {}
-    return (fr.documents, findings_out(fr.findings), objs, tables, dict(tp), fr.source is not None)
+    text = fr.source.text if fr.source is not None else ""
+    from ailint.engine.bounded import text_ref
+
+    crc, length = text_ref(text)
+    has_source = fr.source is not None
+    # the text's CRC and length: a hit on an unchanged file reads it only when needed
+    return (fr.documents, findings_out(fr.findings), objs, tables, dict(tp), has_source, crc, length, "ailint:" in text)
 
 
-def file_in(t: Sequence[Any], c: Any, text: str) -> FileResult:
-    from ailint.engine.bounded import LazyPositions
+def file_in(t: Sequence[Any], c: Any, text: str | None) -> FileResult:
+    """The file's result from its entry; `text` None: the file is not read now (its stat
+    matched), its source is read back on first use and checked against the entry's CRC."""
+    from ailint.engine.bounded import LazyPositions, spilled_source
 
-    documents, findings, objs, tables, template_paths, has_source = t
-    source = SourceFile(c.path, c.display, text) if has_source else None
+    documents, findings, objs, tables, template_paths, has_source, crc, length, directives = t
+    source: SourceFile | None = None
+    if has_source:
+        source = (
+            SourceFile(c.path, c.display, text) if text is not None else spilled_source(c.path, c.display, crc, length)
+        )
     fr = FileResult(path=c.display, documents=documents, findings=findings_in(findings), source=source)
     if source is not None:
         source.template_paths = dict(template_paths)
         fr.objects = [
             K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
         ]
+        if not directives:
+            fr.suppressions = []  # no `ailint:` comment in it: nothing to read it for
     return fr
 
 
@@ -625,11 +639,13 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     known = cache.load_stats()
     now_ns = _now_ns()
     seen: dict[str, tuple[Any, ...]] = {}
+    unread: set[int] = set()  # files keyed by their stat alone
     for n, c in enumerate(candidates):
         sig = stat_signature(c)
         if sig is not None:
             hit = known.get(c.display)
             if hit is not None and hit[0] == sig and hit[1] == c.context:
+                unread.add(n)
                 keys.append(hit[2])
                 raws.append(None)
                 cache.file_keys[c.display] = hit[2]
@@ -669,7 +685,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             continue
         entry = cache.store.get(keys[n])
         fr = None
-        if entry is not None:
+        if entry is not None and n in unread:  # its stat stands for its bytes: not read now
+            try:
+                fr = file_in(entry, c, None)
+            except (TypeError, ValueError, KeyError, IndexError):
+                fr = None
+        elif entry is not None:
             raw = raws[n]
             if raw is None:
                 raw, _ = read_raw(c, settings)
@@ -689,7 +710,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             from ailint.engine import suppress
             from ailint.engine.bounded import spill
 
-            fr.suppressions = suppress.comment_suppressions(fr.source)
+            if fr.suppressions is None:
+                fr.suppressions = suppress.comment_suppressions(fr.source)
             spill(fr, settings.limits)
         file_results[n] = fr
     todo = [candidates[n] for n in misses]

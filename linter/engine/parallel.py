@@ -118,3 +118,40 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
         if t not in results:
             results[t] = work(t)
     return results
+
+
+def run_beside(work: Any) -> Any:
+    """`work()` in a forked child while the caller goes on: returns a function that waits
+    for the child and gives `work()`'s result (computed here when the child failed), or
+    None when forking is not possible."""
+    import pickle
+    import sys
+
+    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or sys.platform == "win32":
+        return None
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: compute, send, leave
+        code = 1
+        try:
+            os.close(r)
+            payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(w, "wb") as fh:
+                fh.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def wait() -> Any:
+        with os.fdopen(r, "rb") as rf:
+            data = rf.read()
+        _, status = os.waitpid(pid, 0)
+        if status == 0:
+            try:
+                return pickle.loads(data)
+            except Exception:
+                pass
+        return work()
+
+    return wait

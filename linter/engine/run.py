@@ -388,26 +388,34 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     findings += catalogue_pass(objects, settings, engine, findings)  # merged with the run's runtimes, claims
     root = engine.run_root or bundle_root(settings)
-    which, ctxs, _ = project_contexts(
-        objects, settings, engine, lambda objs: Context(objects=objs, profile=settings.profile, bundle=True, root=root)
-    )
-    ctx = ctxs[0]
-    scoped = (which, ctxs) if len(ctxs) > 1 else None
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
     # context objects are joined (ctx), never judged: the rules and the schema skip them
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
     schema = bool(settings.schema and sch and judged)
-    chunks = None
     if engine.cache is not None:  # bundle rules again only where an edit can change them
         from ailint.engine.tracking import bundle_phase
 
-        chunks = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
-    elif engine.jobs > 1 and len(objects) > 1:
-        chunks = _bundle_forked(objects, ctx, settings, engine, sch, schema, scoped)
-    if chunks is None:
-        chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch, scoped)]
-        if schema:
-            chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
+        chunks, which = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
+    else:
+        which, ctxs, _ = project_contexts(
+            objects,
+            settings,
+            engine,
+            lambda objs: Context(objects=objs, profile=settings.profile, bundle=True, root=root),
+        )
+        ctx = ctxs[0]
+        scoped = (which, ctxs) if len(ctxs) > 1 else None
+        forked = (
+            _bundle_forked(objects, ctx, settings, engine, sch, schema, scoped)
+            if engine.jobs > 1 and len(objects) > 1
+            else None
+        )
+        if forked is None:
+            chunks = [bundle_chunk(judged, objects, ctx, settings, engine, sch, scoped)]
+            if schema:
+                chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
+        else:
+            chunks = forked
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
     findings = unique(findings, objects)  # one runtime line judged for itself and for a workload merged with it

@@ -31,13 +31,14 @@ class Projects:
         self.given = sorted((os.path.abspath(p) for p in paths if p and p != "-"), key=len, reverse=True)
         self.config_root = config_root
         self._by_dir: dict[str, str] = {}
-        self._by_path: dict[str, str] = {}  # a file's objects ask one after another
+        self._by_path: dict[str, str] = {}  # by the folder as given (no abspath per file)
 
     def key(self, path: str) -> str:
         """The project of the file at `path` ("" for standard input, and under `run`)."""
         if self.scope == "run" or not path or path == "-":
             return ""
-        known = self._by_path.get(path)
+        given_folder = os.path.dirname(path)  # as given: the files of a folder share it
+        known = self._by_path.get(given_folder)
         if known is not None:
             return known
         folder = os.path.dirname(os.path.abspath(path))
@@ -52,7 +53,7 @@ class Projects:
                 if not got:
                     got = next((g for g in self.given if root_relative(folder, g) is not None), "")
             self._by_dir[folder] = got
-        self._by_path[path] = got
+        self._by_path[given_folder] = got
         return got
 
 

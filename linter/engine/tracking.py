@@ -74,6 +74,8 @@ def merge_tokens(obj: K8sObject) -> frozenset[str]:
 
 
 _NO_FINDINGS: tuple[Any, ...] = ()
+SCHEMA_TASK = -1  # the bundle phase's task that validates the changed files (the others are rules)
+FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each process imports its rules
 
 
 def _project_of(file_state: Any) -> str | None:
@@ -197,9 +199,10 @@ def bundle_phase(
     engine: Any,
     sch: list[Any],
     schema: bool,
-) -> list[list[Finding]]:
+) -> tuple[list[list[Finding]], list[int]]:
     """The bundle findings (serial order: object, then rule) and the schema findings of the
-    run, reusing the previous state of the same paths where nothing they read changed."""
+    run, and per object the index of its project (`project_contexts`), reusing the
+    previous state of the same paths where nothing they read changed."""
     from ailint.engine.cache import findings_in, findings_out
     from ailint.engine.run import bundle_root, project_contexts
 
@@ -277,35 +280,6 @@ def bundle_phase(
         for reg in engine.rules_for(obj, bundle=True):
             todo[position[id(reg)]].append(i)
 
-    if any(todo):
-        for c in ctxs:
-            c.build_indexes()
-
-        def work(t: int) -> list[tuple[int, tuple[str, ...], list[Any]]]:
-            reg = rules[t]
-            out = []
-            for i in todo[t]:
-                ctx = ctxs[which[i]]
-                frame = ctx.track()
-                try:
-                    found = engine.run_rule(reg, objects[i], ctx)
-                finally:
-                    ctx.untrack()
-                out.append((i, tuple(sorted(frame)), findings_out(found)))
-            return out
-
-        tasks = [t for t in range(len(rules)) if todo[t]]
-        results = None
-        if engine.jobs > 1 and sum(len(todo[t]) for t in tasks) > 200:
-            from ailint.engine.parallel import run_forked
-
-            results = run_forked(work, tasks, engine.jobs)
-        if results is None:
-            results = {t: work(t) for t in tasks}
-        for t in tasks:
-            for i, used, found in results[t]:
-                calls[(i, t)] = (used, found)
-
     # schema: per file, again only where the file or the kustomize patches changed
     sch_parts: list[Finding] = []
     new_schema: dict[str, list[Any]] = {}
@@ -315,20 +289,63 @@ def bundle_phase(
             from ailint.schema.validate import kustomize_patches, validate_objects
         except ImportError:
             schema = False
+    redo: list[K8sObject] = []
+    by_file: dict[str, list[K8sObject]] = {}
+    same = True
     if schema:
         judged = [o for o in objects if o.file not in hidden]
         patch_set = kustomize_patches(judged)
         patches = sorted(patch_set)
         same = patches == prev_patches
         codes = {r.rule.code for r in sch}
-        by_file: dict[str, list[K8sObject]] = {}
         for o in judged:
             by_file.setdefault(o.file, []).append(o)
         redo = [o for d, objs in by_file.items() if not same or d in changed or d not in prev_schema for o in objs]
+
+    def work(t: int) -> list[Any]:
+        if t == SCHEMA_TASK:  # the schema findings of the objects to validate again
+            return findings_out(validate_objects(redo, settings, codes, patches=patch_set))
+        reg = rules[t]
+        out = []
+        for i in todo[t]:
+            ctx = ctxs[which[i]]
+            frame = ctx.track()
+            try:
+                found = engine.run_rule(reg, objects[i], ctx)
+            finally:
+                ctx.untrack()
+            out.append((i, tuple(sorted(frame)), findings_out(found)))
+        return out
+
+    tasks = ([SCHEMA_TASK] if redo else []) + [t for t in range(len(rules)) if todo[t]]
+    for w in sorted({which[i] for t in tasks if t != SCHEMA_TASK for i in todo[t]}):
+        ctxs[w].build_indexes()  # only the projects with calls to run
+    calls_to_run = sum(len(todo[t]) for t in tasks if t != SCHEMA_TASK)
+    results: dict[int, Any] | None = None
+    if engine.jobs > 1 and calls_to_run > FORK_CALLS:  # much to run: every task shared out
+        from ailint.engine.parallel import run_forked
+
+        results = run_forked(work, tasks, engine.jobs)
+    elif engine.jobs > 1 and redo and calls_to_run:
+        # an edit: the changed files validated in a child (it may import the JSON Schema
+        # validator) while the few bundle calls run here
+        from ailint.engine.parallel import run_beside
+
+        wait = run_beside(lambda: work(SCHEMA_TASK))
+        if wait is not None:
+            results = {t: work(t) for t in tasks if t != SCHEMA_TASK}
+            results[SCHEMA_TASK] = wait()
+    if results is None:
+        results = {t: work(t) for t in tasks}
+    for t in tasks:
+        if t != SCHEMA_TASK:
+            for i, used, found in results[t]:
+                calls[(i, t)] = (used, found)
+
+    if schema:
         fresh: dict[str, list[Any]] = {}
-        if redo:
-            for f in validate_objects(redo, settings, codes, patches=patch_set):
-                fresh.setdefault(f.file, []).append(findings_out([f])[0])
+        for f in results.get(SCHEMA_TASK, ()):
+            fresh.setdefault(f[4], []).append(f)  # (code, name, severity, message, file, ...)
         for d in by_file:
             got = fresh.get(d, []) if (not same or d in changed or d not in prev_schema) else prev_schema[d]
             new_schema[d] = got
@@ -356,4 +373,4 @@ def bundle_phase(
     parts = [bundle_findings]
     if schema:
         parts.append(sch_parts)
-    return parts
+    return parts, which
