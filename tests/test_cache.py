@@ -523,3 +523,33 @@ def test_an_edit_reruns_bundle_calls_only_in_its_own_project(tmp_path: Path, mon
     assert ran and all("/b/" in f for f in ran), sorted(set(ran))
     monkeypatch.setattr(run_mod.Engine, "run_rule", real)
     assert again == _lint(paths, None)
+
+
+def test_deferred_objects_judged_again_when_their_catalogue_changes(tmp_path: Path) -> None:
+    """An InferenceService waits for the run's runtimes (the catalogue pass): cached reruns
+    after editing its runtime, in another file, and after editing the model itself, each
+    equal a fresh run."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    runtime, model = (FIXTURES / "SRV002" / "kserve_runtime_latest.yaml").read_text(encoding="utf-8").split("\n---\n")
+    (tree / "runtime.yaml").write_text(runtime + "\n", encoding="utf-8")
+    (tree / "model.yaml").write_text(model, encoding="utf-8")
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None)
+    steps = [
+        (tree / "runtime.yaml", '["--port=8080"]', '["--port=8080", "--tensor-parallel-size=2"]'),
+        (tree / "runtime.yaml", "vllm/vllm-openai:latest", "vllm/vllm-openai:v0.9.2"),
+        (tree / "model.yaml", "nvidia.com/gpu: 1}", "nvidia.com/gpu: 2}"),
+        (tree / "runtime.yaml", "vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:latest"),
+    ]
+    outcomes = set()
+    for f, old, new in steps:
+        text = f.read_text(encoding="utf-8")
+        assert old in text, old
+        f.write_text(text.replace(old, new), encoding="utf-8")
+        got = _lint(paths, cache)
+        assert got == _lint(paths, None), (f.name, old, new)
+        outcomes.add(json.dumps(sorted((x["code"], x["file"], x["line"]) for x in got["findings"])))
+    assert len(outcomes) >= 2, "the edits changed the findings"

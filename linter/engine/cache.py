@@ -533,7 +533,7 @@ class RunCache:
             self.store.put(self.masks_key, keep)
 
     # what a pass over the run (a provider's) may reuse
-    def pass_memo(self, n: int) -> PassMemo:
+    def pass_memo(self, n: int | str) -> PassMemo:
         key = _h(self.key, b"pass", str(n).encode(), self.state_key).digest()
         return PassMemo(self.store, key)
 

@@ -36,27 +36,92 @@ def deferred(obj: K8sObject) -> bool:
 
 
 def catalogue_pass(
-    objects: list[K8sObject], settings: Any, engine: Any, already: Iterable[Finding] = ()
+    objects: list[K8sObject],
+    settings: Any,
+    engine: Any,
+    already: Iterable[Finding] = (),
+    memo: Any = None,
+    file_keys: dict[str, bytes] | None = None,
 ) -> list[Finding]:
     """Object-rule findings of the deferred objects (not in context-only files), merged
     with the catalogue of `objects`; a finding identical to one of `already` or of this
-    pass (one runtime line judged for many InferenceServices) is left out."""
+    pass (one runtime line judged for many InferenceServices) is left out.
+
+    With the results cache (`memo`, and the key of each file's bytes): which objects of a
+    file wait for the catalogue is kept per file, and an object's findings under its bytes
+    and those of the run's catalogue objects, so a rerun judges again only the objects whose
+    file or catalogue changed (their pods are still merged: bundle rules read them)."""
     hidden = engine.context_only
-    todo = [o for o in objects if o.file not in hidden and deferred(o)]
+    keyed = memo is not None and file_keys is not None
+    todo = [o for o in objects if o.file not in hidden and _deferred(o, memo, file_keys if keyed else None)]
     if not todo:
         return []
     catalog = workloads.catalogue(objects)
+    base = _catalogue_digest(objects, file_keys) if keyed else None
     out: list[Finding] = []
     seen = {(f.code, f.file, f.span, f.message) for f in already}
     for obj in todo:
         workloads.bind(obj, catalog)
-        ctx = Context(profile=settings.profile, bundle=False)
-        for f in engine.check_object(obj, ctx):
-            key = (f.code, f.file, f.span, f.message)
-            if key not in seen:
-                seen.add(key)
+        key = _object_key(base, obj, file_keys) if base is not None and file_keys is not None else None
+        found = _reuse(memo.get(key)) if key is not None else None
+        if found is None:
+            ctx = Context(profile=settings.profile, bundle=False)
+            found = list(engine.check_object(obj, ctx))
+            if key is not None:
+                from ailint.engine.cache import findings_out
+
+                memo.put(key, findings_out(found))
+        for f in found:
+            fkey = (f.code, f.file, f.span, f.message)
+            if fkey not in seen:
+                seen.add(fkey)
                 out.append(f)
     return out
+
+
+def _deferred(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None) -> bool:
+    """`deferred(obj)`, kept per file in `memo` (it depends on the object alone)."""
+    fk = file_keys.get(obj.file) if file_keys is not None else None
+    if fk is None:
+        return deferred(obj)
+    key = fk + b"deferred" + obj.doc_index.to_bytes(4, "little")
+    got = memo.get(key)
+    if isinstance(got, bool):
+        return got
+    value = deferred(obj)
+    memo.put(key, value)
+    return value
+
+
+def _catalogue_digest(objects: list[K8sObject], file_keys: dict[str, bytes] | None) -> bytes | None:
+    """A digest of the run's catalogue objects (where each is and its file's bytes); None
+    when one of them comes from a file without a key."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=20)
+    for o in objects:
+        if workloads.is_catalogue(o):
+            fk = file_keys.get(o.file) if file_keys is not None else None
+            if fk is None:
+                return None
+            h.update(fk + o.doc_index.to_bytes(4, "little"))
+    return h.digest()
+
+
+def _object_key(base: bytes, obj: K8sObject, file_keys: dict[str, bytes]) -> bytes | None:
+    fk = file_keys.get(obj.file)
+    return None if fk is None else base + fk + obj.doc_index.to_bytes(4, "little")
+
+
+def _reuse(stored: Any) -> list[Finding] | None:
+    if not isinstance(stored, list):
+        return None
+    from ailint.engine.cache import findings_in
+
+    try:
+        return findings_in(stored)
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def unique(findings: list[Finding], objects: Sequence[K8sObject] = ()) -> list[Finding]:

@@ -386,7 +386,13 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
-    findings += catalogue_pass(objects, settings, engine, findings)  # merged with the run's runtimes, claims
+    memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None
+    keys = engine.cache.file_keys if engine.cache is not None else None
+    findings += catalogue_pass(
+        objects, settings, engine, findings, memo, keys
+    )  # merged with the run's runtimes, claims
+    if memo is not None:
+        memo.save()
     root = engine.run_root or bundle_root(settings)
     sch = [r for r in engine.rules if r.rule.code.startswith("SCH")]
     # context objects are joined (ctx), never judged: the rules and the schema skip them
