@@ -553,3 +553,57 @@ def test_deferred_objects_judged_again_when_their_catalogue_changes(tmp_path: Pa
         assert got == _lint(paths, None), (f.name, old, new)
         outcomes.add(json.dumps(sorted((x["code"], x["file"], x["line"]) for x in got["findings"])))
     assert len(outcomes) >= 2, "the edits changed the findings"
+
+
+def test_position_tables_parsed_again_when_their_side_entry_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file entry keeps its position tables in a side entry, read only where a finding
+    points; with the side entries pruned, the positions come from parsing the file again and
+    every rerun still equals a fresh run."""
+    from ailint.engine import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # unchanged files are not read
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 80)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    assert _lint(paths, cache) == _lint(paths, None)
+    side = [Path(p) for p in _entries(cache) if len(Path(p).name) == 2 * (20 + len(cache_mod.TABLES_SUFFIX)) - 2]
+    assert side, "the tables are in side entries"
+    for p in side:
+        p.unlink()
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    victim.write_text(
+        victim.read_text(encoding="utf-8").replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8"
+    )
+    assert _lint(paths, cache) == _lint(paths, None)
+
+
+def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source the cache hands out unread is read back when something needs its text: if
+    the file changed in between, that is FileChangedError (never a wrong span or fix), and
+    the CLI says so in one line with exit 2, not as an internal error."""
+    from ailint.doors import cli
+    from ailint.engine import bounded
+    from ailint.engine import run as run_mod
+    from click.testing import CliRunner
+
+    victim = tmp_path / "x.yaml"
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+    victim.write_text(text, encoding="utf-8")
+    crc, length = bounded.text_ref(text)
+    assert bounded.spilled_source(str(victim), "x.yaml", crc, length).text == text
+    lazy = bounded.spilled_source(str(victim), "x.yaml", crc, length)
+    victim.write_text(text + "data: {}\n", encoding="utf-8")
+    with pytest.raises(bounded.FileChangedError):
+        _ = lazy.text
+
+    def edited(*args: object, **kwargs: object) -> None:
+        raise bounded.FileChangedError("x.yaml changed while ailint was running; run it again")
+
+    monkeypatch.setattr(run_mod, "lint", edited)
+    got = CliRunner().invoke(cli.cli, ["check", "--no-cache", str(victim)])
+    assert got.exit_code == 2
+    assert "x.yaml changed while ailint was running" in got.output
+    assert "internal error" not in got.output and "Traceback" not in got.output

@@ -155,6 +155,11 @@ def check(**options: Any) -> None:
     except Exception as exc:
         if debug:
             raise
+        from ailint.engine.bounded import FileChangedError
+
+        if isinstance(exc, FileChangedError):  # a file read back (spilled, or cached) was edited meanwhile
+            click.echo(f"ailint: {exc}", err=True)
+            sys.exit(2)
         click.echo(
             f"ailint: internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug; please report it with the input (rerun with --debug for the traceback).",

@@ -189,6 +189,9 @@ class LazyPositions(dict):  # type: ignore[type-arg]
         f = self._file
         if f is None:
             return self
+        fetch = getattr(f, "fetch", None)  # a table in the results cache's side entry
+        if fetch is not None:
+            f = self._file = fetch()
         if f.__class__ is bytes:
             dict.update(self, marshal.loads(f))
             self._file = None

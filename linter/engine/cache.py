@@ -10,8 +10,9 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
   rule) with the kinds of other objects each call read (`TrackingContext`), and the schema
   findings per file. After an edit, a bundle rule runs again only on the changed files'
   objects and on the objects whose earlier call read a kind the edit touched;
-- a **run entry** per exact input (every file's key, in order): the finished result, so a
-  rerun with nothing changed only stats the files;
+- a **run entry** per set of command-line paths, holding the finished result with the
+  digest of its exact input (every file's key, in order), so a rerun with nothing changed
+  only stats the files (each run overwrites it: edits leave no stale results behind);
 - a **stat entry** per set of command-line paths: each file's key with the stat signature
   (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
   or hashed again (git's index; a file changed in the last two seconds is always hashed).
@@ -442,12 +443,16 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
     return (fr.documents, findings_out(fr.findings), objs, tables, dict(tp), has_source, crc, length, "ailint:" in text)
 
 
-def file_in(t: Sequence[Any], c: Any, text: str | None) -> FileResult:
+def file_in(
+    t: Sequence[Any], c: Any, text: str | None, store: Store | None = None, key: bytes | None = None
+) -> FileResult:
     """The file's result from its entry; `text` None: the file is not read now (its stat
     matched), its source is read back on first use and checked against the entry's CRC."""
     from ailint.engine.bounded import LazyPositions, spilled_source
 
     documents, findings, objs, tables, template_paths, has_source, crc, length, directives = t
+    if tables is None and store is not None and key is not None:  # in the side entry
+        tables = TableRefs(store, key, len(objs))
     source: SourceFile | None = None
     if has_source:
         source = (
@@ -459,9 +464,71 @@ def file_in(t: Sequence[Any], c: Any, text: str | None) -> FileResult:
         fr.objects = [
             K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
         ]
+        if isinstance(tables, TableRefs):
+            tables.objects = fr.objects  # a missing side entry: the file is parsed again
         if not directives:
             fr.suppressions = []  # no `ailint:` comment in it: nothing to read it for
     return fr
+
+
+TABLES_SUFFIX = b"tables"
+
+
+class TableRefs:
+    """The position tables of a file entry, in their side entry: `tables[n]` is a promise
+    (`TableRef`) that `LazyPositions` keeps until a span is asked for."""
+
+    __slots__ = ("_loaded", "count", "key", "objects", "store")
+
+    def __init__(self, store: Store, key: bytes, count: int) -> None:
+        self.store = store
+        self.key = key
+        self.count = count
+        self.objects: list[K8sObject] = []
+        self._loaded: list[bytes] | None = None
+
+    def __getitem__(self, n: int) -> TableRef:
+        return TableRef(self, n)
+
+    def table(self, n: int) -> bytes:
+        if self._loaded is None:
+            got = self.store.get(self.key + TABLES_SUFFIX)
+            if isinstance(got, list) and all(isinstance(b, bytes) for b in got):
+                self._loaded = got
+            else:  # pruned or damaged: the same positions from parsing the text again
+                self._loaded = self._reparse()
+        return self._loaded[n]
+
+    def _reparse(self) -> list[bytes]:
+        from ailint.engine.load import load_text
+
+        src = self.objects[0].source if self.objects else None
+        if src is None:
+            raise OSError("no source to parse the positions from")
+        fr = load_text(SourceFile(src.path, src.display, src.text))
+        tables: list[bytes] = []
+        seen: dict[int, int] = {}
+        for o in fr.objects:  # the same table numbering as `file_out`
+            if id(o.positions) not in seen:
+                seen[id(o.positions)] = len(tables)
+                tables.append(marshal.dumps(dict(o.positions.items())))
+        return tables
+
+
+class TableRef:
+    """One position table of a file entry, read from the side entry on first use."""
+
+    __slots__ = ("n", "refs")
+
+    def __init__(self, refs: TableRefs, n: int) -> None:
+        self.refs = refs
+        self.n = n
+
+    def fetch(self) -> bytes:
+        return self.refs.table(self.n)
+
+    def __reduce__(self) -> Any:  # to a worker's parent: the table itself
+        return (bytes, (self.fetch(),))
 
 
 # -- the run's use of the cache ------------------------------------------------------------
@@ -474,6 +541,7 @@ class RunCache:
         self.state_key = _h(key, b"state", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.stats_key = _h(key, b"stats", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.masks_key = _h(key, b"masks", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        self.run_slot = _h(key, b"run", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
 
@@ -497,7 +565,10 @@ class RunCache:
             value = file_out(fr)
         except (TypeError, ValueError, AttributeError):
             return
-        self.store.put(key, value)
+        # the position tables (most of the bytes, needed only where a finding points) go to
+        # a side entry: a rerun reads and checks them only for the files it reports on
+        self.store.put(key + TABLES_SUFFIX, value[3])
+        self.store.put(key, (*value[:3], None, *value[4:]))
 
     # what each file's stat said when its bytes were hashed (git's index, ruff's mtime key)
     def load_stats(self) -> dict[str, tuple[Any, ...]]:
@@ -538,6 +609,18 @@ class RunCache:
         return PassMemo(self.store, key)
 
     # whole runs
+    def load_run(self, digest: bytes) -> Any:
+        """The finished result stored for exactly these inputs, if the last run of these
+        paths had them. One slot per set of paths, overwritten by each run: edits do not
+        pile up whole results (a megabyte each on a large repository) for the pruner."""
+        got = self.store.get(self.run_slot)
+        if isinstance(got, tuple) and len(got) == 2 and got[0] == digest:
+            return got[1]
+        return None
+
+    def store_run(self, digest: bytes, value: Any) -> None:
+        self.store.put(self.run_slot, (digest, value))
+
     def run_entry_key(self, keyed: Sequence[tuple[str, bytes | None]]) -> bytes | None:
         if any(k is None for _, k in keyed):
             return None
@@ -671,7 +754,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     run_entry = cache.run_entry_key(
         [(f"{c.display}\0{'' if c.context else projects.key(c.path)}", k) for c, k in zip(candidates, keys)]
     )
-    got = cache.store.get(run_entry) if run_entry is not None else None
+    got = cache.load_run(run_entry) if run_entry is not None else None
     if got is not None:
         try:
             return _restore_run(got, cache, candidates, result)
@@ -687,7 +770,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         fr = None
         if entry is not None and n in unread:  # its stat stands for its bytes: not read now
             try:
-                fr = file_in(entry, c, None)
+                fr = file_in(entry, c, None, cache.store, keys[n])
             except (TypeError, ValueError, KeyError, IndexError):
                 fr = None
         elif entry is not None:
@@ -698,7 +781,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 text, problem = decode(raw, c.display)
                 if problem is None and text is not None:
                     try:
-                        fr = file_in(entry, c, text)
+                        fr = file_in(entry, c, text, cache.store, keys[n])
                     except (TypeError, ValueError, KeyError, IndexError):
                         fr = None
         raws[n] = None
@@ -739,7 +822,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     )
     if run_entry is not None and steady:
         cache.remember_clean_texts(out.findings)
-        cache.store.put(
+        cache.store_run(
             run_entry,
             (
                 [(f.path, f.documents, f.objects) for f in out.files],

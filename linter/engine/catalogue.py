@@ -56,8 +56,9 @@ def catalogue_pass(
     todo = [o for o in objects if o.file not in hidden and _deferred(o, memo, file_keys if keyed else None)]
     if not todo:
         return []
-    catalog = workloads.catalogue(objects)
-    base = _catalogue_digest(objects, file_keys) if keyed else None
+    members = [o for o in objects if workloads.is_catalogue(o)]
+    catalog = workloads.catalogue(members)
+    base = _catalogue_digest(members, file_keys) if keyed else None
     out: list[Finding] = []
     seen = {(f.code, f.file, f.span, f.message) for f in already}
     for obj in todo:
@@ -93,18 +94,17 @@ def _deferred(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None) -> 
     return value
 
 
-def _catalogue_digest(objects: list[K8sObject], file_keys: dict[str, bytes] | None) -> bytes | None:
+def _catalogue_digest(members: list[K8sObject], file_keys: dict[str, bytes] | None) -> bytes | None:
     """A digest of the run's catalogue objects (where each is and its file's bytes); None
     when one of them comes from a file without a key."""
     import hashlib
 
     h = hashlib.blake2b(digest_size=20)
-    for o in objects:
-        if workloads.is_catalogue(o):
-            fk = file_keys.get(o.file) if file_keys is not None else None
-            if fk is None:
-                return None
-            h.update(fk + o.doc_index.to_bytes(4, "little"))
+    for o in members:
+        fk = file_keys.get(o.file) if file_keys is not None else None
+        if fk is None:
+            return None
+        h.update(fk + o.doc_index.to_bytes(4, "little"))
     return h.digest()
 
 

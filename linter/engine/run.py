@@ -20,6 +20,7 @@ from ailint.domain.context import Context
 from ailint.domain.workloads import Foreign, relocate
 from ailint.engine import registry, suppress
 from ailint.engine.boundary import Boundary, open_regular
+from ailint.engine.bounded import FileChangedError
 from ailint.engine.catalogue import catalogue_pass, deferred, unique
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
@@ -111,7 +112,7 @@ class Engine:
         try:
             found = list(reg.check(obj, ctx, self._options[reg.rule.code]))  # type: ignore[misc]
         except Exception as exc:
-            if self.debug:
+            if self.debug or isinstance(exc, FileChangedError):  # an input edited during the run
                 raise
             r = registry.engine_rule("AIL003")
             where = traceback.extract_tb(exc.__traceback__)[-1]
