@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import marshal
 import zlib
+from array import array
 from collections import OrderedDict
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from types import MemberDescriptorType
@@ -45,11 +46,12 @@ class FileChangedError(RuntimeError):
 class _TextRef:
     """Stands in the `text` slot of a spilled SourceFile: how to get the text back."""
 
-    __slots__ = ("crc", "length")
+    __slots__ = ("crc", "length", "starts")
 
     def __init__(self, text: str) -> None:
         self.crc = _crc(text)
         self.length = len(text)
+        self.starts: bytes | None = None  # the line-start table, when the cache kept it
 
 
 def _crc(text: str) -> int:
@@ -61,12 +63,18 @@ def text_ref(text: str) -> tuple[int, int]:
     return _crc(text), len(text)
 
 
-def spilled_source(path: str, display: str, crc: int, length: int) -> SpilledSource:
+def spilled_source(path: str, display: str, crc: int, length: int, starts: bytes | None = None) -> SpilledSource:
     """A source not read yet: its text is read on first use and must have this CRC and
-    length (`text_ref`), else the run stops with FileChangedError (never a wrong span)."""
+    length (`text_ref`), else the run stops with FileChangedError (never a wrong span).
+    `starts` (`line_starts_bytes`): offsets turn into lines and columns without the text."""
     ref = _TextRef.__new__(_TextRef)
-    ref.crc, ref.length = crc, length
+    ref.crc, ref.length, ref.starts = crc, length, starts
     return _restore(path, display, ref, {})
+
+
+def line_starts_bytes(src: SourceFile) -> bytes:
+    """A source's line-start table, packed (4 bytes a line)."""
+    return array("I", src.line_starts).tobytes()
 
 
 # id -> (source, its _TextRef) of spilled sources whose text is loaded right now
@@ -88,6 +96,15 @@ class SpilledSource(SourceFile):
     @text.setter
     def text(self, value: str) -> None:
         _TEXT_SLOT.__set__(self, value)
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            value = _TEXT_SLOT.__get__(self, SourceFile)
+            if value.__class__ is _TextRef and value.starts is not None:
+                self._line_starts = array("I", value.starts).tolist()  # no need to read the text
+                return self._line_starts
+        return SourceFile.line_starts.__get__(self, SourceFile)  # type: ignore[attr-defined,no-any-return]
 
     def __reduce__(self) -> Any:  # to a worker's parent: the reference, never the text
         value = _TEXT_SLOT.__get__(self, SourceFile)

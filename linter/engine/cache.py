@@ -435,12 +435,25 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
         objs.append((o.doc_index, o.data, n, o.base, o.template))
     tp = fr.source.template_paths if fr.source is not None else {}
     text = fr.source.text if fr.source is not None else ""
-    from ailint.engine.bounded import text_ref
+    from ailint.engine.bounded import line_starts_bytes, text_ref
 
     crc, length = text_ref(text)
     has_source = fr.source is not None
-    # the text's CRC and length: a hit on an unchanged file reads it only when needed
-    return (fr.documents, findings_out(fr.findings), objs, tables, dict(tp), has_source, crc, length, "ailint:" in text)
+    starts = line_starts_bytes(fr.source) if fr.source is not None else b""
+    # the text's CRC, length and line starts: a hit on an unchanged file reads it only
+    # when its text itself is needed (a code frame, a rule run again), not for positions
+    return (
+        fr.documents,
+        findings_out(fr.findings),
+        objs,
+        tables,
+        dict(tp),
+        has_source,
+        crc,
+        length,
+        "ailint:" in text,
+        starts,
+    )
 
 
 def file_in(
@@ -450,13 +463,15 @@ def file_in(
     matched), its source is read back on first use and checked against the entry's CRC."""
     from ailint.engine.bounded import LazyPositions, spilled_source
 
-    documents, findings, objs, tables, template_paths, has_source, crc, length, directives = t
+    documents, findings, objs, tables, template_paths, has_source, crc, length, directives, starts = t
     if tables is None and store is not None and key is not None:  # in the side entry
         tables = TableRefs(store, key, len(objs))
     source: SourceFile | None = None
     if has_source:
         source = (
-            SourceFile(c.path, c.display, text) if text is not None else spilled_source(c.path, c.display, crc, length)
+            SourceFile(c.path, c.display, text)
+            if text is not None
+            else spilled_source(c.path, c.display, crc, length, starts)
         )
     fr = FileResult(path=c.display, documents=documents, findings=findings_in(findings), source=source)
     if source is not None:

@@ -89,7 +89,6 @@ class Plan:
 
 def plan(paths: Sequence[str], candidates: list[Any], settings: Any, shown_root: str) -> tuple[Plan, list[Any]]:
     """The charts and overlays of `paths`, and the candidates left to lint raw."""
-    from ailint.engine.render import overlays
     from ailint.engine.sources import display_path
 
     p = Plan(opts=options(settings), shown_root=shown_root)
@@ -121,6 +120,8 @@ def plan(paths: Sequence[str], candidates: list[Any], settings: Any, shown_root:
                 overlay_dirs[k] = None
     if not chart_dirs and not overlay_dirs:
         return p, candidates
+    from ailint.engine.render import overlays  # here: most runs have no chart and no overlay
+
     scans = {d: overlays.scan(d) for d in overlay_dirs}
     used: set[str] = set()
     for d, sc in scans.items():
