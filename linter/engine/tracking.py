@@ -259,6 +259,7 @@ def bundle_phase(
     position = {id(reg): t for t, reg in enumerate(rules)}
     by_code = {reg.rule.code: t for t, reg in enumerate(rules)}
     calls: dict[tuple[int, int], tuple[tuple[str, ...], list[Any]]] = {}  # (object, rule) -> (tokens, findings)
+    kept: dict[int, dict[str, Any]] = {}  # objects in a project no change touched: every call as stored
     todo: list[list[int]] = [[] for _ in rules]
     for i, obj in enumerate(objects):
         if obj.file in hidden:
@@ -269,6 +270,9 @@ def bundle_phase(
         if old_obj is not None and all(code in by_code for code in old_obj):
             # an unchanged object: the calls it had (the same rules apply to the same data)
             touched = touched_in.get(names[which[i]], nothing)
+            if not touched:
+                kept[i] = old_obj
+                continue
             merged_stale = bool(touched.intersection(merges[d][j]))
             for code, hit in old_obj.items():
                 t = by_code[code]
@@ -356,11 +360,23 @@ def bundle_phase(
     new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal reads: marshal
     # writes it once and refers back, so the state is smaller and quicker to read
-    for (i, t), (used, found) in sorted(calls.items()):
+    by_object: dict[int, list[tuple[int, Any]]] = {}
+    for (i, t), call in calls.items():
+        by_object.setdefault(i, []).append((t, call))
+    for i in range(len(objects)):  # object by object, each one's calls in rule order
         d, j = where[i]
-        new_bundle[d][j][rules[t].rule.code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
-        if found:
-            bundle_findings.extend(findings_in(found))
+        reused = kept.get(i)
+        if reused is not None:  # stored in rule order
+            new_bundle[d][j] = reused
+            for _, found in reused.values():
+                if found:
+                    bundle_findings.extend(findings_in(found))
+            continue
+        entry = new_bundle[d][j]
+        for t, (used, found) in sorted(by_object.get(i, ()), key=lambda tc: tc[0]):
+            entry[rules[t].rule.code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
+            if found:
+                bundle_findings.extend(findings_in(found))
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
         kinds,
