@@ -399,6 +399,8 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     # context objects are joined (ctx), never judged: the rules and the schema skip them
     judged = [i for i, o in enumerate(objects) if o.file not in hidden] if hidden else range(len(objects))
     schema = bool(settings.schema and sch and judged)
+    enabled = {r.rule.code for r in engine.rules}
+    passes: list[Finding] | None = None  # the providers' passes, when a forked process ran them
     if engine.cache is not None:  # bundle rules again only where an edit can change them
         from ailint.engine.tracking import bundle_phase
 
@@ -413,7 +415,16 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
         ctx = ctxs[0]
         scoped = (which, ctxs) if len(ctxs) > 1 else None
         forked = (
-            _bundle_forked(objects, ctx, settings, engine, sch, schema, scoped)
+            _bundle_forked(
+                objects,
+                ctx,
+                settings,
+                engine,
+                sch,
+                schema,
+                scoped,
+                lambda: provider_passes(objects, which, settings, engine, enabled),
+            )
             if engine.jobs > 1 and len(objects) > 1
             else None
         )
@@ -422,28 +433,11 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             if schema:
                 chunks.append(bundle_chunk(None, objects, ctx, settings, engine, sch))
         else:
-            chunks = forked
+            chunks, passes = forked
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
     findings = unique(findings, objects)  # one runtime line judged for itself and for a workload merged with it
-    enabled = {r.rule.code for r in engine.rules}
-    # passes over the run (admission policies), once per scope project like the bundle rules:
-    # a policy of one repository never judges another's objects
-    projects: dict[int, list[K8sObject]] = {}
-    for o, w in zip(objects, which, strict=True):
-        projects.setdefault(w, []).append(o)
-    for n, provider in enumerate(registry.providers()):
-        # a provider that says so keeps what it may reuse next run in the results cache
-        memo = (
-            engine.cache.pass_memo(n) if engine.cache is not None and getattr(provider, "takes_memo", False) else None
-        )
-        for members in projects.values() if len(projects) > 1 else [objects]:
-            if memo is None:
-                findings.extend(provider.run_pass(members, settings, enabled, hidden))
-            else:
-                findings.extend(provider.run_pass(members, settings, enabled, hidden, memo=memo))
-        if memo is not None:
-            memo.save()
+    findings.extend(provider_passes(objects, which, settings, engine, enabled) if passes is None else passes)
     for fr in file_results:
         if fr.path in hidden:
             continue
@@ -486,6 +480,31 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     return result
 
 
+def provider_passes(
+    objects: list[K8sObject], which: list[int], settings: Settings, engine: Engine, enabled: set[str]
+) -> list[Finding]:
+    """The providers' passes over the run (admission policies), once per scope project like
+    the bundle rules: a policy of one repository never judges another's objects."""
+    hidden = engine.context_only
+    projects: dict[int, list[K8sObject]] = {}
+    for o, w in zip(objects, which, strict=True):
+        projects.setdefault(w, []).append(o)
+    out: list[Finding] = []
+    for n, provider in enumerate(registry.providers()):
+        # a provider that says so keeps what it may reuse next run in the results cache
+        memo = (
+            engine.cache.pass_memo(n) if engine.cache is not None and getattr(provider, "takes_memo", False) else None
+        )
+        for members in projects.values() if len(projects) > 1 else [objects]:
+            if memo is None:
+                out.extend(provider.run_pass(members, settings, enabled, hidden))
+            else:
+                out.extend(provider.run_pass(members, settings, enabled, hidden, memo=memo))
+        if memo is not None:
+            memo.save()
+    return out
+
+
 def project_contexts(
     objects: list[K8sObject], settings: Settings, engine: Engine, make: Callable[[list[K8sObject]], C]
 ) -> tuple[list[int], list[C], list[str]]:
@@ -513,9 +532,11 @@ def _bundle_forked(
     sch: list[RegisteredRule],
     schema: bool,
     scoped: tuple[list[int], list[Context]] | None = None,
-) -> list[list[Finding]] | None:
-    """The bundle rules (a task each) and the schema pass shared by forked processes; the
-    findings in the serial order (by object, then by rule). None when forking is not possible."""
+    passes: Callable[[], list[Finding]] | None = None,
+) -> tuple[list[list[Finding]], list[Finding] | None] | None:
+    """The bundle rules (a task each), the schema pass and the providers' passes (`passes`)
+    shared by forked processes: the findings in the serial order (by object, then by rule)
+    and those of the passes. None when forking is not possible."""
     from ailint.engine.parallel import run_forked
 
     rules = engine.bundle_rules
@@ -530,8 +551,10 @@ def _bundle_forked(
             targets[position[id(reg)]].append(i)
 
     def work(t: int) -> list[Any]:
-        if t < 0:  # the schema pass, the longest task: first in the queue
+        if t == _SCHEMA_PASS:  # the longest task: first in the queue
             return bundle_chunk(None, objects, ctx, settings, engine, sch)
+        if t == _PROVIDER_PASSES:
+            return passes() if passes is not None else []
         reg = rules[t]
         out: list[tuple[int, list[Finding]]] = []
         for i in targets[t]:
@@ -540,14 +563,18 @@ def _bundle_forked(
                 out.append((i, found))
         return out
 
-    results = run_forked(work, ([-1] if schema else []) + list(range(len(rules))), engine.jobs)
+    first = ([_SCHEMA_PASS] if schema else []) + ([_PROVIDER_PASSES] if passes is not None else [])
+    results = run_forked(work, first + list(range(len(rules))), engine.jobs)
     if results is None:
         return None
     merged = sorted(((i, t, found) for t in range(len(rules)) for i, found in results[t]), key=lambda x: x[:2])
     parts = [[f for _, _, found in merged for f in found]]
     if schema:
-        parts.append(results[-1])
-    return parts
+        parts.append(results[_SCHEMA_PASS])
+    return parts, results.get(_PROVIDER_PASSES) if passes is not None else None
+
+
+_SCHEMA_PASS, _PROVIDER_PASSES = -1, -2  # the forked tasks that are not a bundle rule
 
 
 def bundle_chunk(
