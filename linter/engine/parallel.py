@@ -49,6 +49,15 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     chunks = [candidates[i::n] for i in range(n)]
     chunks = [c for c in chunks if c]
     order = {id(c): i for i, c in enumerate(candidates)}
+    forked = _parse_forked(chunks, settings, engine, jobs)
+    if forked is not None:
+        ranked = [
+            (order[id(c)], fr)
+            for chunk, res in zip(chunks, forked, strict=True)
+            for c, fr in zip(chunk, res, strict=True)
+        ]
+        ranked.sort(key=lambda x: x[0])
+        return [fr for _, fr in ranked]
     results: list[tuple[int, FileResult]] = []
     with ProcessPoolExecutor(
         max_workers=jobs,
@@ -62,6 +71,36 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
                 engine.progress(len(chunk))  # a terminal's progress line
     results.sort(key=lambda x: x[0])
     return [fr for _, fr in results]
+
+
+def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int) -> list[list[FileResult]] | None:
+    """The chunks parsed and object-checked by this process and forked children, taking
+    chunks from one queue (`run_forked`): only the children's results are pickled (their
+    position tables packed first), the parent's stay as they are. None: no fork here."""
+    from ailint.engine.run import process_file
+
+    parent = os.getpid()
+    tick = getattr(engine, "progress", None)  # a terminal's progress line
+    ticked = [0]
+
+    def work(t: int) -> list[FileResult]:
+        out = [process_file(c, settings, engine) for c in chunks[t]]
+        if os.getpid() != parent:
+            from ailint.engine.bounded import pack
+
+            for fr in out:
+                pack(fr)
+        elif tick is not None:
+            tick(len(out))
+            ticked[0] += len(out)
+        return out
+
+    results = run_forked(work, list(range(len(chunks))), jobs)
+    if results is None:
+        return None
+    if tick is not None:  # the children's files, now that their results are in
+        tick(sum(len(c) for c in chunks) - ticked[0])
+    return [results[t] for t in range(len(chunks))]
 
 
 def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
