@@ -86,6 +86,29 @@ _NOT_SERVER = (
     ("ray-node", lazy_re(r"^(ray|/\S*/ray) start\b|\$\{?kuberay_gen_ray_start_cmd\b")),
     ("idle", lazy_re(r"^(/bin/|/usr/bin/)?(sleep|pause)\b|^tail -f /dev/null\b|^(while|until)\b")),
 )
+# Words each pattern above cannot match without (the segment is lower case): a segment that
+# holds none of a pattern's words is not searched with it. Most segments hold none, and the
+# `in` tests cost a fraction of a search (tests/test_roles_prefilter.py checks each word list
+# against its pattern on every command of the fixtures and the corpus).
+_MUST_HOLD: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "trtllm": ("trtllm", "launch_triton_server"),
+    "triton": ("tritonserver",),
+    "tgi": ("text-generation-launcher",),
+    "nim": ("start_server", "nim"),
+    "ollama": ("ollama",),
+    "llama.cpp": ("llama",),
+    "lmdeploy": ("lmdeploy",),
+    "dynamo": ("dynamo",),
+    "ray-serve": ("serve",),
+    "client": ("perf", "locust", "guidellm", "hey", "wrk", "ab", "vegeta", "k6", "vllm", "benchmark", "sglang"),
+    "batch": ("vllm",),
+    "router": ("sgl", "smg", "mini_lb", "dynamo"),
+    "download": ("download", "s3", "gsutil", "s5cmd", "tosutil", "lfs", "list-model-profiles", "pull"),
+    "ray-node": ("ray",),
+    "idle": ("sleep", "pause", "tail", "while", "until"),
+}
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "do", "done", "then", "fi", "else", "elif", "{", "}"})
 _IMAGE_ONLY = (  # servers an image starts by its own entrypoint (no command in the manifest)
     ("nim", lazy_re(r"(^|/)nvcr\.io/nim/")),
@@ -129,13 +152,13 @@ def _what_runs(c: Container) -> tuple[str, str | None]:
     for seg in segs:
         verdict: str | None = None
         for engine, rx in _SERVER_CMD:
-            if rx.search(seg):
+            if any(w in seg for w in _MUST_HOLD[engine]) and rx.search(seg):
                 verdict = "server"
                 server = server or engine
                 break
         if verdict is None:
             for reason, rx in _NOT_SERVER:
-                if rx.search(seg):
+                if any(w in seg for w in _MUST_HOLD[reason]) and rx.search(seg):
                     verdict = reason
                     break
         if verdict is not None:
