@@ -1,14 +1,16 @@
-"""`--jobs N`: parse files and run single-object rules in worker processes, then share the
-bundle rules and schema validation between forked processes.
+"""`--jobs N`: parse files and run single-object rules in this process and forked children,
+then share the bundle rules, schema validation and the admission-policy pass the same way.
 
-Workers return each file's result (objects included, so bundle rules can join them in the
-parent; with `ailint.engine.bounded` the position tables and texts stay behind and are re-read on
-demand); results come back in input order. The bundle phase forks the parent once all
-objects are joined (copy-on-write: nothing is pickled but the findings), hands out one task
-per bundle rule (and the schema pass) through a pipe of task numbers, and puts the findings
-back in the serial order (object, then rule), so findings are identical with and without
-`--jobs`. A task per rule, not per slice of objects, builds each rule's run-wide indexes in
-one process only.
+The parent and its children take chunks of files from one queue (`run_forked`): only the
+children's results are pickled back (their position tables packed with marshal first, and,
+with `ailint.engine.bounded`, without texts and tables), so the parent does not unpickle
+every file while the children compete with it for the cores; results come back in input
+order. The bundle phase forks the parent once all objects are joined (copy-on-write:
+nothing is pickled but the findings), hands out one task per bundle rule (and the schema
+and policy passes) through a pipe of task numbers, and puts the findings back in the serial
+order (object, then rule), so findings are identical with and without `--jobs`. A task per
+rule, not per slice of objects, builds each rule's run-wide indexes in one process only.
+Without `fork` (Windows), a process pool parses the files instead.
 """
 
 from __future__ import annotations
