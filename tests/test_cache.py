@@ -607,3 +607,42 @@ def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monk
     assert got.exit_code == 2
     assert "x.yaml changed while ailint was running" in got.output
     assert "internal error" not in got.output and "Traceback" not in got.output
+
+
+def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Early cutoff: an edit after which the file parses to the same objects, data and
+    positions alike (a comment reworded in place), runs again only its own objects' calls;
+    the rerun equals a fresh run. An edit of a value runs the other objects' calls again."""
+    from ailint.engine import run as run_mod
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "pool.yaml")
+    pdb = tree / "pdb.yaml"
+    pdb.write_text(
+        "# a budget for the model server\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
+        "  name: vllm\n  namespace: inference\nspec:\n  maxUnavailable: 1\n  selector:\n"
+        "    matchLabels: {app: vllm}\n",
+        encoding="utf-8",
+    )
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    assert _lint(paths, cache) == _lint(paths, None)
+    ran: list[str] = []
+    real = run_mod.Engine.run_rule
+
+    def counting(self, reg, obj, ctx):  # type: ignore[no-untyped-def]
+        if ctx.bundle:
+            ran.append(obj.file)
+        return real(self, reg, obj, ctx)
+
+    monkeypatch.setattr(run_mod.Engine, "run_rule", counting)
+    pdb.write_text(pdb.read_text(encoding="utf-8").replace("# a budget for", "# the budget of"), encoding="utf-8")
+    same = _lint(paths, cache)
+    assert ran and all(f.endswith("pdb.yaml") for f in ran), sorted(set(ran))
+    assert same == _lint(paths, None)
+    ran.clear()
+    pdb.write_text(pdb.read_text(encoding="utf-8").replace("maxUnavailable: 1", "maxUnavailable: 0"), encoding="utf-8")
+    changed = _lint(paths, cache)
+    assert any(f.endswith("pool.yaml") for f in ran), "a value edit reaches the other file's calls"
+    assert changed == _lint(paths, None)

@@ -109,7 +109,6 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
     """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
     take tasks from one pipe until none is left (put the longest first). Returns {task:
     result}, or None when forking is not possible (the caller runs serially)."""
-    import pickle
     import struct
     import sys
 
@@ -129,32 +128,13 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
             t = struct.unpack("<i", b)[0]
             done[t] = work(t)
 
-    children: list[tuple[int, int]] = []
-    for _ in range(procs - 1):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child: take tasks until none are left, send the results, leave
-            code = 1
-            try:
-                os.close(r)
-                payload = pickle.dumps(drain(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(w, "wb") as fh:
-                    fh.write(payload)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        children.append((pid, r))
+    children = [_fork(drain) for _ in range(procs - 1)]  # each takes tasks until none are left
     results = drain()
     os.close(rd)
-    for pid, r in children:
-        with os.fdopen(r, "rb") as rf:
-            data = rf.read()
-        os.waitpid(pid, 0)
-        try:
-            results.update(pickle.loads(data))
-        except Exception:
-            pass
+    for child in children:
+        got = _collect(*child)
+        if isinstance(got, dict):
+            results.update(got)
     for t in tasks:
         if t not in results:
             results[t] = work(t)
@@ -165,34 +145,53 @@ def run_beside(work: Any) -> Any:
     """`work()` in a forked child while the caller goes on: returns a function that waits
     for the child and gives `work()`'s result (computed here when the child failed), or
     None when forking is not possible."""
-    import pickle
     import sys
 
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or sys.platform == "win32":
         return None
+    child = _fork(work)
+
+    def wait() -> Any:
+        got = _collect(*child)
+        return work() if got is _FAILED else got
+
+    return wait
+
+
+_FAILED = object()  # what `_collect` gives for a child that sent nothing whole
+
+
+def _fork(compute: Any) -> tuple[int, int]:
+    """A forked child that computes `compute()`, sends it pickled through a pipe and leaves
+    at once (`os._exit`: no cleanup of the parent's state runs twice): (pid, read end)."""
+    import pickle
+
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child: compute, send, leave
+    if pid == 0:
         code = 1
         try:
             os.close(r)
-            payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(w, "wb") as fh:
                 fh.write(payload)
             code = 0
         finally:
             os._exit(code)
     os.close(w)
+    return pid, r
 
-    def wait() -> Any:
-        with os.fdopen(r, "rb") as rf:
-            data = rf.read()
-        _, status = os.waitpid(pid, 0)
-        if status == 0:
-            try:
-                return pickle.loads(data)
-            except Exception:
-                pass
-        return work()
 
-    return wait
+def _collect(pid: int, r: int) -> Any:
+    """What the child `_fork` started sent, once it has ended; `_FAILED` if it failed."""
+    import pickle
+
+    with os.fdopen(r, "rb") as rf:
+        data = rf.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return _FAILED
+    try:
+        return pickle.loads(data)
+    except Exception:
+        return _FAILED
