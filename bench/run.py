@@ -9,8 +9,9 @@ ailint runs as a user has it: a regular (not editable) install of this tree in
 bench/.user-venv, rebuilt at the start of every run (`--dev-venv` uses this interpreter's
 install instead). Scenarios, each with the targets of the speed issue:
 
-- the plain corpus (../shared/corpus/*/plain, copied to bench/generated/plain so one file
-  can be edited): cold (`--no-cache`) against a warm Checkov; rerun with nothing changed;
+- the plain corpus (../shared/corpus/*/plain, copied to $TMPDIR/ailint-bench/plain, outside
+  this work tree so that each folder stays a project of its own, and so one file can be
+  edited): cold (`--no-cache`) against a warm Checkov; rerun with nothing changed;
   rerun after editing one file (each sample edits it again);
 - one small file, cold and warm, against a bare `python -c pass` of an empty venv;
 - generated corpora of 1, 10 and 100 MB (copies of the corpus files), cold: time and peak
@@ -130,9 +131,15 @@ def generate(size_mb: int) -> Path:
     return out
 
 
+# The copy of the plain corpus lies outside this git work tree: each of its folders is a
+# repository of its own, and inside ailint's repository the 27 would join as one project
+# (`--scope repo`), which no user's run does and running on ../shared/corpus itself does not.
+PLAIN = Path(tempfile.gettempdir()) / "ailint-bench" / "plain"
+
+
 def plain_copy() -> tuple[list[str], Path]:
     """The plain corpus folders copied (fresh each run) and the file the edit scenario edits."""
-    out = GENERATED / "plain"
+    out = PLAIN
     shutil.rmtree(out, ignore_errors=True)
     folders = []
     for d in sorted(glob.glob(str(CORPUS / "*" / "plain"))):
@@ -154,6 +161,19 @@ def edit(victim: Path) -> None:
     victim.write_text("\n".join(lines).rstrip("\n") + f"\n{EDIT_MARK}{time.time_ns()}\n", encoding="utf-8")
 
 
+def edit_value(victim: Path) -> None:
+    """Change a value (the first object's name, back and forth): an edit the parse sees, so
+    every cross-resource check that read the object runs again."""
+    lines = victim.read_text(encoding="utf-8").split("\n")
+    for n, line in enumerate(lines):
+        m = re.match(r"^  name: (\S+)$", line)
+        if m:
+            name = m.group(1)
+            lines[n] = f"  name: {name[: -len('-benchx')] if name.endswith('-benchx') else name + '-benchx'}"
+            break
+    victim.write_text("\n".join(lines), encoding="utf-8")
+
+
 def scenarios(args: argparse.Namespace, plain: list[str], victim: Path) -> list[dict]:
     small = ROOT / "fixtures" / "demo" / "vllm.yaml"
     fmt = ["check", "--format", "json", "--fail-on", "never"]
@@ -171,6 +191,13 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path) -> list[
             "key": "edit",
             "ailint": [*fmt, *plain],
             "before": lambda: edit(victim),
+            "of": "cold",
+        },
+        {
+            "name": "plain corpus, rerun after changing a value in one file",
+            "key": "edit-value",
+            "ailint": [*fmt, *plain],
+            "before": lambda: edit_value(victim),
             "of": "cold",
         },
         {
