@@ -10,9 +10,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
+from ailint.domain.profile import Profile as Profile  # re-exported: defined there once
 from ailint.domain.quantities import parse_quantity
 
 # ---------------------------------------------------------------------------------------
@@ -594,36 +595,3 @@ def pod_node_requirements(pod: PodTemplate) -> list[list[Requirement]]:
     for _, term in iter_dicts(terms):
         out.append(base + requirements_from_terms(term.get("matchExpressions")))
     return out or [base]
-
-
-@dataclass(slots=True)
-class Profile:
-    """Cluster facts the manifests cannot show (spec section 0 and decision 31)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "extendedResourceToleration": True,
-        "deschedulerInstalled": False,
-        "autoMode": False,
-        "karpenterVersion": None,
-        "vllmVersion": None,
-        "esoVersion": None,
-        "db.maxConnections": None,
-        "gpuNodeTaints": [],
-        "podSparseNodes": False,
-        "largeScaleNodes": False,
-        "gpuOperatorInstalled": False,
-        "productionNamespaces": [],
-    }
-
-    def get(self, key: str) -> Any:
-        if key in self.values:
-            return self.values[key]
-        return self.DEFAULTS.get(key)
-
-    def flag(self, key: str) -> bool:
-        v = self.get(key)
-        if isinstance(v, str):
-            return v.strip().lower() in ("1", "true", "yes", "on")
-        return bool(v)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -144,6 +143,8 @@ class Progress:
     starts clean. `files` is the run's `on_files` hook (files read and checked, of all)."""
 
     def __init__(self, what: str, after: float | None = None) -> None:
+        import threading  # only a run on a terminal shows progress
+
         self.what = what
         env = os.environ.get("AILINT_PROGRESS_AFTER")  # tests shorten the wait
         self.after = after if after is not None else (float(env) if env else PROGRESS_AFTER)

@@ -32,8 +32,13 @@ is pruned to `MAX_BYTES`, oldest first (a hit refreshes an entry's mtime now and
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+try:  # BLAKE2 and the constant-time compare without loading OpenSSL (hashlib and hmac
+    # import _hashlib, a few milliseconds of a cached one-file run); they are the same functions
+    from _blake2 import blake2b
+    from _operator import _compare_digest as compare_digest
+except ImportError:  # another Python implementation
+    from hashlib import blake2b  # type: ignore[assignment]
+    from hmac import compare_digest  # type: ignore[no-redef]
 import marshal
 import os
 import sys
@@ -85,7 +90,7 @@ class Store:
         return os.path.join(self.dir, h[:2], h[2:])
 
     def _mac(self, key: bytes, payload: bytes) -> bytes:
-        return hashlib.blake2b(key + payload, key=self.secret, digest_size=MAC_BYTES).digest()
+        return blake2b(key + payload, key=self.secret, digest_size=MAC_BYTES).digest()
 
     def get(self, key: bytes) -> Any:
         """The value stored under `key`, or None (missing, unreadable, truncated, foreign)."""
@@ -100,7 +105,7 @@ class Store:
         if len(blob) < n + MAC_BYTES or blob[:n] != MAGIC:
             return None
         payload = memoryview(blob)[n + MAC_BYTES :]
-        if not hmac.compare_digest(blob[n : n + MAC_BYTES], self._mac(key, bytes(payload))):
+        if not compare_digest(blob[n : n + MAC_BYTES], self._mac(key, bytes(payload))):
             return None
         try:
             value = marshal.loads(payload)
@@ -268,8 +273,8 @@ def clean(directory: str | None = None) -> tuple[str, bool]:
 
 
 # -- keys -------------------------------------------------------------------------------
-def _h(*parts: bytes) -> hashlib.blake2b:
-    h = hashlib.blake2b(digest_size=20)
+def _h(*parts: bytes) -> blake2b:
+    h = blake2b(digest_size=20)
     for p in parts:
         h.update(len(p).to_bytes(8, "little"))
         h.update(p)
@@ -282,7 +287,7 @@ def package_fingerprint() -> bytes:
     import ailint.rules
     import ailint.schemas
 
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     for root in dict.fromkeys([*ailint.__path__, *ailint.rules.__path__, *ailint.schemas.__path__]):
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
@@ -325,7 +330,7 @@ def config_inputs(settings: Any) -> bytes | None:
                 walk(x, "")
 
     walk(extra)
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     seen = 0
     for v in dict.fromkeys(strings):
         if not v or "\n" in v or len(v) > 4096:

@@ -15,7 +15,7 @@ from typing import Any
 from ailint.core import pkgdata
 from ailint.core.limits import Limits
 from ailint.core.model import Severity
-from ailint.domain.extract import Profile
+from ailint.domain.profile import Profile
 
 
 class ConfigError(Exception):

@@ -8,24 +8,23 @@ the CLI and the webhook decide what to do with the result.
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
 from ailint.core.rule import Options
-from ailint.domain.context import Context
-from ailint.domain.workloads import Foreign, relocate
 from ailint.engine import registry, suppress
 from ailint.engine.boundary import Boundary, open_regular
 from ailint.engine.bounded import FileChangedError
-from ailint.engine.catalogue import catalogue_pass, deferred, unique
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
 from ailint.engine.sources import Candidate, discover, matches_any
+
+if TYPE_CHECKING:  # the domain is imported where objects are checked: a cached run needs none of it
+    from ailint.domain.context import Context
 
 C = TypeVar("C")
 
@@ -114,6 +113,8 @@ class Engine:
         except Exception as exc:
             if self.debug or isinstance(exc, FileChangedError):  # an input edited during the run
                 raise
+            import traceback
+
             r = registry.engine_rule("AIL003")
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return [
@@ -134,7 +135,24 @@ class Engine:
                 Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix) for f in found
             ]
         # a field a merged pod took from another object (a runtime): at that object's line
-        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is Foreign else f for f in found]
+        if not any(f.path and type(f.path[0]) is _foreign() for f in found):
+            return found
+        from ailint.domain.workloads import relocate
+
+        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is _foreign() else f for f in found]
+
+
+def _foreign() -> type:
+    """`Foreign` (a path step into another object), imported on first use."""
+    global _FOREIGN
+    if _FOREIGN is None:
+        from ailint.domain.workloads import Foreign
+
+        _FOREIGN = Foreign
+    return _FOREIGN
+
+
+_FOREIGN: type | None = None
 
 
 def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
@@ -314,6 +332,9 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
         fr = parse_raw(c, raw, settings)
     else:
         fr = read_candidate(c, settings, stdin_text)
+    from ailint.domain.context import Context
+    from ailint.engine.catalogue import deferred
+
     ctx = Context(profile=settings.profile, bundle=False)
     for obj in () if c.context else fr.objects:
         if not deferred(obj):  # its pods depend on other files: judged in `finish`
@@ -384,6 +405,9 @@ def bundle_root(settings: Settings) -> str:
 
 def finish(file_results: list[FileResult], settings: Settings, engine: Engine, result: RunResult) -> RunResult:
     """Join the files: bundle rules over the whole run, then suppressions."""
+    from ailint.domain.context import Context
+    from ailint.engine.catalogue import catalogue_pass, unique
+
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]

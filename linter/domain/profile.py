@@ -1,0 +1,42 @@
+"""The cluster profile (`profile:` in the config): facts the manifests cannot show.
+
+Its own module so that the configuration (and a cached run) does not import the pod-template
+extraction it sits beside in meaning (`ailint.domain.extract` re-exports it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(slots=True)
+class Profile:
+    """Cluster facts the manifests cannot show (spec section 0 and decision 31)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        "extendedResourceToleration": True,
+        "deschedulerInstalled": False,
+        "autoMode": False,
+        "karpenterVersion": None,
+        "vllmVersion": None,
+        "esoVersion": None,
+        "db.maxConnections": None,
+        "gpuNodeTaints": [],
+        "podSparseNodes": False,
+        "largeScaleNodes": False,
+        "gpuOperatorInstalled": False,
+        "productionNamespaces": [],
+    }
+
+    def get(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        return self.DEFAULTS.get(key)
+
+    def flag(self, key: str) -> bool:
+        v = self.get(key)
+        if isinstance(v, str):
+            return v.strip().lower() in ("1", "true", "yes", "on")
+        return bool(v)
