@@ -13,6 +13,9 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
 - a **run entry** per set of command-line paths, holding the finished result with the
   digest of its exact input (every file's key, in order), so a rerun with nothing changed
   only stats the files (each run overwrites it: edits leave no stale results behind);
+- a **pack** per set of command-line paths: the file entries of its files in one entry, so
+  an edit run reads one entry and the few files changed since (it is written again once
+  more than 5% of the files have changed);
 - a **stat entry** per set of command-line paths: each file's key with the stat signature
   (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
   or hashed again (git's index; a file changed in the last two seconds is always hashed).
@@ -81,6 +84,7 @@ class Store:
         self.dir = os.path.join(directory, f"results-v{FORMAT}")
         self.max_bytes = max_bytes
         self.written = 0
+        self.grown = 0  # bytes of entries that were not there before
         _private_dir(directory)
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.secret = _secret(directory)
@@ -125,6 +129,7 @@ class Store:
             return
         path = self._path(key)
         tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        new = not os.path.exists(path)  # an entry written over (the state, the run) does not grow the folder
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -132,6 +137,8 @@ class Store:
                 fh.write(MAGIC + self._mac(key, payload) + payload)
             os.replace(tmp, path)
             self.written += len(payload)
+            if new:
+                self.grown += len(payload)
         except OSError:
             try:
                 os.unlink(tmp)
@@ -139,17 +146,17 @@ class Store:
                 pass
 
     def prune_if_due(self) -> None:
-        """`prune` once the runs since the last one wrote a tenth of `max_bytes`: a scan of
-        the folder costs a stat per entry, too much for every rerun. The count of bytes
-        written is kept in `written` beside the entries (a lost update between two
-        concurrent runs only delays a prune)."""
+        """`prune` once the runs since the last one added a tenth of `max_bytes` in new
+        entries: a scan of the folder costs a stat per entry, too much for every rerun. The
+        count is kept in `written` beside the entries (a lost update between two concurrent
+        runs only delays a prune)."""
         mark = os.path.join(self.dir, "written")
         try:
             with open(mark, encoding="ascii") as fh:
                 since = int(fh.read().strip() or 0)
         except (OSError, ValueError):
             since = 0
-        since += self.written
+        since += self.grown
         if since >= self.max_bytes // 10:
             self.prune()
             since = 0
@@ -562,6 +569,7 @@ class RunCache:
         self.stats_key = _h(key, b"stats", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.masks_key = _h(key, b"masks", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.run_slot = _h(key, b"run", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        self.pack_key = _h(key, b"pack", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
 
@@ -622,6 +630,15 @@ class RunCache:
         keep = sorted(texts & clean_texts())
         if keep != had:
             self.store.put(self.masks_key, keep)
+
+    # every file entry of these paths in one (the pack): an edit run reads one entry, not
+    # one per file; the few files changed since it was written are read one by one
+    def load_pack(self) -> dict[str, Any]:
+        got = self.store.get(self.pack_key)
+        return got if isinstance(got, dict) else {}
+
+    def store_pack(self, entries: dict[str, tuple[bytes, Any]]) -> None:
+        self.store.put(self.pack_key, entries)
 
     # what a pass over the run (a provider's) may reuse
     def pass_memo(self, n: int | str) -> PassMemo:
@@ -726,6 +743,7 @@ def settled(sig: tuple[int, ...], now_ns: int) -> bool:
 
 # -- a cached run ----------------------------------------------------------------------------
 KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again on a hit
+PACK_SLACK = 8  # files read outside the pack before it is written again (or 5% of the run)
 
 
 def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
@@ -782,11 +800,21 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             pass
     file_results: list[FileResult | None] = [None] * len(candidates)
     misses: list[int] = []
+    pack = cache.load_pack() if not engine.bounded else {}  # (a large run: no entry that big)
+    packed: dict[str, tuple[bytes, Any]] = {}  # this run's entries, for the next pack
+    stale = 0  # entries not found in the pack
     for n, c in enumerate(candidates):
         if n in early:
             file_results[n] = early[n]
             continue
-        entry = cache.store.get(keys[n])
+        held = pack.get(c.display)
+        if isinstance(held, tuple) and len(held) == 2 and held[0] == keys[n]:
+            entry = held[1]
+        else:
+            entry = cache.store.get(keys[n])
+            stale += 1
+        if entry is not None:
+            packed[c.display] = (keys[n], entry)
         fr = None
         if entry is not None and n in unread:  # its stat stands for its bytes: not read now
             try:
@@ -817,6 +845,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 fr.suppressions = suppress.comment_suppressions(fr.source)
             spill(fr, settings.limits)
         file_results[n] = fr
+    if not engine.bounded and stale > max(PACK_SLACK, len(candidates) // 20):
+        cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     todo = [candidates[n] for n in misses]
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:

@@ -364,10 +364,13 @@ def _bounded_by_default(candidates: list[Candidate], jobs: int) -> bool:
     total = 0
     for c in candidates:
         if c.path != "-" and not c.problem:
-            try:
-                total += os.path.getsize(c.path)
-            except OSError:
-                pass
+            if c.signature is not None:  # discovery's stat: its size first
+                total += c.signature[0]
+            else:
+                try:
+                    total += os.path.getsize(c.path)
+                except OSError:
+                    pass
             if total > BOUNDED_BYTES:
                 return True
     return False

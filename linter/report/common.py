@@ -69,8 +69,14 @@ def redact_finding(f: Finding) -> Finding:
     """`f` with its message, fix title and fix contents masked (a copy; `f` is unchanged)."""
     fix = f.fix
     if fix is not None:
-        edits = tuple(dataclasses.replace(e, content=redact_text(e.content)) for e in fix.edits)
-        fix = dataclasses.replace(fix, title=redact_text(fix.title), edits=edits)
+        masked = [redact_text(e.content) for e in fix.edits]
+        title = redact_text(fix.title)
+        if title != fix.title or any(m != e.content for m, e in zip(masked, fix.edits, strict=True)):
+            edits = tuple(
+                e if m == e.content else dataclasses.replace(e, content=m)
+                for m, e in zip(masked, fix.edits, strict=True)
+            )
+            fix = dataclasses.replace(fix, title=title, edits=edits)
     message = redact_text(f.message)
     if message == f.message and fix is f.fix:
         return f
