@@ -96,6 +96,10 @@ class Store:
     def _mac(self, key: bytes, payload: bytes) -> bytes:
         return blake2b(key + payload, key=self.secret, digest_size=MAC_BYTES).digest()
 
+    def has(self, key: bytes) -> bool:
+        """Whether an entry is stored under `key` (it may still prove unreadable)."""
+        return os.path.exists(self._path(key))
+
     def get(self, key: bytes) -> Any:
         """The value stored under `key`, or None (missing, unreadable, truncated, foreign)."""
         path = self._path(key)
@@ -572,6 +576,7 @@ class RunCache:
         self.pack_key = _h(key, b"pack", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
+        self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
 
     # files
     def file_key(self, display: str, raw: bytes, context: bool) -> bytes:
@@ -643,7 +648,7 @@ class RunCache:
     # what a pass over the run (a provider's) may reuse
     def pass_memo(self, n: int | str) -> PassMemo:
         key = _h(self.key, b"pass", str(n).encode(), self.state_key).digest()
-        return PassMemo(self.store, key)
+        return PassMemo(self.store, key, self.file_keys)
 
     # whole runs
     def load_run(self, digest: bytes) -> Any:
@@ -672,12 +677,19 @@ class PassMemo:
     keys it digests itself (its inputs). Only what this run read or wrote is kept, so it
     holds one run's worth of entries, written back when it changed."""
 
-    def __init__(self, store: Store, key: bytes) -> None:
+    def __init__(self, store: Store, key: bytes, file_keys: dict[str, bytes] | None = None) -> None:
         self._store = store
         self._key = key
+        self._files = file_keys or {}
         got = store.get(key)
         self._old: dict[bytes, Any] = got if isinstance(got, dict) else {}
         self._new: dict[bytes, Any] = {}
+
+    def digest(self, obj: K8sObject) -> bytes | None:
+        """What stands for `obj` itself: the key of its file's bytes and its place in the
+        file (the same bytes parse to the same object), or None for a file without a key."""
+        fk = self._files.get(obj.file)
+        return None if fk is None else fk + obj.doc_index.to_bytes(4, "little")
 
     def get(self, key: bytes) -> Any:
         value = self._old.get(key)
@@ -744,6 +756,7 @@ def settled(sig: tuple[int, ...], now_ns: int) -> bool:
 # -- a cached run ----------------------------------------------------------------------------
 KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again on a hit
 PACK_SLACK = 8  # files read outside the pack before it is written again (or 5% of the run)
+BESIDE_FILES = 64  # edited files parsed in a child while the cache is read (more: the pool)
 
 
 def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
@@ -800,6 +813,18 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             pass
     file_results: list[FileResult | None] = [None] * len(candidates)
     misses: list[int] = []
+    # the files read now that have no entry (the edited ones) are validated against their
+    # schemas in a forked child while this process reads the cache and checks them: the
+    # validator's import (a twentieth of a second) overlaps everything up to the bundle phase
+    edited = [n for n in range(len(candidates)) if n not in early and n not in unread and not cache.store.has(keys[n])]
+    ahead = None
+    if engine.jobs > 1 and 0 < len(edited) <= BESIDE_FILES:
+        from ailint.engine.parallel import run_beside
+        from ailint.engine.run import read_candidate
+
+        ahead = run_beside(
+            lambda: _schema_ahead(cache, [read_candidate(candidates[n], settings) for n in edited], settings, engine)
+        )
     pack = cache.load_pack() if not engine.bounded else {}  # (a large run: no entry that big)
     packed: dict[str, tuple[bytes, Any]] = {}  # this run's entries, for the next pack
     stale = 0  # entries not found in the pack
@@ -863,7 +888,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 tick(1)
     for n, fr in zip(misses, done):
         file_results[n] = fr
+    if ahead is not None:
+        cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
+    if callable(cache.schema_ahead):  # not taken (no schema pass ran): the child is waited for
+        cache.schema_ahead()
+    cache.schema_ahead = None
     # a file edited while it was parsed: its results are not those of the bytes keyed above
     steady = all(
         (raw := read_raw(candidates[n], settings)[0]) is not None
@@ -884,6 +914,30 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     if cache.store.written:
         cache.store.prune_if_due()
     return out
+
+
+def _schema_ahead(cache: RunCache, results: list[FileResult], settings: Any, engine: Any) -> Any:
+    """The schema findings of the edited files, worked out beside the main process (the
+    validator's import with them) under the kustomize patches of the previous run:
+    (patches, {file: finding tuples}), which the bundle phase takes when the run's patches
+    are the same (`ailint.engine.tracking`), or None."""
+    codes = {r.rule.code for r in engine.rules if r.rule.code.startswith("SCH")}
+    if not settings.schema or not codes:
+        return None
+    state = cache.store.get(cache.state_key)
+    patches = state[5] if isinstance(state, tuple) and len(state) == 6 else None
+    if not isinstance(patches, list):
+        return None
+    try:
+        from ailint.schema.validate import validate_objects
+    except ImportError:
+        return None
+    hidden = engine.context_only
+    judged = [o for fr in results if fr.path not in hidden for o in fr.objects]
+    per_file: dict[str, list[Any]] = {fr.path: [] for fr in results if fr.path not in hidden}
+    for f in validate_objects(judged, settings, codes, patches=set(patches)):
+        per_file.setdefault(f.file, []).append(finding_out(f))
+    return patches, per_file
 
 
 def _with_reasons(findings: Sequence[Finding]) -> list[Finding]:

@@ -56,7 +56,7 @@ def catalogue_pass(
     todo = [o for o in objects if o.file not in hidden and _deferred(o, memo, file_keys if keyed else None)]
     if not todo:
         return []
-    members = [o for o in objects if workloads.is_catalogue(o)]
+    members = [o for o in objects if _flag(o, memo, file_keys if keyed else None, b"catalogue", workloads.is_catalogue)]
     catalog = workloads.catalogue(members)
     base = _catalogue_digest(members, file_keys) if keyed else None
     out: list[Finding] = []
@@ -81,15 +81,20 @@ def catalogue_pass(
 
 
 def _deferred(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None) -> bool:
-    """`deferred(obj)`, kept per file in `memo` (it depends on the object alone)."""
+    """`deferred(obj)`, kept per object in `memo` (it depends on the object alone)."""
+    return _flag(obj, memo, file_keys, b"deferred", deferred)
+
+
+def _flag(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None, what: bytes, compute: Any) -> bool:
+    """`compute(obj)`, a fact of the object alone, kept in `memo` under its file's bytes."""
     fk = file_keys.get(obj.file) if file_keys is not None else None
     if fk is None:
-        return deferred(obj)
-    key = fk + b"deferred" + obj.doc_index.to_bytes(4, "little")
+        return bool(compute(obj))
+    key = fk + what + obj.doc_index.to_bytes(4, "little")
     got = memo.get(key)
     if isinstance(got, bool):
         return got
-    value = deferred(obj)
+    value = bool(compute(obj))
     memo.put(key, value)
     return value
 

@@ -595,10 +595,13 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
     return h.digest()
 
 
-def _object_key(env: bytes, obj: K8sObject) -> bytes | None:
+def _object_key(env: bytes, obj: K8sObject, memo: Any = None) -> bytes | None:
     import hashlib
     import marshal
 
+    own = memo.digest(obj) if hasattr(memo, "digest") else None  # the file's bytes stand for it
+    if own is not None:
+        return env + own
     try:
         return hashlib.blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data), 0), digest_size=20).digest()
     except ValueError:
@@ -657,7 +660,7 @@ def findings(
     verdicts: list[tuple[K8sObject, Verdict]] = []
     with cel.memory_guard():  # once for the pass, not once per evaluation
         for obj in targets:
-            key = _object_key(env, obj) if env is not None else None
+            key = _object_key(env, obj, memo) if env is not None else None
             known = memo.get(key) if key is not None else None
             if isinstance(known, list):
                 verdicts.extend(
