@@ -646,3 +646,27 @@ def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, mo
     changed = _lint(paths, cache)
     assert any(f.endswith("pool.yaml") for f in ran), "a value edit reaches the other file's calls"
     assert changed == _lint(paths, None)
+
+
+def test_schema_worked_out_beside_is_dropped_when_the_patches_change(tmp_path: Path) -> None:
+    """An edit run validates the edited files in a child under the previous run's kustomize
+    patches; when the same run makes the edited file a patch (a Kustomization names it), the
+    child's findings are not used: the rerun equals a fresh run, with --jobs 2."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    pod = tree / "app.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  restartPolicy: Never\n", encoding="utf-8"
+    )
+    kz = tree / "kz.yaml"  # not named kustomization.yaml: linted as it is, not built
+    kz.write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n", encoding="utf-8")
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    first = _lint(paths, cache, jobs=2)
+    assert first == _lint(paths, None, jobs=2)
+    assert any(f["code"] == "SCH004" for f in first["findings"]), "the Pod lacks its containers"
+    pod.write_text(pod.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    kz.write_text(kz.read_text(encoding="utf-8") + "patches:\n- path: app.yaml\n", encoding="utf-8")
+    again = _lint(paths, cache, jobs=2)
+    assert again == _lint(paths, None, jobs=2)
+    assert not any(f["code"] == "SCH004" for f in again["findings"]), "a patch may leave required fields out"
