@@ -670,3 +670,22 @@ def test_schema_worked_out_beside_is_dropped_when_the_patches_change(tmp_path: P
     again = _lint(paths, cache, jobs=2)
     assert again == _lint(paths, None, jobs=2)
     assert not any(f["code"] == "SCH004" for f in again["findings"]), "a patch may leave required fields out"
+
+
+def test_text_report_masks_secrets_the_same_on_cached_reruns(tmp_path: Path) -> None:
+    """Code frames quote whole files with every secret masked; a rerun knows the files it
+    found clean by their digest and scans only the others: its text report is the same,
+    and no secret value shows in it."""
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "SEC007", tree, 100)
+    _copy_tree(FIXTURES / "GPU002", tree / "gpu", 100)
+    args = ["check", "--format", "text", "--no-color", "--fail-on", "never", str(tree)]
+    fresh = _cli([*args, "--no-cache"], tmp_path / "none")
+    assert fresh.returncode == 0, fresh.stderr
+    runs = [_cli(args, tmp_path / "c").stdout for _ in range(3)]
+    assert all(r == fresh.stdout for r in runs)
+    assert "*****" in fresh.stdout, "the fixtures' secrets are masked in the frames"
+    for secret in ("sk-ant-", "hf_", "AKIA"):
+        for line in fresh.stdout.splitlines():
+            if secret in line and "|" in line:  # a quoted source line
+                assert "*" in line, line

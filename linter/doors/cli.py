@@ -382,6 +382,8 @@ def _check(
     # with --diff, standard output carries the patch alone (pipe it to `git apply`);
     # the report goes to --output, or to standard error
     _emit(rendered, output, is_rich, to_stderr=diff)
+    if getattr(result, "cache", None) is not None:  # the files the code frames found clean
+        result.cache.remember_clean_sources()
     return 0 if ux.get("exit_zero") else exit_code(result.findings, settings.fail_on)
 
 

@@ -633,6 +633,21 @@ class RunCache:
                 texts.add(f.fix.title)
                 texts.update(e.content for e in f.fix.edits)
         keep = sorted(texts & clean_texts())
+        files = [t for t in had if isinstance(t, bytes)] if isinstance(had, list) else []
+        if keep + files != had:
+            self.store.put(self.masks_key, keep + files)
+
+    def remember_clean_sources(self) -> None:
+        """After the report: keep the digests of the quoted files found clean (a code frame
+        masks its whole file), with the texts kept before."""
+        from ailint.report.common import clean_digests
+
+        now = clean_digests()
+        if not now:
+            return  # no code frame this run (a JSON report): the kept digests stay
+        had = self.store.get(self.masks_key)
+        had = had if isinstance(had, list) else []
+        keep = [t for t in had if isinstance(t, str)] + sorted(now)
         if keep != had:
             self.store.put(self.masks_key, keep)
 
@@ -913,6 +928,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         )
     if cache.store.written:
         cache.store.prune_if_due()
+    out.cache = cache  # the reporter's clean sources are kept after the report (`remember_clean_sources`)
     return out
 
 
@@ -956,6 +972,8 @@ def _with_reasons(findings: Sequence[Finding]) -> list[Finding]:
 
 def _restore_run(got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any) -> Any:
     from ailint.engine.run import FileSummary
+
+    result.cache = cache
 
     files, findings, suppressed, sources = got
     cache.recall_clean_texts()

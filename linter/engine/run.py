@@ -47,6 +47,7 @@ class RunResult:
     context_files: int = 0  # files loaded as context only (not reported)
     render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     boundary: Boundary | None = None  # what the run may read and --fix may write (ailint.engine.boundary)
+    cache: Any = None  # the results cache the run used (ailint.engine.cache.RunCache), if any
 
     @property
     def object_count(self) -> int:

@@ -40,17 +40,35 @@ def redact_text(text: str) -> str:
     applied to any text, manifest or not."""
     if not text or text in _CLEAN:
         return text
+    digest = _digest(text) if len(text) > LONG_TEXT else None
+    if digest is not None:
+        _USED_LONG.add(digest)
+        if digest in _CLEAN_LONG:
+            return text
     from ailint.domain.agents import redact
 
     masked = redact(text)
     if masked == text:
-        _CLEAN.add(text)
+        if digest is None:
+            _CLEAN.add(text)
+        else:
+            _CLEAN_LONG.add(digest)
     return masked
 
 
 # Texts the detector found no secret in, this process and (through the results cache)
-# earlier runs of the same ailint: a rerun's report does not scan its messages again.
+# earlier runs of the same ailint: a rerun's report does not scan its messages, nor the
+# files its code frames quote, again. A long text (a whole file) is known by its digest.
 _CLEAN: set[str] = set()
+_CLEAN_LONG: set[bytes] = set()
+_USED_LONG: set[bytes] = set()  # the long texts this process asked about
+LONG_TEXT = 512
+
+
+def _digest(text: str) -> bytes:
+    from ailint.engine.cache import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def clean_texts() -> set[str]:
@@ -58,11 +76,18 @@ def clean_texts() -> set[str]:
     return set(_CLEAN)
 
 
+def clean_digests() -> set[bytes]:
+    """The digests of this process's long texts known to hold no secret (for the cache:
+    what the next run of the same paths will ask about)."""
+    return _CLEAN_LONG & _USED_LONG
+
+
 def learn_clean(texts: Any) -> None:
-    """Texts an earlier run of this same ailint found no secret in (the cache's entry,
-    MAC'd and keyed by the package: the detector is part of the key)."""
+    """Texts (and digests of long ones) an earlier run of this same ailint found no secret
+    in (the cache's entry, MAC'd and keyed by the package: the detector is part of the key)."""
     if isinstance(texts, (list, set, frozenset, tuple)):
         _CLEAN.update(t for t in texts if isinstance(t, str))
+        _CLEAN_LONG.update(t for t in texts if isinstance(t, bytes))
 
 
 def redact_finding(f: Finding) -> Finding:
