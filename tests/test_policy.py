@@ -819,3 +819,19 @@ def test_without_the_engine_policies_are_reported_not_passed():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "['POL002', 'POL002']", proc.stdout + proc.stderr
+
+
+def test_without_the_cel_engine_each_policy_says_it_was_not_evaluated(tmp_path, monkeypatch):
+    """Never a silent pass: with the CEL engine unimportable every policy is a POL002 that
+    says so, with or without the results cache."""
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
+    from ailint.policy import cel
+
+    monkeypatch.setattr(cel, "available", lambda: "the CEL engine is not installed (test); reinstall ailint")
+    src = ROOT / "fixtures" / "POL001" / "params_configmap_selector.yaml"
+    for cached in (False, True):
+        monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "c"))
+        result = lint([str(src)], Settings(root=str(ROOT)), jobs=1, cache=cached)
+        pol = [f for f in result.findings if f.code.startswith("POL")]
+        assert pol and all(f.code == "POL002" and "not evaluated" in f.message for f in pol), (cached, pol)

@@ -132,10 +132,8 @@ class PolicyProvider:
             o.kind == "ValidatingAdmissionPolicyBinding" or o.kind == "ValidatingAdmissionPolicy" for o in objects
         ):
             return []
-        from ailint.policy import cel
 
-        missing = cel.available()
-        if missing:  # never a silent pass: each policy says it was not evaluated
+        def not_evaluated(missing: str) -> list[Finding]:  # never a silent pass: each policy says so
             if "POL002" not in enabled:
                 return []
             from ailint.engine.registry import all_rules
@@ -146,6 +144,17 @@ class PolicyProvider:
                 for o in [*objects, *context]
                 if o.kind == "ValidatingAdmissionPolicy" and o.group == "admissionregistration.k8s.io"
             ]
+
+        # the engine is imported only when a verdict must be worked out (`admission.findings`):
+        # with every verdict remembered, a rerun loads none of it
+        import importlib.util
+
+        if importlib.util.find_spec("cel_expr_python") is None:
+            from ailint.policy import cel
+
+            missing = cel.available()
+            if missing:
+                return not_evaluated(missing)
         from ailint.engine.config import severity_override
         from ailint.engine.registry import all_rules
         from ailint.policy import admission
@@ -156,7 +165,10 @@ class PolicyProvider:
             if reg is not None:
                 rules[code] = (reg.rule.name, reg.rule.severity)
         targets = [o for o in objects if o.file not in hidden] if hidden else list(objects)
-        found = admission.findings(objects, targets, rules, context, memo)
+        try:
+            found = admission.findings(objects, targets, rules, context, memo)
+        except admission.CelUnavailable as exc:
+            return not_evaluated(str(exc))
         found.extend(f for f in problems if f.code in enabled)
         out = []
         for f in found:

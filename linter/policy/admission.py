@@ -25,11 +25,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
 from ailint.domain.resources import ResourceNames, as_served
-from ailint.policy import cel
+
+if TYPE_CHECKING:
+    from ailint.policy import cel
+
+
+def _cel() -> Any:
+    """The CEL engine, imported when an expression is compiled or run: a rerun whose every
+    verdict is remembered (`findings`' memo) loads none of it."""
+    from ailint.policy import cel
+
+    return cel
+
 
 GROUP = "admissionregistration.k8s.io"
 VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
@@ -75,8 +86,8 @@ def is_policy(obj: K8sObject) -> bool:
 def _expr(obj: K8sObject, source: Any, path: tuple[Any, ...]) -> Expr:
     e = Expr(source if isinstance(source, str) else "", path)
     try:
-        e.program = cel.compile_expression(e.source, VARIABLES)
-    except cel.CelCompileError as exc:
+        e.program = _cel().compile_expression(e.source, VARIABLES)
+    except _cel().CelCompileError as exc:
         e.error = exc
     return e
 
@@ -427,7 +438,7 @@ class Evaluator:
                 else:
                     var_errors[name] = why or "error"
             data["variables"] = variables
-            act = cel.activation(VARIABLES, data)
+            act = _cel().activation(VARIABLES, data)
             skip = False
             for cname, e in p.conditions:
                 ok, value, why = self._run(e, data, variables, var_errors, act)
@@ -471,7 +482,7 @@ class Evaluator:
                         Verdict(
                             "POL002",
                             Severity.INFO,
-                            f"{label}: validation `{_short(e.source)}` gave {cel.describe(value)}, not a bool{suffix}",
+                            f"{label}: validation `{_short(e.source)}` gave {_cel().describe(value)}, not a bool{suffix}",
                             where,
                         )
                     )
@@ -531,8 +542,8 @@ class Evaluator:
         if re.search(r"\brequest\s*\.\s*userInfo\b", e.source):
             return False, None, "reads request.userInfo (who applies the object is not known offline)"
         if act is None:
-            act = cel.activation(VARIABLES, {**data, "variables": variables})
-        res = cel.evaluate(e.program, act)
+            act = _cel().activation(VARIABLES, {**data, "variables": variables})
+        res = _cel().evaluate(e.program, act)
         if not res.ok:
             return False, None, res.error
         return True, res.value, None
@@ -559,6 +570,10 @@ def expression_span(obj: K8sObject, path: tuple[Any, ...], line: int, col: int) 
     if line == 1:
         return Span.point(vs.line, vs.col + quote + col - 1)
     return Span.point(vs.line + line - 1, col)
+
+
+class CelUnavailable(RuntimeError):
+    """The CEL engine cannot be imported, and a verdict must be worked out (not remembered)."""
 
 
 def environment(objects: Sequence[K8sObject]) -> bytes | None:
@@ -628,6 +643,9 @@ def findings(
     def evaluator() -> Evaluator:
         nonlocal ev
         if ev is None:
+            missing = _cel().available()
+            if missing:
+                raise CelUnavailable(missing)
             ev = Evaluator(everything)
         return ev
 
@@ -657,21 +675,26 @@ def findings(
             out.append(Finding("POL003", name, sev, msg, obj.file, span, obj.ref, path))
     if not active or not ({"POL001", "POL002"} & set(rules)):
         return out
-    verdicts: list[tuple[K8sObject, Verdict]] = []
-    with cel.memory_guard():  # once for the pass, not once per evaluation
-        for obj in targets:
-            key = _object_key(env, obj, memo) if env is not None else None
-            known = memo.get(key) if key is not None else None
-            if isinstance(known, list):
-                verdicts.extend(
-                    (obj, Verdict(code, Severity(sev), message, tuple(path), reason))
-                    for code, sev, message, path, reason in known
-                )
-                continue
-            got = evaluator().evaluate(obj)
-            if key is not None:
-                memo.put(key, [(v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in got])
-            verdicts.extend((obj, v) for v in got)
+    judged: list[tuple[K8sObject, bytes | None, list[Verdict] | None]] = []
+    for obj in targets:  # what the memo remembers first: CEL is loaded only for the rest
+        key = _object_key(env, obj, memo) if env is not None else None
+        known = memo.get(key) if key is not None else None
+        remembered = (
+            [Verdict(code, Severity(sev), message, tuple(path), reason) for code, sev, message, path, reason in known]
+            if isinstance(known, list)
+            else None
+        )
+        judged.append((obj, key, remembered))
+    if any(got is None for _, _, got in judged):
+        evaluator()  # (CelUnavailable when the engine cannot be imported)
+        with _cel().memory_guard():  # once for the pass, not once per evaluation
+            for n, (obj, key, got) in enumerate(judged):
+                if got is None:
+                    got = evaluator().evaluate(obj)
+                    if key is not None:
+                        memo.put(key, [(v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in got])
+                    judged[n] = (obj, key, got)
+    verdicts = [(obj, v) for obj, _, got in judged for v in got or ()]
     for obj, v in verdicts:
         if v.code in rules:
             name, _ = rules[v.code]
