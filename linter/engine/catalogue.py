@@ -41,29 +41,29 @@ def catalogue_pass(
     engine: Any,
     already: Iterable[Finding] = (),
     memo: Any = None,
-    file_keys: dict[str, bytes] | None = None,
 ) -> list[Finding]:
     """Object-rule findings of the deferred objects (not in context-only files), merged
     with the catalogue of `objects`; a finding identical to one of `already` or of this
     pass (one runtime line judged for many InferenceServices) is left out.
 
-    With the results cache (`memo`, and the key of each file's bytes): which objects of a
-    file wait for the catalogue is kept per file, and an object's findings under its bytes
-    and those of the run's catalogue objects, so a rerun judges again only the objects whose
-    file or catalogue changed (their pods are still merged: bundle rules read them)."""
+    With the results cache's `memo` (`PassMemo`, whose `digest` stands for an object by its
+    file's bytes): which objects wait for the catalogue is kept per object, and an object's
+    findings under its digest and those of the run's catalogue objects, so a rerun judges
+    again only the objects whose file or catalogue changed (their pods are still merged:
+    bundle rules read them)."""
     hidden = engine.context_only
-    keyed = memo is not None and file_keys is not None
-    todo = [o for o in objects if o.file not in hidden and _deferred(o, memo, file_keys if keyed else None)]
+    todo = [o for o in objects if o.file not in hidden and _flag(o, memo, b"deferred", deferred)]
     if not todo:
         return []
-    members = [o for o in objects if _flag(o, memo, file_keys if keyed else None, b"catalogue", workloads.is_catalogue)]
+    members = [o for o in objects if _flag(o, memo, b"catalogue", workloads.is_catalogue)]
     catalog = workloads.catalogue(members)
-    base = _catalogue_digest(members, file_keys) if keyed else None
+    base = _catalogue_digest(members, memo)
     out: list[Finding] = []
     seen = {(f.code, f.file, f.span, f.message) for f in already}
     for obj in todo:
         workloads.bind(obj, catalog)
-        key = _object_key(base, obj, file_keys) if base is not None and file_keys is not None else None
+        own = memo.digest(obj) if base is not None else None
+        key = base + own if base is not None and own is not None else None
         found = _reuse(memo.get(key)) if key is not None else None
         if found is None:
             ctx = Context(profile=settings.profile, bundle=False)
@@ -80,42 +80,33 @@ def catalogue_pass(
     return out
 
 
-def _deferred(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None) -> bool:
-    """`deferred(obj)`, kept per object in `memo` (it depends on the object alone)."""
-    return _flag(obj, memo, file_keys, b"deferred", deferred)
-
-
-def _flag(obj: K8sObject, memo: Any, file_keys: dict[str, bytes] | None, what: bytes, compute: Any) -> bool:
-    """`compute(obj)`, a fact of the object alone, kept in `memo` under its file's bytes."""
-    fk = file_keys.get(obj.file) if file_keys is not None else None
-    if fk is None:
+def _flag(obj: K8sObject, memo: Any, what: bytes, compute: Any) -> bool:
+    """`compute(obj)`, a fact of the object alone, kept in `memo` under its digest."""
+    own = memo.digest(obj) if memo is not None else None
+    if own is None:
         return bool(compute(obj))
-    key = fk + what + obj.doc_index.to_bytes(4, "little")
-    got = memo.get(key)
+    got = memo.get(what + own)
     if isinstance(got, bool):
         return got
     value = bool(compute(obj))
-    memo.put(key, value)
+    memo.put(what + own, value)
     return value
 
 
-def _catalogue_digest(members: list[K8sObject], file_keys: dict[str, bytes] | None) -> bytes | None:
-    """A digest of the run's catalogue objects (where each is and its file's bytes); None
-    when one of them comes from a file without a key."""
+def _catalogue_digest(members: list[K8sObject], memo: Any) -> bytes | None:
+    """A digest of the run's catalogue objects (each one's `memo.digest`); None without a
+    memo, or when one of them comes from a file without a key."""
     import hashlib
 
+    if memo is None:
+        return None
     h = hashlib.blake2b(digest_size=20)
     for o in members:
-        fk = file_keys.get(o.file) if file_keys is not None else None
-        if fk is None:
+        own = memo.digest(o)
+        if own is None:
             return None
-        h.update(fk + o.doc_index.to_bytes(4, "little"))
+        h.update(own)
     return h.digest()
-
-
-def _object_key(base: bytes, obj: K8sObject, file_keys: dict[str, bytes]) -> bytes | None:
-    fk = file_keys.get(obj.file)
-    return None if fk is None else base + fk + obj.doc_index.to_bytes(4, "little")
 
 
 def _reuse(stored: Any) -> list[Finding] | None:

@@ -136,11 +136,12 @@ class Engine:
                 Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix) for f in found
             ]
         # a field a merged pod took from another object (a runtime): at that object's line
-        if not any(f.path and type(f.path[0]) is _foreign() for f in found):
+        foreign = _foreign() if found else None
+        if not any(f.path and type(f.path[0]) is foreign for f in found):
             return found
         from ailint.domain.workloads import relocate
 
-        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is _foreign() else f for f in found]
+        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is foreign else f for f in found]
 
 
 def _foreign() -> type:
@@ -416,10 +417,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None
-    keys = engine.cache.file_keys if engine.cache is not None else None
-    findings += catalogue_pass(
-        objects, settings, engine, findings, memo, keys
-    )  # merged with the run's runtimes, claims
+    findings += catalogue_pass(objects, settings, engine, findings, memo)  # merged with the run's runtimes, claims
     if memo is not None:
         memo.save()
     root = engine.run_root or bundle_root(settings)

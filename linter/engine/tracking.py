@@ -373,15 +373,6 @@ def bundle_phase(
         from ailint.engine.parallel import run_forked
 
         results = run_forked(work, tasks, engine.jobs)
-    elif engine.jobs > 1 and redo and calls_to_run:
-        # an edit: the changed files validated in a child (it may import the JSON Schema
-        # validator) while the few bundle calls run here
-        from ailint.engine.parallel import run_beside
-
-        wait = run_beside(lambda: work(SCHEMA_TASK))
-        if wait is not None:
-            results = {t: work(t) for t in tasks if t != SCHEMA_TASK}
-            results[SCHEMA_TASK] = wait()
     if results is None:
         results = {t: work(t) for t in tasks}
     for t in tasks:
