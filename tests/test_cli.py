@@ -239,3 +239,35 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_json_report_is_written_in_pieces_with_one_row_a_line(tmp_path, monkeypatch):
+    """The JSON report is encoded and written a batch of rows at a time: with more findings
+    than one batch, it is still one document, each file and finding on a line of its own."""
+    from ailint.report import json as rep
+
+    monkeypatch.setattr(rep, "_BATCH", 3)
+    many = "\n---\n".join(BAD.replace("name: p", f"name: p{i}") for i in range(8))
+    (tmp_path / "many.yaml").write_text(many)
+    r = run(["check", "--no-config", "--select", "GPU002", "--format", "json", str(tmp_path / "many.yaml")])
+    doc = json.loads(r.output)
+    assert len(doc["findings"]) == 8
+    rows = [ln for ln in r.output.splitlines() if ln.startswith('    {"code": ')]
+    assert [json.loads(ln.rstrip(","))["object"]["name"] for ln in rows] == [f"p{i}" for i in range(8)]
+    assert r.output == rep.dumps({**doc, "findings": doc["findings"]})  # the whole-string form agrees
+
+
+def test_report_failing_midway_leaves_the_output_file_as_it_was(tmp_path, monkeypatch, bad):
+    from ailint.report import json as rep
+
+    out = tmp_path / "report.json"
+    out.write_text("the previous report\n")
+
+    def broken(f, sources):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rep, "finding_dict", broken)
+    r = CliRunner().invoke(cli, ["check", "--no-config", "--format", "json", "-o", str(out), str(bad)])
+    assert r.exit_code == 2 and "cannot write" in r.output
+    assert out.read_text() == "the previous report\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ailint-")] == []

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from ailint import __version__
 from ailint.doors.ux import ux_options
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 FORMATS = ("text", "json", "sarif", "github", "html")
 
@@ -387,8 +390,11 @@ def _check(
     return 0 if ux.get("exit_zero") else exit_code(result.findings, settings.fail_on)
 
 
-def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opts: Any) -> tuple[str, bool]:
-    """The report as text; `opts` go to the reporter (each ignores what it does not use)."""
+def _render(
+    result: Any, fmt: str, color: bool | None, output: str | None, **opts: Any
+) -> tuple[str | Iterable[str], bool]:
+    """The report as text, or as pieces to write in turn (JSON: never held whole); `opts`
+    go to the reporter (each ignores what it does not use)."""
     import importlib
 
     # only the chosen reporter is imported (a one-file run must start fast)
@@ -401,10 +407,15 @@ def _render(result: Any, fmt: str, color: bool | None, output: str | None, **opt
             else (output in (None, "-") and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
         )
         return rep.render(result, color=bool(use_color), **opts), bool(use_color)
+    if name == "json":
+        return rep.render_chunks(result, **opts), False
     return rep.render(result, **opts), False
 
 
-def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False) -> None:
+def _emit(text: str | Iterable[str], output: str | None, is_rich: bool, to_stderr: bool = False) -> None:
+    """Write the report: to `output` through a temporary file renamed into place (never a
+    half-written report), else to standard output (or error)."""
+    pieces = [text] if isinstance(text, str) else text
     if output and output != "-":
         import tempfile
 
@@ -414,22 +425,32 @@ def _emit(text: str, output: str | None, is_rich: bool, to_stderr: bool = False)
 
             fd, tmp = tempfile.mkstemp(prefix=".ailint-", dir=d)
             os.fchmod(fd, umask_mode())  # as any new file here (mkstemp makes it 0600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, output)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    for piece in pieces:
+                        fh.write(piece)
+                os.replace(tmp, output)
+            except BaseException:  # an error mid-report: no stray temporary file
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
         except OSError as exc:
             _fail(f"cannot write {output}: {exc.strerror or exc}")
         return
-    if to_stderr:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    elif is_rich:
+    if is_rich and not to_stderr and isinstance(text, str):
         from ailint.report.text import print_rich
 
         print_rich(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        return
+    stream = sys.stderr if to_stderr else sys.stdout
+    try:
+        for piece in pieces:
+            stream.write(piece)
+        stream.flush()
+    except BrokenPipeError:  # `ailint check . | head`: the reader left; the run ends as it would
+        _reader_left(stream)
 
 
 @cli.command("init")
@@ -665,12 +686,19 @@ def fast_exit(code: Any) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:  # `ailint check . | head`: the reader left; say nothing
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _reader_left(sys.stdout)
         code = code or 1
     except Exception:
         code = code or 1
     os._exit(code)
+
+
+def _reader_left(stream: Any) -> None:
+    """The reader of `stream` is gone: what is still buffered or written goes nowhere, and
+    no later flush raises (as a `| head` reader expects)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":
