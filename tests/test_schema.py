@@ -286,3 +286,45 @@ def test_sch_suppressions_are_not_unused_under_no_schema(tmp_path):
         res = lint([str(f)], s)
         assert [x.code for x in res.findings] == []
         assert [x.code for x in res.suppressed] == (["SCH001"] if on else [])
+
+
+def _shipped_definitions() -> list[pathlib.Path]:
+    import kubernetes_validate
+
+    root = pathlib.Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+    return sorted(root.glob("*-local-strict/_definitions.json"))
+
+
+@pytest.mark.parametrize("path", _shipped_definitions(), ids=lambda p: p.parent.name)
+def test_lazy_definitions_read_what_a_whole_decode_reads(path):
+    """Each definition decoded alone, and the group/version/kind index read without
+    decoding them, equal the whole file decoded at once (every shipped version)."""
+    from ailint.schema.lazydefs import LazyDefinitions, load_definitions
+
+    whole = json.loads(path.read_text(encoding="utf-8"))
+    lazy = load_definitions(str(path))
+    assert isinstance(lazy["$defs"], LazyDefinitions), "the shipped layout is the one the index reads"
+    assert list(lazy["$defs"]) == list(whole["$defs"])
+    assert {k: v for k, v in lazy.items() if k != "$defs"} == {k: v for k, v in whole.items() if k != "$defs"}
+    assert dict(lazy["$defs"].gvk_entries()) == {
+        n: d["x-kubernetes-group-version-kind"]
+        for n, d in whole["$defs"].items()
+        if "x-kubernetes-group-version-kind" in d
+    }
+    assert sch._gvk_index(lazy) == sch._gvk_index(whole)
+    assert dict(lazy["$defs"].items()) == whole["$defs"]
+
+
+def test_definitions_of_another_layout_are_decoded_whole(tmp_path):
+    from ailint.schema.lazydefs import LazyDefinitions, load_definitions
+
+    doc = {"$defs": {"a.B": {"type": "object", "x-kubernetes-group-version-kind": [{"kind": "B"}]}}, "$id": "x"}
+    for text in (json.dumps(doc), json.dumps(doc, indent=4)):
+        (tmp_path / "d.json").write_text(text)
+        got = load_definitions(str(tmp_path / "d.json"))
+        assert not isinstance(got["$defs"], LazyDefinitions) and got == doc
+    (tmp_path / "d.json").write_text(json.dumps(doc, indent=2))
+    got = load_definitions(str(tmp_path / "d.json"))
+    assert (
+        isinstance(got["$defs"], LazyDefinitions) and got["$id"] == "x" and got["$defs"]["a.B"] == doc["$defs"]["a.B"]
+    )

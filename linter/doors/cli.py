@@ -369,6 +369,7 @@ def _check(
     if not result.files and not ux.get("quiet"):
         # as ruff does ("No Python files found under the given path(s)"): a warning, exit 0
         click.echo("ailint: warning: no YAML or JSON files found under the given path(s); nothing was linted", err=True)
+    rendered: str | Iterable[str]
     if ux.get("statistics"):
         rendered, is_rich = first_hour.statistics(result, fmt), False
     else:

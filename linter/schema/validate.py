@@ -22,7 +22,6 @@ core objects.
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import json
 import operator
@@ -34,6 +33,7 @@ from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, as_list, iter_dicts
+from ailint.schema.lazydefs import LazyDefinitions, load_definitions
 
 # The resource.Quantity pattern of the API machinery (and of every controller-gen CRD).
 QUANTITY_RE = re.compile(
@@ -120,7 +120,7 @@ class _CoreStore:
             return self.defs
         d = self._other.get(version)
         if d is None:
-            d = self._other[version] = _load_json(
+            d = self._other[version] = load_definitions(
                 os.path.join(self.root, f"v{version[0]}.{version[1]}.0-local-strict", "_definitions.json")
             )
         return d
@@ -159,22 +159,24 @@ class _CoreStore:
             import jsonschema
             from referencing import Registry, Resource
 
-            registry = Registry().with_resource(self.defs["$id"], Resource.from_contents(self.defs))
+            whole = {k: dict(v.items()) if isinstance(v, LazyDefinitions) else v for k, v in self.defs.items()}
+            registry = Registry().with_resource(self.defs["$id"], Resource.from_contents(whole))
             v = self.validators[name] = jsonschema.Draft202012Validator(
                 {"$ref": f"{self.defs['$id']}#/$defs/{name}"}, registry=registry, format_checker=_format_checker()
             )
         return v
 
 
-def _load_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 def _gvk_index(defs: dict[str, Any]) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
-    for name, d in defs.get("$defs", {}).items():
-        for g in d.get("x-kubernetes-group-version-kind") or ():
+    all_defs = defs.get("$defs", {})
+    entries = (
+        all_defs.gvk_entries()
+        if isinstance(all_defs, LazyDefinitions)
+        else ((name, d.get("x-kubernetes-group-version-kind")) for name, d in all_defs.items())
+    )
+    for name, found in entries:
+        for g in found or ():
             group, version, kind = g.get("group", ""), g.get("version", ""), g.get("kind", "")
             if kind.endswith("List") and name.endswith("List"):
                 continue
@@ -197,7 +199,9 @@ def core_store(kube_version: str) -> _CoreStore | None:
         if shipped:
             usable = [v for v in shipped if v <= requested] or [shipped[0]]
             version = usable[-1]
-            defs = _load_json(os.path.join(root, f"v{version[0]}.{version[1]}.0-local-strict", "_definitions.json"))
+            defs = load_definitions(
+                os.path.join(root, f"v{version[0]}.{version[1]}.0-local-strict", "_definitions.json")
+            )
             q = defs["$defs"].get("io.k8s.apimachinery.pkg.api.resource.Quantity")
             if isinstance(q, dict):
                 q["format"] = "quantity"  # checked by our format checker and fast checker
@@ -791,6 +795,8 @@ def _suggest(name: str, candidates: Iterable[str]) -> str | None:
     low = {c.lower(): c for c in cands}
     if name.lower() in low:
         return low[name.lower()]
+    import difflib  # only for a field no definition knows (a one-file run must start fast)
+
     m = difflib.get_close_matches(name, cands, n=1, cutoff=0.6)
     return m[0] if m else None
 
