@@ -689,3 +689,43 @@ def test_text_report_masks_secrets_the_same_on_cached_reruns(tmp_path: Path) -> 
         for line in fresh.stdout.splitlines():
             if secret in line and "|" in line:  # a quoted source line
                 assert "*" in line, line
+
+
+def test_schema_findings_of_bytes_validated_before_are_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit back to bytes validated before (an undo) takes their schema findings from the
+    cache instead of validating again; under other kustomize patches it validates again.
+    Every rerun equals a fresh run."""
+    from ailint.schema import validate as sch
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    pod = tree / "app.yaml"
+    first_bytes = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  restartPolicy: Never\n"
+    pod.write_text(first_bytes, encoding="utf-8")
+    kz = tree / "kz.yaml"
+    kz.write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n", encoding="utf-8")
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    validated: list[str] = []
+    real = sch.validate_objects
+
+    def counting(objects, *args, **kwargs):  # type: ignore[no-untyped-def]
+        objects = list(objects)
+        validated.extend(o.file for o in objects)
+        return real(objects, *args, **kwargs)
+
+    monkeypatch.setattr(sch, "validate_objects", counting)
+    assert _lint(paths, cache) == _lint(paths, None)
+    pod.write_text(first_bytes.replace("name: app", "name: app2"), encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)
+    validated.clear()
+    pod.write_text(first_bytes, encoding="utf-8")  # back to what the first run validated
+    back = _lint(paths, cache)
+    assert not any(f.endswith("app.yaml") for f in validated), validated
+    fresh = _lint(paths, None)
+    assert back == fresh and any(f["code"] == "SCH004" for f in back["findings"])
+    kz.write_text(kz.read_text(encoding="utf-8") + "patches:\n- path: app.yaml\n", encoding="utf-8")
+    validated.clear()
+    patched = _lint(paths, cache)
+    assert any(f.endswith("app.yaml") for f in validated), "other patches: validated again"
+    assert patched == _lint(paths, None)

@@ -74,6 +74,22 @@ def merge_tokens(obj: K8sObject) -> frozenset[str]:
 
 
 _NO_FINDINGS: tuple[Any, ...] = ()
+SCHEMA_MEMO_FILES = 64  # at most this many files to validate again: look each up by its bytes
+
+
+def _schema_memo_key(cache: Any, display: str, patches: list[str] | None) -> bytes | None:
+    """Where the schema findings of a file's bytes are kept, under the run's kustomize patch
+    names (what else decides them: the version, config and CRD schemas are in the file's
+    key). Editing a file back to bytes validated before (an undo, a branch switch) finds
+    them instead of importing the validator again."""
+    from ailint.engine.cache import _h
+
+    key = cache.file_keys.get(display)
+    if key is None:
+        return None
+    return _h(key, b"schema", "\0".join(patches or ()).encode("utf-8", "surrogateescape")).digest()
+
+
 SCHEMA_TASK = -1  # the bundle phase's task that validates the changed files (the others are rules)
 FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each process imports its rules
 
@@ -331,6 +347,7 @@ def bundle_phase(
             schema = False
     redo: list[K8sObject] = []
     done_ahead: dict[str, list[Any]] = {}
+    memo_wanted: dict[str, bytes | None] = {}  # files validated now, to remember by their bytes
     by_file: dict[str, list[K8sObject]] = {}
     same = True
     if schema:
@@ -347,6 +364,16 @@ def bundle_phase(
             ahead = cache.schema_ahead = ahead()
         if isinstance(ahead, tuple) and ahead[0] == patches:
             done_ahead = ahead[1]
+            redo = [o for o in redo if o.file not in done_ahead]
+        redo_files = {o.file for o in redo}
+        if 0 < len(redo_files) <= SCHEMA_MEMO_FILES:  # an edit: maybe bytes validated before
+            for d in redo_files:
+                memo_key = _schema_memo_key(cache, d, patches)
+                got = cache.store.get(memo_key) if memo_key is not None else None
+                if isinstance(got, list):
+                    done_ahead[d] = got
+                else:
+                    memo_wanted[d] = memo_key
             redo = [o for o in redo if o.file not in done_ahead]
 
     def work(t: int) -> list[Any]:
@@ -388,6 +415,9 @@ def bundle_phase(
             got = fresh.get(d, []) if (not same or d in changed or d not in prev_schema) else prev_schema[d]
             new_schema[d] = got
             sch_parts.extend(findings_in(got))
+        for d, memo_key in memo_wanted.items():
+            if memo_key is not None:
+                cache.store.put(memo_key, fresh.get(d, []))
 
     # the findings in the serial order, and the state for the next run
     bundle_findings: list[Finding] = []
