@@ -584,6 +584,16 @@ class RunCache:
             self.key, b"file", display.encode("utf-8", "surrogateescape"), b"c" if context else b"j", raw
         ).digest()
 
+    def schema_key(self, display: str, patches: list[str] | None) -> bytes | None:
+        """Where the schema findings of the bytes this run read for `display` are kept, under
+        the run's kustomize patch names (the version, config and CRD schemas that also decide
+        them are in the file's key). An edit back to bytes validated before (an undo, a
+        branch switch) finds them instead of importing the validator again."""
+        key = self.file_keys.get(display)
+        if key is None:
+            return None
+        return _h(key, b"schema", "\0".join(patches or ()).encode("utf-8", "surrogateescape")).digest()
+
     def load_file(self, key: bytes, c: Any, text: str) -> FileResult | None:
         got = self.store.get(key)
         if got is None:

@@ -74,22 +74,7 @@ def merge_tokens(obj: K8sObject) -> frozenset[str]:
 
 
 _NO_FINDINGS: tuple[Any, ...] = ()
-SCHEMA_MEMO_FILES = 64  # at most this many files to validate again: look each up by its bytes
-
-
-def _schema_memo_key(cache: Any, display: str, patches: list[str] | None) -> bytes | None:
-    """Where the schema findings of a file's bytes are kept, under the run's kustomize patch
-    names (what else decides them: the version, config and CRD schemas are in the file's
-    key). Editing a file back to bytes validated before (an undo, a branch switch) finds
-    them instead of importing the validator again."""
-    from ailint.engine.cache import _h
-
-    key = cache.file_keys.get(display)
-    if key is None:
-        return None
-    return _h(key, b"schema", "\0".join(patches or ()).encode("utf-8", "surrogateescape")).digest()
-
-
+SCHEMA_MEMO_FILES = 64  # at most this many files to validate again: look each up by its bytes (RunCache.schema_key)
 SCHEMA_TASK = -1  # the bundle phase's task that validates the changed files (the others are rules)
 FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each process imports its rules
 
@@ -368,7 +353,7 @@ def bundle_phase(
         redo_files = {o.file for o in redo}
         if 0 < len(redo_files) <= SCHEMA_MEMO_FILES:  # an edit: maybe bytes validated before
             for d in redo_files:
-                memo_key = _schema_memo_key(cache, d, patches)
+                memo_key = cache.schema_key(d, patches)
                 got = cache.store.get(memo_key) if memo_key is not None else None
                 if isinstance(got, list):
                     done_ahead[d] = got
