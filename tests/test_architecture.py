@@ -184,3 +184,19 @@ def _private_attributes(name: str, path: Path) -> list[str]:
 def test_linter_top_level_stays_small() -> None:
     top = [p.name for p in (ROOT / "linter").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()]
     assert len(top) <= 12, sorted(top)
+
+
+def test_every_dataclass_says_what_it_holds() -> None:
+    """Every dataclass has a docstring: one without makes `dataclasses` call
+    `inspect.signature`, which loads `inspect` (with ast, dis and tokenize) into every run
+    (`ailint.doors.lean.defer_import`)."""
+    missing = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ClassDef)
+                and any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+                and ast.get_docstring(node) is None
+            ):
+                missing.append(f"{name}.{node.name} ({path.relative_to(ROOT)}:{node.lineno})")
+    assert not missing, missing

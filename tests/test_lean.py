@@ -96,3 +96,71 @@ def test_plain_command_lines_skip_click(args: list[str], tmp_path: Path) -> None
 @pytest.mark.parametrize("args", CLICK[:4], ids=lambda a: " ".join(a)[:60])
 def test_other_command_lines_reach_click(args: list[str], tmp_path: Path) -> None:
     assert _imported(_run(args, True, tmp_path, importtime=True), "click")
+
+
+_EXIT_PROBE = """
+import os, sys
+real_exit = os._exit
+def probe(code):
+    m = sys.modules.get("inspect")
+    print("MODULES", type(m).__name__, *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil") if k in sys.modules),
+          file=sys.stderr)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["ailint", *sys.argv[1:]]
+from ailint.doors.lean import main
+main()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
+    """`inspect` (with ast, dis and tokenize) stays a stand-in through a one-file run that
+    reports findings, severity reasons included: no ailint dataclass lacks a docstring, and
+    rule docs are dedented without it."""
+    env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
+    env.pop("AILINT_NO_LEAN", None)
+    env.pop("AILINT_NO_CACHE", None)
+    # the first run discovers the rules (pkgutil, inspect) and writes the rule index; the
+    # second reads the index, as every run of an installed ailint does
+    subprocess.run([sys.executable, "-m", "ailint", "rules"], cwd=ROOT, env=env, capture_output=True, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _EXIT_PROBE,
+            "check",
+            "--no-config",
+            "--no-cache",
+            "--format",
+            fmt,
+            "fixtures/demo/vllm.yaml",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 1 and proc.stdout, proc.stderr
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES"))
+    assert line.split() == ["MODULES", "_Deferred"], line
+
+
+def test_a_deferred_module_is_loaded_whole_on_first_read() -> None:
+    code = (
+        "import sys\n"
+        "from ailint.doors.lean import defer_import\n"
+        "defer_import('inspect')\n"
+        "import dataclasses, inspect\n"
+        "assert 'ast' not in sys.modules\n"
+        "assert str(inspect.signature(lambda a, b=1: a)) == '(a, b=1)'\n"
+        "from inspect import cleandoc\n"
+        "assert cleandoc('  x\\n    y') == 'x\\ny'\n"
+        "assert type(sys.modules['inspect']).__name__ == 'module' and 'ast' in sys.modules\n"
+        "assert dataclasses.inspect.getmodulename('a.py') == 'a'  # the reference kept earlier\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() == "ok", proc.stderr

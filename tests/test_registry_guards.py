@@ -84,3 +84,18 @@ def test_docstring_examples_behave(reg, tmp_path):
             f"{reg.rule.code}: the {'Example' if should_fire else 'Use instead'} block "
             f"{'produced no finding' if should_fire else 'produced: ' + '; '.join(x.message for x in found)}"
         )
+
+
+def test_rule_docs_dedent_as_inspect_cleandoc_does():
+    """The registry dedents rule docs itself (no `inspect` in a run): the same text as
+    `inspect.cleandoc` on every rule's doc and on odd shapes."""
+    import importlib
+    import inspect
+
+    from ailint.engine.registry import _dedent
+
+    docs = [importlib.import_module(r.module).__doc__ for r in all_rules().values() if r.module]
+    docs += [None, "", "x", "  x\n    a\n      b\n\n", "\n\n  a\n  b\n", "first\n\tx\n  y", "a\n   \n  b  \n"]
+    assert len(docs) > 80
+    for d in docs:
+        assert _dedent(d) == inspect.cleandoc(d or "")

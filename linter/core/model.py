@@ -124,6 +124,8 @@ class Edit:
 
 @dataclass(frozen=True, slots=True)
 class Fix:
+    """A fix for a finding: its title, the edits it makes, and how safe it is to apply."""
+
     title: str
     edits: tuple[Edit, ...]
     applicability: Applicability = Applicability.SAFE
@@ -131,6 +133,8 @@ class Fix:
 
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
+    """Which object a finding is about, as reports name it (apiVersion, kind, namespace, name, document)."""
+
     api_version: str
     kind: str
     namespace: str | None
@@ -203,6 +207,8 @@ def real_path(path: Sequence[Any]) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One reported pitfall: the rule, the severity, the message, and where it is (file, span, object, path)."""
+
     code: str
     name: str
     severity: Severity

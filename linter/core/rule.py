@@ -114,6 +114,8 @@ class Options(Mapping[str, Any]):
 
 @dataclass(frozen=True)
 class Rule:
+    """A rule's declaration: its code and name, what it applies to, and what reports, docs and SARIF say of it."""
+
     code: str
     name: str
     severity: Severity

@@ -84,6 +84,8 @@ def is_gvisor_handler(handler: str) -> bool:
 
 @dataclass(slots=True)
 class RuntimeClassInfo:
+    """The RuntimeClass a pod names, and its handler when the RuntimeClass is in the run."""
+
     name: str
     obj: K8sObject | None  # None when the RuntimeClass is not in the run
     handler: str | None
@@ -390,6 +392,8 @@ def secret_keys(secret: K8sObject | None) -> list[str]:
 
 @dataclass(slots=True)
 class Credential:
+    """A long-lived credential a pod is given: where in the object, and what kind it is."""
+
     path: Path
     what: str
 

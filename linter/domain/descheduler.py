@@ -257,6 +257,8 @@ class Policy:
 
 @dataclass(eq=False)
 class Profile:
+    """One profile of a descheduler policy: the policy it belongs to, its place there, its data."""
+
     policy: Policy
     index: int
     data: dict[str, Any] = field(default_factory=dict)
@@ -436,6 +438,8 @@ def policies(ctx: Any) -> list[Policy]:
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Trait:
+    """What keeps a pod from being evicted by the descheduler's DefaultEvictor, and the detail that does it."""
+
     protection: str  # the DefaultEvictor protection that applies
     detail: str  # e.g. "emptyDir `cache`"
 

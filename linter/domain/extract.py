@@ -180,6 +180,8 @@ def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
 # ---------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Container(_Memo):
+    """One container of a pod template (init or not), with the facts derived from it kept once."""
+
     pod: PodTemplate
     path: Path  # path of the container mapping inside the object
     data: dict[str, Any]
@@ -546,6 +548,8 @@ def parse_taint(s: str) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Requirement:
+    """One node-selector requirement: a label key, an operator and its values."""
+
     key: str
     operator: str
     values: tuple[str, ...] = ()

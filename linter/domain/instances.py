@@ -53,6 +53,8 @@ def is_accelerator_type(instance_type: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:
+    """An EC2 instance type's shape: accelerators, memory, local NVMe, EFA and allocatable resources."""
+
     type: str
     family: str
     size: str

@@ -146,6 +146,8 @@ def consolidates_running_pods(pool: Any) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
+    """One disruption budget of a NodePool: how many nodes, for which reasons, and when."""
+
     index: int | None  # None for the CRD default budget
     nodes: str
     reasons: tuple[str, ...]  # empty = every reason
@@ -212,6 +214,8 @@ def drift_enabled(pool: Any) -> bool:
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class NodeClassRef:
+    """The node class a NodePool points at (group, kind, name)."""
+
     group: str
     kind: str
     name: str

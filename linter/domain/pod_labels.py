@@ -71,6 +71,8 @@ _LABEL_MAX = 63
 
 @dataclass(frozen=True)
 class _Labels:
+    """The labels a controller puts on the pods it makes, beyond the template's own."""
+
     forced: dict[str, str]  # set by the controller over the template's own
     defaults: dict[str, str]  # set by the controller unless the template sets the key
     varying: frozenset[str]  # set on every pod with a value the manifest does not fix

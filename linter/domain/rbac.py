@@ -109,6 +109,8 @@ def service_account(pod: PodTemplate) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class AgentPod:
+    """A pod that runs an agent, with the ServiceAccount it runs as."""
+
     obj: K8sObject
     pod: PodTemplate
     sa: tuple[str, str]

@@ -34,6 +34,8 @@ def data() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ImageRef:
+    """A container image reference split into registry, repository, tag and digest."""
+
     raw: str
     registry: str  # "" for Docker Hub without an explicit registry
     repository: str  # path without the registry ("vllm/vllm-openai")

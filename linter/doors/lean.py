@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -270,7 +271,46 @@ def _fall_back() -> None:
             delattr(pkg, attr)
 
 
+class _Deferred(types.ModuleType):
+    """Stands in `sys.modules` for a module not loaded yet: the first read of a name it
+    does not hold loads the real module, which then takes its place (and lends this one
+    its names, for whoever kept a reference)."""
+
+    def __getattr__(self, name: str) -> Any:
+        real_name = self.__name__
+        if sys.modules.get(real_name) is self:
+            del sys.modules[real_name]
+        import importlib
+
+        real = importlib.import_module(real_name)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, name)
+
+
+def defer_import(name: str) -> None:
+    """Make `import name` give a stand-in that loads the module on its first attribute read.
+
+    `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize`: a tenth of a one-file
+    run) only to build a docstring for a class that has none; every ailint dataclass has
+    one, so a run that never reads `inspect` never loads it, and a module that reads it gets
+    the real one. (`importlib.util.LazyLoader` cannot do this on Python 3.11: an `import`
+    statement reads the module's `__spec__`, which loads it.) `tests/test_lean.py` checks
+    that a one-file run leaves it unloaded, and that a read loads it whole.
+    """
+    if name in sys.modules:
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = _Deferred(name)
+    stand_in.__spec__ = spec  # what an `import` statement reads: not a load
+    sys.modules[name] = stand_in
+
+
 def main() -> None:
+    defer_import("inspect")
     argv = sys.argv[1:]
     if (
         argv[:1] == ["check"]

@@ -60,6 +60,8 @@ _INSIDE: dict[tuple[str, ...], dict[str, bool]] = {}  # roots -> folder -> insid
 
 @dataclass(frozen=True)
 class Boundary:
+    """What a run may read and a fix may write: the projects and the paths given on the command line."""
+
     projects: tuple[str, ...]  # project roots (git toplevels, config root), real paths
     named_dirs: tuple[str, ...] = ()  # folders given on the command line (not links), real paths
     named_files: frozenset[str] = frozenset()  # files given on the command line (not links), real paths

@@ -24,6 +24,8 @@ class ConfigError(Exception):
 
 @dataclass
 class Settings:
+    """A run's settings: the config file's, with the command line's on top."""
+
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     extend_select: list[str] = field(default_factory=list)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +39,8 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class RegisteredRule:
+    """A rule as the registry holds it: its declaration, its check, and its docs read on first use."""
+
     rule: Rule
     check: Callable[..., Iterator[Finding]] | None
     _doc: str | None  # None: read from the module on first use (see `doc`)
@@ -81,9 +82,19 @@ def parse_sections(doc: str) -> dict[str, str]:
 
 
 def _dedent(doc: str | None) -> str:
-    import inspect
-
-    return inspect.cleandoc(doc or "")
+    """`inspect.cleandoc(doc)`, without importing `inspect` (with `ast`, `dis` and
+    `tokenize`) into a run that prints one rule's doc: the first line stripped, the common
+    indentation of the others removed, blank lines at either end dropped. A test compares
+    it with `inspect.cleandoc` on every rule's doc."""
+    lines = (doc or "").expandtabs().split("\n")
+    rest = [ln for ln in lines[1:] if ln.lstrip()]
+    margin = min((len(ln) - len(ln.lstrip()) for ln in rest), default=0)
+    out = [lines[0].lstrip()] + [ln[margin:] for ln in lines[1:]]
+    while out and not out[-1]:
+        out.pop()
+    while out and not out[0]:
+        out.pop(0)
+    return "\n".join(out)
 
 
 _REGISTRY: dict[str, RegisteredRule] | None = None
@@ -292,6 +303,8 @@ def _discover() -> dict[str, RegisteredRule]:
             raise RuntimeError(f"duplicate rule name {name} ({code} and {names[name]})")
         found[code] = reg
         names[name] = code
+
+    import pkgutil  # discovery only (a cached rule index needs none)
 
     for info in pkgutil.walk_packages(rules_pkg.__path__, rules_pkg.__name__ + "."):
         if info.ispkg or info.name.rsplit(".", 1)[-1].startswith("_"):
@@ -584,6 +597,8 @@ def _entry_point_rules(builtin: dict[str, RegisteredRule]) -> dict[str, Register
                 raise RuntimeError(f"{where}: cannot import: {type(exc).__name__}: {exc}") from None
             modules = [target]
             if hasattr(target, "__path__"):
+                import pkgutil
+
                 modules = [
                     importlib.import_module(info.name)
                     for info in pkgutil.walk_packages(target.__path__, target.__name__ + ".")

@@ -31,6 +31,8 @@ C = TypeVar("C")
 
 @dataclass
 class FileSummary:
+    """A linted file as reports list it: how many documents and objects it held."""
+
     path: str
     documents: int
     objects: int
@@ -38,6 +40,8 @@ class FileSummary:
 
 @dataclass
 class RunResult:
+    """All a run found and read, for the reporters and the fixer."""
+
     files: list[FileSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)

@@ -81,6 +81,8 @@ SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache_
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """A file to lint: its path, what reports call it, and why it cannot be read, if so."""
+
     path: str  # filesystem path ("-" for stdin)
     display: str  # what reports call it
     problem: str | None = None  # why it cannot be read (then it becomes a YML009 finding)

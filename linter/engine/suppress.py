@@ -24,6 +24,8 @@ IGNORE_ANNOTATION = "ailint.io/ignore"
 
 @dataclass(eq=False)
 class Suppression:
+    """One suppression directive: where it is written, which codes and lines it covers, and whether it was used."""
+
     file: str
     span: Span  # where the directive is written
     codes: tuple[str, ...]  # empty: every rule
@@ -126,6 +128,8 @@ def annotation_suppressions(obj: K8sObject) -> list[Suppression]:
 
 @dataclass
 class SuppressionResult:
+    """The findings kept and suppressed, and the AIL findings about the directives themselves."""
+
     kept: list[Finding] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
     meta: list[Finding] = field(default_factory=list)  # AIL findings

@@ -93,6 +93,8 @@ def _overlaps(a: Edit, b: Edit) -> bool:
 # -- checking a result --------------------------------------------------------------------
 @dataclass
 class _Doc:
+    """A fixed document parsed again to check the fix, with any problems the parse found."""
+
     data: Any
     positions: dict[tuple[Any, ...], Pos]
     problems: int  # duplicate keys and other YML findings inside the document
@@ -358,6 +360,8 @@ def _key(f: Finding) -> tuple[Any, ...]:
 
 @dataclass
 class _File:
+    """A file being fixed: its text as read and as fixed so far, and what was applied or refused."""
+
     source: SourceFile  # as read at the start
     text: str  # current (fixed in memory)
     refused: str | None = None  # why it is never written

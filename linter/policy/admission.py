@@ -49,6 +49,8 @@ _ACTION_SEVERITY = {"Deny": Severity.ERROR, "Warn": Severity.WARNING, "Audit": S
 
 @dataclass
 class Expr:
+    """A CEL expression of a policy: its source, where it is written, and its compiled program or error."""
+
     source: str
     path: tuple[Any, ...]  # where the expression is in its policy object
     program: cel.Program | None = None
@@ -57,6 +59,8 @@ class Expr:
 
 @dataclass
 class Policy:
+    """A ValidatingAdmissionPolicy as ailint evaluates it: its expressions and the errors they had."""
+
     obj: K8sObject
     name: str
     spec: dict[str, Any]
@@ -71,6 +75,8 @@ class Policy:
 
 @dataclass
 class Binding:
+    """A ValidatingAdmissionPolicyBinding: the policy it binds, its actions, params and match rules."""
+
     obj: K8sObject
     name: str
     policy: str
@@ -195,6 +201,8 @@ def _may_match_resource(mr: dict[str, Any], key: tuple[str, str, str, bool]) -> 
 
 @dataclass
 class Request:
+    """The admission request an object in the run would make: its resource and namespace."""
+
     obj: K8sObject
     group: str
     version: str
@@ -291,6 +299,8 @@ def _data_prefix(obj: K8sObject, path: tuple[Any, ...]) -> tuple[Any, ...]:
 
 @dataclass
 class Verdict:
+    """What a policy says of an object: the finding it becomes."""
+
     code: str  # POL001 | POL002
     severity: Severity
     message: str

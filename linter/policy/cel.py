@@ -694,6 +694,8 @@ def _unsupported(source: str, message: str) -> str | None:
 
 @dataclass(frozen=True)
 class Program:
+    """A checked CEL program with the variables it reads and the type it returns."""
+
     source: str
     variables: tuple[str, ...]
     compiled: Any

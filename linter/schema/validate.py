@@ -217,6 +217,8 @@ def core_store(kube_version: str) -> _CoreStore | None:
 
 @dataclass
 class _CrdSchema:
+    """A custom resource's schema with its fast checker and, once needed, its jsonschema validator."""
+
     schema: dict[str, Any]
     compiler: _Compiler
     checker: Callable[[Any], bool]

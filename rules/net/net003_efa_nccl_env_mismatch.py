@@ -118,6 +118,8 @@ _EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 @dataclass(slots=True)
 class EnvVar:
+    """An environment variable as the container gets it, with where it is set."""
+
     name: str
     value: str | None
     path: Path  # where to point

@@ -143,6 +143,8 @@ _WORD = re.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", re.I)
 
 @dataclass
 class Side:
+    """One side (prefill or decode) of a disaggregated serving setup."""
+
     obj: Any
     role: str
     model: str | None

@@ -178,6 +178,8 @@ ROOT_DEFAULT = 20 * GI  # AL2023 root, Bottlerocket data volume (EC2NodeClass de
 
 @dataclass
 class Cache:
+    """A local volume that holds a model's weights, and how it was found to."""
+
     index: int  # volume index
     name: str
     kind: str  # emptyDir | hostPath | localPV
@@ -322,6 +324,8 @@ def _ebs_room(nc: Any) -> tuple[float | None, str]:
 
 @dataclass
 class Room:
+    """How much local NVMe a node offers the cache, and what says so."""
+
     type: str
     bytes: float
     basis: str

@@ -39,6 +39,8 @@ def runs_torchrun(c: Container) -> bool:
 
 @dataclass(slots=True)
 class FlagUse:
+    """A launcher flag as a container's command gives it: its value and where."""
+
     value: str
     path: Path  # the list item holding the flag (or its value)
     inline: bool  # `--flag=value` or inside a longer string, versus a separate value item

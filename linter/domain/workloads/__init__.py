@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ailint.core.model import Finding, Foreign, K8sObject
+from ailint.core.pkgdata import submodules
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
@@ -54,10 +54,10 @@ def families() -> list[Family]:
     global _FAMILIES
     if _FAMILIES is None:
         found: list[Family] = []
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: (m.name != "core", m.name)):
-            if info.name.startswith("_") or info.name == "base":
+        for name in sorted(submodules(__path__), key=lambda m: (m != "core", m)):
+            if name.startswith("_") or name == "base":
                 continue
-            fam = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FAMILY", None)
+            fam = getattr(importlib.import_module(f"{__name__}.{name}"), "FAMILY", None)
             if isinstance(fam, Family):
                 found.append(fam)
         for fam in found:

@@ -37,6 +37,8 @@ class Problem:
 
 @dataclass
 class Rendered:
+    """The output of rendering one chart or overlay, or why it could not be rendered."""
+
     unit: Unit
     text: str = ""
     problem: Problem | None = None

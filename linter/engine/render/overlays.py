@@ -36,6 +36,8 @@ _FILE_LISTS = ("patchesStrategicMerge", "crds", "configurations", "transformers"
 
 @dataclass
 class Patch:
+    """One patch a kustomization applies: where it is listed, its file or inline text, and its target."""
+
     kustomization: str  # absolute kustomization file that lists it
     line: int  # the entry's line there
     file: str | None  # absolute patch file, or None for an inline patch
@@ -47,6 +49,8 @@ class Patch:
 
 @dataclass
 class Scan:
+    """What a kustomization build reads: its kustomizations, files, folders and patches."""
+
     kustomizations: list[str] = field(default_factory=list)  # absolute files, overlay first
     files: set[str] = field(default_factory=set)  # real paths the build reads
     dirs: set[str] = field(default_factory=set)  # kustomization folders reached (real paths)

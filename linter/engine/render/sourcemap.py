@@ -37,6 +37,8 @@ _REF = re.compile(r"(\$[A-Za-z_]\w*|\$|(?<![\w)\]])\.)((?:Values)?(?:\.[A-Za-z_]
 
 @dataclass(frozen=True)
 class Related:
+    """A related place in a chart's sources that a rendered finding also points at."""
+
     file: str  # absolute
     line: int
     col: int
@@ -46,6 +48,8 @@ class Related:
 
 @dataclass(frozen=True)
 class Located:
+    """Where in a chart's sources a rendered line comes from: the file to edit, and whether fixes may apply."""
+
     file: str  # absolute path of the file to edit
     line: int
     col: int
@@ -62,6 +66,8 @@ class Located:
 # -- templates --------------------------------------------------------------------------
 @dataclass
 class Line:
+    """One line of a Helm template, read for what it prints."""
+
     text: str
     content: bool  # a YAML line (not blank, comment or a directive alone)
     start: int  # column of the first character (1-based)
@@ -74,6 +80,8 @@ class Line:
 
 @dataclass
 class Template:
+    """A Helm template file read line by line, with the documents it holds."""
+
     path: str
     lines: list[Line]
     docs: list[tuple[int, int]]  # [start, end) line indexes
@@ -413,6 +421,8 @@ def _expand(data: Any, path: tuple[Any, ...], rendered: Any) -> list[tuple[Any, 
 # -- charts ---------------------------------------------------------------------------------
 @dataclass
 class ChartMap:
+    """What maps a chart's rendered output back to its templates and values files."""
+
     root: str  # chart folder
     chart_name: str
     values: list[str]  # the unit's extra values files, absolute

@@ -31,6 +31,8 @@ RENDER_SUFFIX = " (rendered)"
 
 @dataclass
 class RenderOptions:
+    """How charts and overlays are rendered: the tools, values, release, namespace and limits."""
+
     helm: str | None = None
     kubectl: str | None = None
     kustomize: str | None = None
@@ -79,6 +81,8 @@ def options(settings: Any) -> RenderOptions:
 
 @dataclass
 class Plan:
+    """The charts and overlays of a run, and what rendering each gave."""
+
     units: list[Unit] = field(default_factory=list)
     rendered: dict[str, Rendered] = field(default_factory=dict)  # virtual display -> rendering
     objects: dict[str, list[K8sObject]] = field(default_factory=dict)
@@ -270,6 +274,8 @@ def _source(path: str, display: str) -> SourceFile | None:
 # -- back to the source ----------------------------------------------------------------------
 @dataclass
 class Stats:
+    """How many findings of a rendered run went back to each kind of source."""
+
     template: int = 0
     values: int = 0
     file_only: int = 0

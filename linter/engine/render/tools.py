@@ -23,6 +23,8 @@ DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
+    """What running helm, kubectl or kustomize gave, or why it was stopped."""
+
     rc: int | None  # None: killed (timeout or output limit)
     stdout: str
     stderr: str

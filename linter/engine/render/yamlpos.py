@@ -16,6 +16,8 @@ KeyPos = tuple[int, int, int, int, int]
 
 @dataclass
 class Doc:
+    """A YAML document read with the positions of its nodes."""
+
     data: Any
     positions: dict[tuple[Any, ...], KeyPos] = field(default_factory=dict)
     text: str = ""  # the whole text the document was read from (lines as in `positions`)
