@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
 from ailint.domain import instances
 from ailint.domain.extract import (
@@ -52,12 +53,12 @@ NODEPOOL_KEY = "karpenter.sh/nodepool"
 # Labels only node-discovery agents set (GPU Feature Discovery, NFD, the GPU Operator).
 DISCOVERY_PREFIXES = ("nvidia.com/", "feature.node.kubernetes.io/", "amd.com/gpu", "beta.amd.com/")
 # Discovery labels that say "this node has an NVIDIA / AMD GPU".
-_GPU_DISCOVERY_KEYS = re.compile(
+_GPU_DISCOVERY_KEYS = lazy_re(
     r"^(nvidia\.com/gpu(\.|$)|nvidia\.com/mig|nvidia\.com/cuda|amd\.com/gpu|"
     r"feature\.node\.kubernetes\.io/pci-(10de|1002)[._-])"
 )
 
-_GPU_WORDS = re.compile(r"gpu|nvidia|accelerat|neuron|inferentia|trainium|cuda", re.I)
+_GPU_WORDS = lazy_re(r"gpu|nvidia|accelerat|neuron|inferentia|trainium|cuda", re.I)
 
 
 @lru_cache(maxsize=1)
@@ -485,7 +486,7 @@ def add_list_items(obj: K8sObject, parent_path: Sequence[Any], key: str, items: 
     return None
 
 
-_PAUSE_IMAGE = re.compile(r"(^|/)pause(:|@|$)")
+_PAUSE_IMAGE = lazy_re(r"(^|/)pause(:|@|$)")
 _VGPU_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
 
 

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from ailint.core import pkgdata
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Path, as_dict, iter_dicts
 from ailint.domain.extract import Container, PodTemplate, pod_templates
 from ailint.domain.roles import is_agent_pod
@@ -31,12 +32,12 @@ CODE_EXEC_ANNOTATION = "ailint.io/code-execution"
 # ---------------------------------------------------------------------------------------
 # Code-executing agents
 # ---------------------------------------------------------------------------------------
-_CODE_EXEC_IMAGE = re.compile(
+_CODE_EXEC_IMAGE = lazy_re(
     r"code[-_]?interpreter|jupyter|ipykernel|kernel[-_]?gateway|enterprise[-_]?gateway|"
     r"runtime[-_]?sandbox|sandbox[-_]?(exec|runtime|runner|server)|e2b|open[-_]?interpreter|openhands|opendevin|"
     r"swe[-_]?agent|code[-_]?(exec|runner|sandbox)|exec[-_]?server|pyodide|daytona"
 )
-_CODE_EXEC_CMD = re.compile(
+_CODE_EXEC_CMD = lazy_re(
     r"\b(jupyter(-kernel|-server|-lab|-notebook)?|ipykernel(_launcher)?|kernel_gateway|jupyter_kernel_gateway|"
     r"enterprise_gateway|code[-_]interpreter|open-interpreter|interpreter --server|openhands|swe-agent)\b"
 )
@@ -65,9 +66,9 @@ def executes_code(pod: PodTemplate) -> bool:
 # ---------------------------------------------------------------------------------------
 # RuntimeClasses
 # ---------------------------------------------------------------------------------------
-_SANDBOX_HANDLER = re.compile(r"^(runsc|gvisor)|kata|firecracker|^fc$|cloud-hypervisor|^clh$|^vm$|microvm")
-_RUNC_HANDLER = re.compile(r"^(runc|crun|youki|nvidia|nvidia-cdi|nvidia-legacy|docker|containerd)?$")
-_GVISOR = re.compile(r"^(runsc|gvisor)")
+_SANDBOX_HANDLER = lazy_re(r"^(runsc|gvisor)|kata|firecracker|^fc$|cloud-hypervisor|^clh$|^vm$|microvm")
+_RUNC_HANDLER = lazy_re(r"^(runc|crun|youki|nvidia|nvidia-cdi|nvidia-legacy|docker|containerd)?$")
+_GVISOR = lazy_re(r"^(runsc|gvisor)")
 
 
 def is_sandbox_handler(handler: str) -> bool:
@@ -133,29 +134,29 @@ def _compiled() -> dict[str, Any]:
     return {
         "names": set(d["names"]),
         "suffixes": tuple(d["name_suffixes"]),
-        "not_secret": re.compile(d["name_not_secret"]),
+        "not_secret": lazy_re(d["name_not_secret"]),
         "url_names": set(d["url_names"]),
-        "url_pw": re.compile(d["url_with_password"]),
+        "url_pw": lazy_re(d["url_with_password"]),
         "shapes": [
-            (s["name"], re.compile(r"(?<![A-Za-z0-9_-])(" + s["pattern"] + r")(?![A-Za-z0-9_-])"))
+            (s["name"], lazy_re(r"(?<![A-Za-z0-9_-])(" + s["pattern"] + r")(?![A-Za-z0-9_-])"))
             for s in d["value_shapes"]
         ],
         # One alternation answers "does any shape match?" in one pass (most values match
         # none); the ordered list above then names the first shape that does.
-        "any_shape": re.compile(
+        "any_shape": lazy_re(
             r"(?<![A-Za-z0-9_-])(?:"
             + "|".join(f"(?:{s['pattern']})" for s in d["value_shapes"])
             + r")(?![A-Za-z0-9_-])"
         ),
-        "config_keys": re.compile(d["config_keys"]),
-        "config_not": re.compile(d["config_key_not_secret"]),
+        "config_keys": lazy_re(d["config_keys"]),
+        "config_not": lazy_re(d["config_key_not_secret"]),
         "placeholders": {p.lower() for p in d["placeholders"]},
-        "placeholder_res": [re.compile(p) for p in d["placeholder_patterns"]],
-        "references": re.compile("|".join(f"(?:{p})" for p in d["references"])),  # any of them
-        "long_lived": re.compile(d["long_lived_names"]),
-        "mask_pem": re.compile(d["mask_shapes"]["pem_block"]),
-        "mask_url": re.compile(d["mask_shapes"]["url_password"]),
-        "mask_aws": re.compile(d["mask_shapes"]["aws_secret_key"]),
+        "placeholder_res": [lazy_re(p) for p in d["placeholder_patterns"]],
+        "references": lazy_re("|".join(f"(?:{p})" for p in d["references"])),  # any of them
+        "long_lived": lazy_re(d["long_lived_names"]),
+        "mask_pem": lazy_re(d["mask_shapes"]["pem_block"]),
+        "mask_url": lazy_re(d["mask_shapes"]["url_password"]),
+        "mask_aws": lazy_re(d["mask_shapes"]["aws_secret_key"]),
     }
 
 
@@ -235,7 +236,7 @@ def secret_kind(name: str, value: Any) -> SecretHit | None:
     return SecretHit("matched by its name", is_placeholder(v))
 
 
-_CONFIG_LINE = re.compile(
+_CONFIG_LINE = lazy_re(
     r"""^(?P<indent>\s*(?:-\s+)?)(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q)\s*(?::|=)\s*"""
     r"""(?P<value>[^#\n]*?)\s*,?\s*(?:\s#.*)?$"""
 )
@@ -295,9 +296,9 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
 # ---------------------------------------------------------------------------------------
 # Masking secrets in output (reports, webhook answers): the one detector, applied to text
 # ---------------------------------------------------------------------------------------
-_ENV_NAME = re.compile(r"""^\s*(?:-\s+)?\{?\s*["']?name["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?""")
-_ENV_VALUE = re.compile(r"""["']?value["']?\s*:\s*(["']?)([^"'\n#,}]*)\1""")
-_FAST_OUT = re.compile(r"[A-Za-z0-9_-]{16}|://|PRIVATE KEY|name|=|:")
+_ENV_NAME = lazy_re(r"""^\s*(?:-\s+)?\{?\s*["']?name["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?""")
+_ENV_VALUE = lazy_re(r"""["']?value["']?\s*:\s*(["']?)([^"'\n#,}]*)\1""")
+_FAST_OUT = lazy_re(r"[A-Za-z0-9_-]{16}|://|PRIVATE KEY|name|=|:")
 
 
 def secret_spans(text: str) -> list[tuple[int, int]]:

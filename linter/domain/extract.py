@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 from ailint.domain.profile import Profile as Profile  # re-exported: defined there once
 from ailint.domain.quantities import parse_quantity
@@ -318,7 +319,7 @@ def volumes(pod: PodTemplate) -> dict[str, tuple[int, dict[str, Any]]]:
 # Commands and serving args
 # ---------------------------------------------------------------------------------------
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env", "zsh", "/bin/zsh", "dash")
-_VAR_RE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_VAR_RE = lazy_re(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 @lru_cache(maxsize=4096)
@@ -335,8 +336,8 @@ def _split_uncached(s: str) -> list[str]:
 
 
 # One piece of a POSIX shell word, or what separates words (shlex's whitespace is these four).
-_SH_PIECE = re.compile(r"""([ \t\r\n]+)|(\#[^\n]*)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\\#]+)""", re.S)
-_DQ_ESCAPE = re.compile(r'\\([\\"])')
+_SH_PIECE = lazy_re(r"""([ \t\r\n]+)|(\#[^\n]*)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\\#]+)""", re.S)
+_DQ_ESCAPE = lazy_re(r'\\([\\"])')
 
 
 def shell_split(s: str) -> list[str]:

@@ -6,20 +6,20 @@ these node requirements" so that rules can compute a pod's target instance set.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from ailint.core import pkgdata
+from ailint.core.lazyre import lazy_re
 from ailint.domain.extract import Requirement
 
 # -- instance families ----------------------------------------------------------------------
 # Karpenter's `instanceTypeScheme` (aws/karpenter-provider-aws, pkg/providers/instancetype/
 # types.go: `(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`) gives a type's `instance-category` (the
 # leading letters: `gr` for gr6, `inf` for inf2) and `instance-generation` (the number after).
-_TYPE_SCHEME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+)")
+_TYPE_SCHEME = lazy_re(r"^([a-z]+)(-[0-9]+tb)?([0-9]+)")
 # The categories whose every family carries GPUs, Neuron devices or Gaudi/Qualcomm
 # accelerators: p2..p6e, g3..g7e, gr6, inf1/2, trn1/2, dl1/dl2q.
 ACCELERATOR_CATEGORIES = frozenset({"p", "g", "gr", "inf", "trn", "dl"})

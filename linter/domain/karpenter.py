@@ -25,11 +25,11 @@ Rules import this module as `ailint.domain.karpenter`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain import instances
 from ailint.domain.extract import Requirement, requirements_from_terms
@@ -71,7 +71,7 @@ def _obj(pool: Any) -> K8sObject:
 # Durations
 # ---------------------------------------------------------------------------------------
 # Go's time.ParseDuration units (no `d`: `3d` is rejected by Karpenter and the API server)
-_DUR_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DUR_PART = lazy_re(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
 NEVER = math.inf
 

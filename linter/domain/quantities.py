@@ -4,10 +4,11 @@ numbers through these."""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
+
+from ailint.core.lazyre import lazy_re
 
 
 def to_int(v: Any) -> int | None:
@@ -27,7 +28,7 @@ def to_int(v: Any) -> int | None:
     return None
 
 
-_INT_RE = re.compile(r"[-+]?[0-9]+")
+_INT_RE = lazy_re(r"[-+]?[0-9]+")
 
 
 _SUFFIX: dict[str, int | Decimal] = {
@@ -49,7 +50,7 @@ _SUFFIX: dict[str, int | Decimal] = {
     "P": 10**15,
     "E": 10**18,
 }
-_QTY_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$")
+_QTY_RE = lazy_re(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$")
 
 
 @lru_cache(maxsize=4096)

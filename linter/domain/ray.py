@@ -27,10 +27,10 @@ Rules import this module as `ailint.domain.ray`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import (
     Container,
@@ -307,11 +307,11 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
     return out
 
 
-_TRAIN_RE = re.compile(
+_TRAIN_RE = lazy_re(
     r"\bray\.train\b|from\s+ray\s+import\s+[^\n]*\btrain\b|\b\w*Trainer\s*\(|"
     r"\bRunConfig\s*\(|\bray\.tune\b|\bTuner\s*\("
 )
-_RAY_IMPORT = re.compile(r"\bimport\s+ray\b|\bfrom\s+ray\b|\bray\.")
+_RAY_IMPORT = lazy_re(r"\bimport\s+ray\b|\bfrom\s+ray\b|\bray\.")
 
 
 def is_ray_train_code(text: str) -> bool:
@@ -319,7 +319,7 @@ def is_ray_train_code(text: str) -> bool:
     return bool(_RAY_IMPORT.search(text)) and bool(_TRAIN_RE.search(text))
 
 
-_STORAGE_RE = re.compile(r"\bstorage_path\s*=\s*(?:(?P<q>[\"'])(?P<lit>[^\"'\n]*)(?P=q)|(?P<expr>[^,)\n]+))")
+_STORAGE_RE = lazy_re(r"\bstorage_path\s*=\s*(?:(?P<q>[\"'])(?P<lit>[^\"'\n]*)(?P=q)|(?P<expr>[^,)\n]+))")
 
 
 def storage_paths(text: str) -> list[str | None]:

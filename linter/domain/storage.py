@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from ailint.core import pkgdata
+from ailint.core.lazyre import LazyPattern, lazy_re
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, volumes
 from ailint.domain.quantities import parse_quantity, to_int
@@ -394,9 +395,9 @@ def volume_for_mount(pod: PodTemplate, mount: dict[str, Any] | None) -> dict[str
 # ---------------------------------------------------------------------------------------
 # Downloads at start
 # ---------------------------------------------------------------------------------------
-_S3_RE = re.compile(r"\baws\s+s3\s+(sync|cp)\b|\bs5cmd\b.*\b(sync|cp)\b")
-_HF_RE = re.compile(r"\b(huggingface-cli|hf)\s+download\b|snapshot_download\(")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_S3_RE = lazy_re(r"\baws\s+s3\s+(sync|cp)\b|\bs5cmd\b.*\b(sync|cp)\b")
+_HF_RE = lazy_re(r"\b(huggingface-cli|hf)\s+download\b|snapshot_download\(")
+_HUB_ID = lazy_re(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 @dataclass(slots=True)
@@ -427,7 +428,7 @@ def hf_offline(c: Container) -> bool:
     )
 
 
-def _command_where(c: Container, pattern: re.Pattern[str]) -> Path:
+def _command_where(c: Container, pattern: LazyPattern) -> Path:
     for key in ("args", "command"):
         for i, tok in enumerate(as_list(c.data.get(key))):
             if isinstance(tok, str) and pattern.search(tok):

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.limits import Limits
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
 from ailint.engine.registry import engine_rule
@@ -33,8 +34,8 @@ def _problems(problems: list[Any], display: str) -> list[Finding]:
     return [yml_finding(p.code, display, p.span, p.message) for p in problems]
 
 
-_SOURCE_RE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
-_TEMPLATE_RE = re.compile(r"\{\{|\{%")
+_SOURCE_RE = lazy_re(r"^# Source: (\S.*?)\s*$", re.M)
+_TEMPLATE_RE = lazy_re(r"\{\{|\{%")
 
 
 def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
@@ -65,13 +66,13 @@ def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
     return text, None
 
 
-_DOC_START_RE = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
-_CRD_KIND_RE = re.compile(r"^kind:[ \t]*[\"']?CustomResourceDefinition[\"']?[ \t]*(#.*)?$", re.M)
-_API_RE = re.compile(r"^apiVersion:[ \t]*[\"']?([^\s\"'#]+)", re.M)
-_NAME_RE = re.compile(
+_DOC_START_RE = lazy_re(r"^---(?=[ \t\r\n]|$)", re.M)
+_CRD_KIND_RE = lazy_re(r"^kind:[ \t]*[\"']?CustomResourceDefinition[\"']?[ \t]*(#.*)?$", re.M)
+_API_RE = lazy_re(r"^apiVersion:[ \t]*[\"']?([^\s\"'#]+)", re.M)
+_NAME_RE = lazy_re(
     r"^metadata:[ \t]*\r?\n(?:[ \t]+.*\r?\n|[ \t]*#.*\r?\n)*?([ \t]+)name:[ \t]*[\"']?([^\s\"'#]+)", re.M
 )
-_CONTENT_RE = re.compile(r"^[ \t]*[^\s#]", re.M)
+_CONTENT_RE = lazy_re(r"^[ \t]*[^\s#]", re.M)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ailint.core import pkgdata
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, as_list, iter_dicts
 from ailint.schema.lazydefs import LazyDefinitions, load_definitions
 
 # The resource.Quantity pattern of the API machinery (and of every controller-gen CRD).
-QUANTITY_RE = re.compile(
+QUANTITY_RE = lazy_re(
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
     r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
@@ -1074,8 +1075,8 @@ _RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
 }
 _SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
 _PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
-_PATCH_NAME_RE = re.compile(r"(?<![a-z])patch(es)?(?![a-z])")  # `x_patch.yaml`, `patches/`, not `dispatcher`
-_PLACEHOLDER_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
+_PATCH_NAME_RE = lazy_re(r"(?<![a-z])patch(es)?(?![a-z])")  # `x_patch.yaml`, `patches/`, not `dispatcher`
+_PLACEHOLDER_RE = lazy_re(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
 
 
 def _generic(path: Path) -> str:
@@ -1164,7 +1165,7 @@ _KARPENTER_AWS_ALLOWED = frozenset(
         "karpenter.k8s.aws/placement-group-partition",
     )
 )
-_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+_INT_RE = lazy_re(r"^[+-]?[0-9]+$")
 
 
 def _label_key_problem(key: str, nodepool: bool) -> str | None:

@@ -91,10 +91,10 @@ limit, so the size is a choice to review.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import accelerators
@@ -124,7 +124,7 @@ RULE = Rule(
 )
 
 _RAY_KINDS = ("RayCluster", "RayJob", "RayService")
-_TRAIN = re.compile(r"(^|[\s/])(torchrun|deepspeed)(\s|$)|torch\.distributed\.(run|launch)|\bray\.train\b")
+_TRAIN = lazy_re(r"(^|[\s/])(torchrun|deepspeed)(\s|$)|torch\.distributed\.(run|launch)|\bray\.train\b")
 _TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
 _PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
 

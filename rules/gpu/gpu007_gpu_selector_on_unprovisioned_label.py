@@ -114,6 +114,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import accelerators, karpenter
@@ -133,13 +134,13 @@ RULE = Rule(
     precision="high",
 )
 
-_WELL_KNOWN = re.compile(
+_WELL_KNOWN = lazy_re(
     r"^([a-z0-9.-]*kubernetes\.io/|karpenter\.sh/|karpenter\.k8s\.aws/|eks\.amazonaws\.com/|"
     r"k8s\.io/|[a-z0-9.-]*\.k8s\.io/|alpha\.eksctl\.io/|cloud\.google\.com/|"
     r"[a-z0-9.-]*azure\.com/|[a-z0-9.-]*\.amazonaws\.com/)"
 )
-_GPU_WORD = re.compile(r"gpu|nvidia|accelerator|cuda", re.I)
-_DISCOVERY_IMAGES = re.compile(
+_GPU_WORD = lazy_re(r"gpu|nvidia|accelerator|cuda", re.I)
+_DISCOVERY_IMAGES = lazy_re(
     r"gpu-feature-discovery|node-feature-discovery|/nfd[:/@]|gpu-operator|"
     r"k8s-device-plugin.*gfd",
     re.I,

@@ -63,9 +63,9 @@ None: removing the request can change which node the pod lands on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Severity
 from ailint.core.rule import Options, Rule
 from ailint.domain.context import Context
@@ -82,17 +82,17 @@ RULE = Rule(
     precision="high",
 )
 
-_MOVE = re.compile(
+_MOVE = lazy_re(
     r"^(\S*/)?(huggingface-cli download|hf download|modelscope download|aws s3 (cp|sync|mv)|gsutil( -m)? (cp|rsync)|"
     r"gcloud storage (cp|rsync)|s5cmd|rclone (copy|sync|copyto)|azcopy (copy|sync)|wget|curl|cp|rsync|mv|tar|unzip|"
     r"git lfs|git clone|ollama pull|python3? -c .*snapshot_download|python3? \S*download\S*\.py)\b"
 )
-_BOOKKEEPING = re.compile(
+_BOOKKEEPING = lazy_re(
     r"^(\S*/)?(mkdir|echo|ls|cd|export|chmod|chown|set|true|exit|du|df|test|\[|printf|touch|rm|find|"
     r"pip3? install|apt-get|apk add|huggingface-cli login|hf auth login|sync|date)\b"
 )
 _SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env")
-_SPLIT = re.compile(r"\n|&&|\|\||;|\|")
+_SPLIT = lazy_re(r"\n|&&|\|\||;|\|")
 
 
 def _commands(c: Container) -> list[str]:

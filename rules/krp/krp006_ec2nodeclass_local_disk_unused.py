@@ -107,6 +107,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import instances, karpenter
@@ -126,8 +127,8 @@ RULE = Rule(
     tags=("karpenter", "storage", "gpu"),
 )
 
-_NVME_USERDATA = re.compile(r"nvme|mdadm|instance.?store|raid", re.I)
-_LOCAL_PROVISIONER = re.compile(r"local-(volume|static)-provisioner|sig-storage-local")
+_NVME_USERDATA = lazy_re(r"nvme|mdadm|instance.?store|raid", re.I)
+_LOCAL_PROVISIONER = lazy_re(r"local-(volume|static)-provisioner|sig-storage-local")
 
 
 def _nvme_used_directly(obj: Any, ctx: Any, pools: list[Any]) -> bool:

@@ -83,10 +83,10 @@ decision and get no fix.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import karpenter
@@ -105,7 +105,7 @@ RULE = Rule(
     tags=("karpenter", "auto-mode"),
 )
 
-_DEVICE_PLUGIN = re.compile(r"k8s-device-plugin|nvidia-device-plugin|neuron-device-plugin|neuron-k8s-device-plugin")
+_DEVICE_PLUGIN = lazy_re(r"k8s-device-plugin|nvidia-device-plugin|neuron-device-plugin|neuron-k8s-device-plugin")
 BUILT_IN_POOLS = ("system", "general-purpose")
 
 

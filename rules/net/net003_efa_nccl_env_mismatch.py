@@ -92,6 +92,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
@@ -112,8 +113,8 @@ RULE = Rule(
 )
 
 EFA = "vpc.amazonaws.com/efa"
-_OFI_VERSION = re.compile(r"ofi[-_]?nccl[-_:v]*(\d+)\.(\d+)", re.I)
-_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_OFI_VERSION = lazy_re(r"ofi[-_]?nccl[-_:v]*(\d+)\.(\d+)", re.I)
+_EXPORT = lazy_re(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 @dataclass(slots=True)

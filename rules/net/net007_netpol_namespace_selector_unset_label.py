@@ -73,10 +73,10 @@ namespaces outside this repository, suppress the finding or add the Namespace ma
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
@@ -102,7 +102,7 @@ RULE = Rule(
 )
 
 META_NAME = "kubernetes.io/metadata.name"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = lazy_re(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

@@ -72,6 +72,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import delete_seq_item, pods_of, text_occurrences
@@ -104,12 +105,12 @@ LONG_RUNNING = (
     "LLMInferenceService",
 )
 _VERBOSE = ("INFO", "TRACE")
-_NCCL_TESTS = re.compile(
+_NCCL_TESTS = lazy_re(
     r"\b(all_reduce_perf|all_gather_perf|reduce_scatter_perf|alltoall_perf|broadcast_perf|"
     r"sendrecv_perf|nccl-tests|nccl_tests)\b"
 )
-_CMD_SET = re.compile(r"\bNCCL_DEBUG=(['\"]?)(INFO|TRACE)\1", re.I)
-_TORCH_SET = re.compile(r"\bTORCH_DISTRIBUTED_DEBUG=(['\"]?)DETAIL\1", re.I)
+_CMD_SET = lazy_re(r"\bNCCL_DEBUG=(['\"]?)(INFO|TRACE)\1", re.I)
+_TORCH_SET = lazy_re(r"\bTORCH_DISTRIBUTED_DEBUG=(['\"]?)DETAIL\1", re.I)
 
 
 def _debug_labeled(obj: Any, pod: Any) -> bool:

@@ -67,10 +67,10 @@ add a ServiceMonitor/PodMonitor, or fix the exporter's selector and tolerations.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context, selector_matches
@@ -100,8 +100,8 @@ RULE = Rule(
 
 _MONITORS = ("ServiceMonitor", "PodMonitor", "PodMonitoring", "VMServiceScrape", "VMPodScrape")
 _OTHER_STACKS = ("OpenTelemetryCollector", "AmazonCloudWatchAgent", "Instrumentation")
-_AI_SERIES = re.compile(r"\b(DCGM_FI_[A-Z0-9_]+|vllm:[a-z0-9_:]+)")
-_ABSENT = re.compile(r"\babsent(_over_time)?\s*\(|\bup\s*(\{[^}]*\})?\s*==\s*0\b")
+_AI_SERIES = lazy_re(r"\b(DCGM_FI_[A-Z0-9_]+|vllm:[a-z0-9_:]+)")
+_ABSENT = lazy_re(r"\babsent(_over_time)?\s*\(|\bup\s*(\{[^}]*\})?\s*==\s*0\b")
 _METRICS_ENGINES = ("vllm", "tgi", "triton")
 
 

@@ -74,10 +74,10 @@ Safe: sets `restartPolicy: RecreateGroupOnPodRestart`. For the Ray-head case, un
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
@@ -95,9 +95,9 @@ RULE = Rule(
     precision="high",
 )
 
-_RAY_WORKER = re.compile(r"ray\s+start\b[^\n]*--address[= ]\S*LWS_LEADER_ADDRESS")
-_RAY_HEAD = re.compile(r"ray\s+start\b[^\n]*--head|multi-node-serving\.sh\s+leader")
-_RETRY = re.compile(r"\b(until|while|retry|retries|multi-node-serving\.sh)\b")
+_RAY_WORKER = lazy_re(r"ray\s+start\b[^\n]*--address[= ]\S*LWS_LEADER_ADDRESS")
+_RAY_HEAD = lazy_re(r"ray\s+start\b[^\n]*--head|multi-node-serving\.sh\s+leader")
+_RETRY = lazy_re(r"\b(until|while|retry|retries|multi-node-serving\.sh)\b")
 
 
 def _size(v: Any) -> int | None:

@@ -92,6 +92,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
@@ -115,8 +116,8 @@ RULE = Rule(
 FSX_DRIVER = "fsx.csi.aws.com"
 GDS_HOSTPATHS = ("/dev", "/run/nvidia-fs", "/etc/cufile.json", "/usr/local/cuda/gds")
 FAST_LOAD_FORMATS = ("instanttensor", "fastsafetensors")
-_GDS_IMAGE = re.compile(r"(^|[^a-z0-9])(gds|cufile|nvidia-fs|gpudirect)([^a-z0-9]|$)", re.I)
-_NODE_AGENT_NS = re.compile(r"^(gpu-operator|kube-system|nvidia-.*|nvidia)$")
+_GDS_IMAGE = lazy_re(r"(^|[^a-z0-9])(gds|cufile|nvidia-fs|gpudirect)([^a-z0-9]|$)", re.I)
+_NODE_AGENT_NS = lazy_re(r"^(gpu-operator|kube-system|nvidia-.*|nvidia)$")
 
 
 def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:

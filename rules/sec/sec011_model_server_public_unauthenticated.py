@@ -120,9 +120,9 @@ None: which network should reach the server is the team's decision.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
@@ -144,7 +144,7 @@ RULE = Rule(
     security_severity=8.0,
 )
 
-_AUTH_PROXY = re.compile(
+_AUTH_PROXY = lazy_re(
     r"oauth2-proxy|kube-rbac-proxy|pomerium|authelia|openresty.*auth|envoy.*authz|ext-authz|keycloak-gatekeeper|"
     r"vouch-proxy|caddy-security"
 )

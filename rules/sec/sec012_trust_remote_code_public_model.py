@@ -72,9 +72,9 @@ None: which copy of the model to trust is the team's decision.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Severity
 from ailint.core.rule import Options, Rule
 from ailint.domain import serving
@@ -94,7 +94,7 @@ RULE = Rule(
 )
 
 _FLAGS = ("--trust-remote-code", "--trust_remote_code")
-_HUB_ID = re.compile(r"^(hf://)?[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_ID = lazy_re(r"^(hf://)?[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRUE = ("1", "true", "yes", "on")
 
 

@@ -108,10 +108,10 @@ or a `startupProbe` on the same path with `periodSeconds: 10` and `failureThresh
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import models, serving
@@ -134,8 +134,8 @@ RULE = Rule(
     tags=("serving", "probes"),
 )
 
-_SERVE_CMD = re.compile(r"(^|\s|/)serve (run|deploy|start)\b")
-_REMOTE_MODEL = re.compile(r"^(s3|gs|hf|https?)://|^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_SERVE_CMD = lazy_re(r"(^|\s|/)serve (run|deploy|start)\b")
+_REMOTE_MODEL = lazy_re(r"^(s3|gs|hf|https?)://|^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

@@ -84,6 +84,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import serving
@@ -196,7 +197,7 @@ _ML_KINDS = (
     "TrainingRuntime",
     "ClusterTrainingRuntime",
 )
-_LAUNCHER = re.compile(
+_LAUNCHER = lazy_re(
     r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.(run|launch)|mpirun|"
     r"horovodrun)\b"
 )

@@ -75,6 +75,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
@@ -94,7 +95,7 @@ RULE = Rule(
     tags=("serving", "gpu", "quantization"),
 )
 
-_FP4_NAME = re.compile(r"(?<![a-z0-9])(nv)?fp4(?![a-z0-9])", re.I)
+_FP4_NAME = lazy_re(r"(?<![a-z0-9])(nv)?fp4(?![a-z0-9])", re.I)
 
 
 def _fp4_reason(quant: str | None, kv: str | None, model: str | None) -> str | None:

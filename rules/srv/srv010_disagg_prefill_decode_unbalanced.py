@@ -120,6 +120,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import serving
@@ -138,7 +139,7 @@ RULE = Rule(
     precision="medium",
 )
 
-_WORD = re.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", re.I)
+_WORD = lazy_re(r"(?<![a-z])(prefill|decode)(?![a-z])", re.I)
 
 
 @dataclass

@@ -75,6 +75,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule
 from ailint.domain.context import Context
@@ -94,7 +95,7 @@ RULE = Rule(
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 READY = "/v1/health/ready"
-_PROFILE = re.compile(r"(?:^|[-_])tp(\d+)(?:[-_]pp(\d+))?(?:[-_]|$)", re.I)
+_PROFILE = lazy_re(r"(?:^|[-_])tp(\d+)(?:[-_]pp(\d+))?(?:[-_]|$)", re.I)
 
 
 def _parallelism(c: Container) -> tuple[int, str, int | None] | None:

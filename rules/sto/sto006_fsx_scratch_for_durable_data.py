@@ -81,6 +81,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
@@ -98,9 +99,9 @@ RULE = Rule(
     tags=("storage", "fsx", "training", "durability"),
 )
 
-_NAME_RE = re.compile(r"checkpoint|ckpt", re.I)
-_PATH_RE = re.compile(r"(^|/)(checkpoints?|ckpts?|outputs?|results|artifacts|saved_models)(/|$)", re.I)
-_SYNC_RE = re.compile(r"\baws\s+s3\s+(sync|cp)\b|\bs5cmd\b|\brclone\s+(sync|copy)\b")
+_NAME_RE = lazy_re(r"checkpoint|ckpt", re.I)
+_PATH_RE = lazy_re(r"(^|/)(checkpoints?|ckpts?|outputs?|results|artifacts|saved_models)(/|$)", re.I)
+_SYNC_RE = lazy_re(r"\baws\s+s3\s+(sync|cp)\b|\bs5cmd\b|\brclone\s+(sync|copy)\b")
 
 
 def _mounts(pod: PodTemplate, volume_names: set[str]) -> list[str]:

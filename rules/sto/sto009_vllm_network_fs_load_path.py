@@ -120,6 +120,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
@@ -140,7 +141,7 @@ RULE = Rule(
 
 _FAST = ("instanttensor", "runai_streamer", "runai_streamer_sharded", "tensorizer", "fastsafetensors")
 _GDS_PATHS = ("/run/nvidia-fs", "/etc/cufile.json", "/usr/local/cuda/gds", "/dev/nvidia-fs")
-_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION = lazy_re(r":v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def _version(image: str, profile: Any) -> tuple[int, int] | None:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import GPU_RESOURCES, Container, PodTemplate, command_tokens, flag_value, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
@@ -165,7 +166,7 @@ def trainjob_command_tokens(obj: K8sObject) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # Gang scheduling
 # ---------------------------------------------------------------------------------------
-GANG_SCHEDULERS = re.compile(
+GANG_SCHEDULERS = lazy_re(
     r"volcano|kai-scheduler|scheduler-plugins|coscheduling|yunikorn|"
     r"kube-batch|run-ai|runai|koord|godel",
     re.I,

@@ -104,6 +104,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import accelerators
@@ -126,7 +127,7 @@ RULE = Rule(
     precision="high",
 )
 
-_RAY_IMPORT = re.compile(r"\bray\.(train|air)\b|from\s+ray\s+import\s+[^\n]*\b(train|air)\b")
+_RAY_IMPORT = lazy_re(r"\bray\.(train|air)\b|from\s+ray\s+import\s+[^\n]*\b(train|air)\b")
 _TRAINERS = (
     "TorchTrainer",
     "TensorflowTrainer",
@@ -142,9 +143,9 @@ _TRAINERS = (
     "SklearnTrainer",
     "MosaicTrainer",
 )
-_BUILD = re.compile(r"\b(RunConfig|" + "|".join(_TRAINERS) + r")\s*\(")
-_FAILURE = re.compile(r"\bFailureConfig\s*\(")
-_MAX_FAILURES = re.compile(r"\bmax_failures\s*=\s*")
+_BUILD = lazy_re(r"\b(RunConfig|" + "|".join(_TRAINERS) + r")\s*\(")
+_FAILURE = lazy_re(r"\bFailureConfig\s*\(")
+_MAX_FAILURES = lazy_re(r"\bmax_failures\s*=\s*")
 
 
 # ---------------------------------------------------------------------------------------

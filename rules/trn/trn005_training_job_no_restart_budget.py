@@ -109,6 +109,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import accelerators, ray
@@ -173,7 +174,7 @@ def _max_restarts_fix(obj: K8sObject, base: Path, n: int) -> Fix | None:
     )
 
 
-_TRAINING = re.compile(
+_TRAINING = lazy_re(
     r"torchrun|deepspeed|accelerate\s+launch|torch\.distributed|\btrain|finetune|pretrain|"
     r"megatron|nemo|jax\.distributed|mpirun|horovod",
     re.I,

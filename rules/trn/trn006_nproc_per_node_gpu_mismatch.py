@@ -95,6 +95,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
@@ -282,7 +283,7 @@ def _trainjob(obj: Any, ctx: Any) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 # MPIJob (kubeflow.org/v2beta1, Open MPI)
 # ---------------------------------------------------------------------------------------
-_PY = re.compile(r"python(3(\.\d+)?)?")
+_PY = lazy_re(r"python(3(\.\d+)?)?")
 _OVERSUBSCRIBE_ENV = "OMPI_MCA_rmaps_base_oversubscribe"
 
 

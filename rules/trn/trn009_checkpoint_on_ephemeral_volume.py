@@ -88,6 +88,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
@@ -104,14 +105,14 @@ RULE = Rule(
     tags=("training", "storage", "reliability"),
 )
 
-_ENV_RE = re.compile(r"^(?:[A-Z0-9_]*_)?(CHECKPOINTS?|CKPTS?)(_(DIR|PATH|ROOT|FOLDER|LOCATION))?$|^(SAVE|OUTPUT)_DIR$")
+_ENV_RE = lazy_re(r"^(?:[A-Z0-9_]*_)?(CHECKPOINTS?|CKPTS?)(_(DIR|PATH|ROOT|FOLDER|LOCATION))?$|^(SAVE|OUTPUT)_DIR$")
 _FLAGS = tuple(
     f"--{a}{sep}{b}"
     for a in ("checkpoint", "ckpt", "save", "output", "checkpoints")
     for sep in ("_", "-")
     for b in ("dir", "path")
 ) + ("--save",)
-_SYNC_RE = re.compile(r"\b(aws\s+s3\s+(sync|cp)|s5cmd|rclone|gsutil|azcopy|mountpoint-s3|s3fs)\b")
+_SYNC_RE = lazy_re(r"\b(aws\s+s3\s+(sync|cp)|s5cmd|rclone|gsutil|azcopy|mountpoint-s3|s3fs)\b")
 _SYNC_IMAGES = ("aws-cli", "awscli", "rclone", "s5cmd")
 _PERSISTENT = (
     "persistentVolumeClaim",
@@ -193,8 +194,8 @@ def _locations(c: Container) -> Iterator[tuple[str, Path, str]]:
             yield mp, c.path_of("volumeMounts", i, "mountPath"), f"mountPath {mp}"
 
 
-_GENERIC = re.compile(r"OUTPUT|SAVE|--output|--save", re.I)
-_TRAINING_WORDS = re.compile(
+_GENERIC = lazy_re(r"OUTPUT|SAVE|--output|--save", re.I)
+_TRAINING_WORDS = lazy_re(
     r"train|finetune|fine[-_]tune|pretrain|sft|torchrun|deepspeed|accelerate|"
     r"torch\.distributed|megatron|nemo|axolotl|trl\b",
     re.I,

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Foreign, K8sObject
 from ailint.core.pkgdata import submodules
 from ailint.domain.extract import PodTemplate
@@ -272,7 +273,7 @@ ENGINE_NAMES = {
     "llama.cpp": "llamacpp",
 }
 _BATCH_KINDS = ("Job", "CronJob")
-_OTHER_ACCELERATOR = re.compile(
+_OTHER_ACCELERATOR = lazy_re(
     r"^(nvidia\.com/(mig-.+|gpu\..+)|google\.com/tpu|huawei\.com/ascend.*|habana\.ai/gaudi|intel\.com/gpu.*|amd\.com/.*gpu.*)$",
     re.I,
 )

@@ -24,10 +24,10 @@ pod is the runtime's `spec.containers` (the ome-container) merged with that cont
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import (
@@ -66,7 +66,7 @@ def find_runtime(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
 # scorer.go, types.go; versions as pkg/modelver/util.go parses them) ------------------------
 _DEFAULT_PRIORITY = 1  # NewConfig: DefaultPriority 1, ModelFormatWeight 10, ModelFrameworkWeight 5
 _FORMAT_WEIGHT, _FRAMEWORK_WEIGHT = 10, 5  # used where a format sets weight 0 (the CRD defaults it to 1)
-_VERSION = re.compile(r"^(v?)(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?(?:\.(0|[1-9][0-9]*)(.*))?$")
+_VERSION = lazy_re(r"^(v?)(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?(?:\.(0|[1-9][0-9]*)(.*))?$")
 
 
 def _version(v: Any) -> tuple[str, tuple[int, int, int], str, int] | None:
