@@ -3,9 +3,8 @@ then share the bundle rules, schema validation and the admission-policy pass the
 
 The parent and its children take chunks of files from one queue (`run_forked`): only the
 children's results are pickled back (their position tables packed with marshal first, and,
-with `ailint.engine.bounded`, without texts and tables), so the parent does not unpickle
-every file while the children compete with it for the cores; results come back in input
-order. The bundle phase forks the parent once all objects are joined (copy-on-write:
+with `ailint.engine.bounded`, without texts and tables), each as soon as it is done, and the
+parent takes them in between its own chunks; results come back in input order. The bundle phase forks the parent once all objects are joined (copy-on-write:
 nothing is pickled but the findings), hands out one task per bundle rule (and the schema
 and policy passes) through a pipe of task numbers, and puts the findings back in the serial
 order (object, then rule), so findings are identical with and without `--jobs`. A task per
