@@ -249,8 +249,7 @@ timed(validate, "validate_objects", "schema validation")
 timed(run, "discover", "discovery")
 for p in registry.providers():
     timed(p, "run_pass", "admission-policy pass")
-import ailint.report.json as rj
-timed(rj, "render", "JSON report")
+timed(cli, "_emit", "JSON report")  # made as it is written (ailint.report.json.render_chunks)
 sys.argv = ["ailint", "check", "--format", "json", "--fail-on", "never", "--no-cache", "--jobs", "1", *sys.argv[1:]]
 out = sys.stdout
 sys.stdout = open("/dev/null", "w")
