@@ -174,28 +174,20 @@ class _Stream:
         import pickle
         import struct
 
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(r)
-                fd = self.data.fileno()
+        fd = self.data.fileno()
 
-                def run(t: int) -> None:
-                    payload = pickle.dumps((t, work(t)), protocol=pickle.HIGHEST_PROTOCOL)
-                    view = memoryview(payload)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    os.write(w, struct.pack("<Q", len(payload)))  # < PIPE_BUF: one write
+        def child(notes: int) -> None:
+            def run(t: int) -> None:
+                payload = pickle.dumps((t, work(t)), protocol=pickle.HIGHEST_PROTOCOL)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.write(notes, struct.pack("<Q", len(payload)))  # < PIPE_BUF: one write
 
-                _drain(queue, run)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        os.set_blocking(r, False)
-        self.pid, self.notes = pid, r
+            _drain(queue, run)
+
+        self.pid, self.notes = _fork_child(child)
+        os.set_blocking(self.notes, False)
 
     def received(self) -> dict[int, Any]:
         """The results announced so far (never waits)."""
@@ -257,19 +249,28 @@ _FAILED = object()  # what `_collect` gives for a child that sent nothing whole
 
 
 def _fork(compute: Any) -> tuple[int, int]:
-    """A forked child that computes `compute()`, sends it pickled through a pipe and leaves
-    at once (`os._exit`: no cleanup of the parent's state runs twice): (pid, read end)."""
+    """A forked child that computes `compute()` and sends it pickled through a pipe:
+    (pid, read end)."""
     import pickle
 
+    def child(w: int) -> None:
+        payload = pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(w, "wb", closefd=False) as fh:
+            fh.write(payload)
+
+    return _fork_child(child)
+
+
+def _fork_child(body: Any) -> tuple[int, int]:
+    """Fork a child that runs `body(write end of a pipe)` and leaves at once (`os._exit`:
+    no cleanup of the parent's state runs twice; exit 1 if `body` raised): (pid, read end)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             os.close(r)
-            payload = pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as fh:
-                fh.write(payload)
+            body(w)
             code = 0
         finally:
             os._exit(code)
