@@ -729,3 +729,33 @@ def test_schema_findings_of_bytes_validated_before_are_reused(tmp_path: Path, mo
     patched = _lint(paths, cache)
     assert any(f.endswith("app.yaml") for f in validated), "other patches: validated again"
     assert patched == _lint(paths, None)
+
+
+def test_an_edited_file_is_parsed_and_checked_beside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --jobs 2, a rerun parses and checks the edited file in a forked child while it
+    reads the cache: this process parses nothing, and the report equals a fresh run's."""
+    from ailint.engine import run as run_mod
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "pool.yaml")
+    app = tree / "app.yaml"
+    shutil.copyfile(FIXTURES / "demo" / "vllm.yaml", app)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    assert _lint(paths, cache, jobs=2) == _lint(paths, None, jobs=2)
+    parent = os.getpid()
+    parsed_here: list[str] = []
+    real = run_mod.load_text
+
+    def recording(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.getpid() == parent:
+            parsed_here.append(source.display)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "load_text", recording)
+    app.write_text(app.read_text(encoding="utf-8").replace("replicas: 2", "replicas: 3"), encoding="utf-8")
+    again = _lint(paths, cache, jobs=2)
+    assert parsed_here == [], parsed_here
+    monkeypatch.setattr(run_mod, "load_text", real)
+    assert again == _lint(paths, None, jobs=2)

@@ -843,13 +843,24 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # validator's import (a twentieth of a second) overlaps everything up to the bundle phase
     edited = [n for n in range(len(candidates)) if n not in early and n not in unread and not cache.store.has(keys[n])]
     ahead = None
+    beside: dict[int, FileResult] = {}  # the edited files as the child parsed and checked them
     if engine.jobs > 1 and 0 < len(edited) <= BESIDE_FILES:
         from ailint.engine.parallel import run_beside
-        from ailint.engine.run import read_candidate
 
-        ahead = run_beside(
-            lambda: _schema_ahead(cache, [read_candidate(candidates[n], settings) for n in edited], settings, engine)
-        )
+        checked: list[FileResult] = []  # the first work's results, for the second
+
+        def check_edited() -> list[FileResult]:
+            from ailint.engine.bounded import pack
+            from ailint.engine.run import process_file
+
+            checked[:] = [process_file(candidates[n], settings, engine) for n in edited]
+            for fr in checked:
+                pack(fr)  # the position tables marshalled: unpacked here only where read
+            return checked
+
+        waiters = run_beside(check_edited, lambda: _schema_ahead(cache, checked, settings, engine))
+        if waiters is not None:
+            take_checked, ahead = waiters
     pack = cache.load_pack() if not engine.bounded else {}  # (a large run: no entry that big)
     packed: dict[str, tuple[bytes, Any]] = {}  # this run's entries, for the next pack
     stale = 0  # entries not found in the pack
@@ -897,7 +908,15 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         file_results[n] = fr
     if not engine.bounded and stale > max(PACK_SLACK, len(candidates) // 20):
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
-    todo = [candidates[n] for n in misses]
+    if ahead is not None and any(n in misses for n in edited):
+        beside = {n: fr for n, fr in zip(edited, take_checked(), strict=True)}
+        checked[:] = list(beside.values())  # (the schema work, if it must be done here)
+    todo_at = [n for n in misses if n not in beside]
+    for n in misses:
+        if n in beside:
+            file_results[n] = beside[n]
+    misses = todo_at + [n for n in misses if n in beside]  # `steady` below checks them all
+    todo = [candidates[n] for n in todo_at]
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:
         tick(len(candidates) - len(todo))  # read from the cache
@@ -911,7 +930,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             done.append(process_file(c, settings, engine))
             if tick is not None:
                 tick(1)
-    for n, fr in zip(misses, done):
+    for n, fr in zip(todo_at, done):
         file_results[n] = fr
     if ahead is not None:
         cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there

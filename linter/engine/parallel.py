@@ -169,6 +169,7 @@ class _Stream:
         self.pending = b""
         self.pid = 0
         self.notes = -1
+        self.got: dict[int, Any] = {}  # received, not asked for yet (`wait_for`)
 
     def start(self, queue: int, work: Any) -> None:
         import pickle
@@ -212,6 +213,23 @@ class _Stream:
         self.data.close()
         return out
 
+    def wait_for(self, t: int) -> tuple[bool, Any]:
+        """(True, the result of task `t`) once the child has sent it; (False, None) when the
+        child ended without it."""
+        while t not in self.got:
+            if self.pid == 0:
+                return False, None
+            os.set_blocking(self.notes, True)
+            chunk = os.read(self.notes, 65536)
+            if chunk:
+                self.got.update(self._load(chunk))
+                continue
+            os.close(self.notes)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+            self.data.close()
+        return True, self.got.pop(t)
+
     def _load(self, chunk: bytes) -> dict[int, Any]:
         import pickle
         import struct
@@ -228,37 +246,30 @@ class _Stream:
         return out
 
 
-def run_beside(work: Any) -> Any:
-    """`work()` in a forked child while the caller goes on: returns a function that waits
-    for the child and gives `work()`'s result (computed here when the child failed), or
-    None when forking is not possible."""
+def run_beside(*works: Any) -> list[Any] | None:
+    """`works` in turn in one forked child while the caller goes on: a function per work
+    that gives its result as soon as the child has sent it (worked out here when the child
+    failed first), or None when forking is not possible."""
+    import struct
     import sys
 
     if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or sys.platform == "win32":
         return None
-    child = _fork(work)
+    rd, wr = os.pipe()
+    os.write(wr, b"".join(struct.pack("<i", t) for t in range(len(works))))
+    os.close(wr)
+    stream = _Stream()
+    stream.start(rd, lambda t: works[t]())
+    os.close(rd)
 
-    def wait() -> Any:
-        got = _collect(*child)
-        return work() if got is _FAILED else got
+    def waiter(t: int) -> Any:
+        def wait() -> Any:
+            sent, value = stream.wait_for(t)
+            return value if sent else works[t]()
 
-    return wait
+        return wait
 
-
-_FAILED = object()  # what `_collect` gives for a child that sent nothing whole
-
-
-def _fork(compute: Any) -> tuple[int, int]:
-    """A forked child that computes `compute()` and sends it pickled through a pipe:
-    (pid, read end)."""
-    import pickle
-
-    def child(w: int) -> None:
-        payload = pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL)
-        with os.fdopen(w, "wb", closefd=False) as fh:
-            fh.write(payload)
-
-    return _fork_child(child)
+    return [waiter(t) for t in range(len(works))]
 
 
 def _fork_child(body: Any) -> tuple[int, int]:
@@ -276,18 +287,3 @@ def _fork_child(body: Any) -> tuple[int, int]:
             os._exit(code)
     os.close(w)
     return pid, r
-
-
-def _collect(pid: int, r: int) -> Any:
-    """What the child `_fork` started sent, once it has ended; `_FAILED` if it failed."""
-    import pickle
-
-    with os.fdopen(r, "rb") as rf:
-        data = rf.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        return _FAILED
-    try:
-        return pickle.loads(data)
-    except Exception:
-        return _FAILED
