@@ -271,3 +271,13 @@ def test_report_failing_midway_leaves_the_output_file_as_it_was(tmp_path, monkey
     assert r.exit_code == 2 and "cannot write" in r.output
     assert out.read_text() == "the previous report\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ailint-")] == []
+
+
+def test_an_in_process_check_leaves_the_cyclic_collector_on(bad):
+    """Only the `ailint check` process turns the collector off (it exits at its end); a
+    program that calls the command in-process keeps it."""
+    import gc
+
+    assert gc.isenabled()
+    run(["check", "--no-config", str(bad)])
+    assert gc.isenabled()

@@ -103,8 +103,10 @@ import os, sys
 real_exit = os._exit
 def probe(code):
     m = sys.modules.get("inspect")
+    import gc
     print("MODULES", type(m).__name__, *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil") if k in sys.modules),
           file=sys.stderr)
+    print("GC", gc.isenabled(), file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -146,6 +148,7 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     assert proc.returncode == 1 and proc.stdout, proc.stderr
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES"))
     assert line.split() == ["MODULES", "_Deferred"], line
+    assert "GC False" in proc.stderr.splitlines(), "a check process runs without the cyclic collector"
 
 
 def test_a_deferred_module_is_loaded_whole_on_first_read() -> None:
