@@ -290,8 +290,8 @@ class _Deferred(types.ModuleType):
 def defer_import(name: str) -> None:
     """Make `import name` give a stand-in that loads the module on its first attribute read.
 
-    `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize`: a tenth of a one-file
-    run) only to build a docstring for a class that has none; every ailint dataclass has
+    `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize`: a tenth of a cached
+    one-file run) only to build a docstring for a class that has none; every ailint dataclass has
     one, so a run that never reads `inspect` never loads it, and a module that reads it gets
     the real one. (`importlib.util.LazyLoader` cannot do this on Python 3.11: an `import`
     statement reads the module's `__spec__`, which loads it.) `tests/test_lean.py` checks
