@@ -35,19 +35,13 @@ is pruned to `MAX_BYTES`, oldest first (a hit refreshes an entry's mtime now and
 
 from __future__ import annotations
 
-try:  # BLAKE2 and the constant-time compare without loading OpenSSL (hashlib and hmac
-    # import _hashlib, a few milliseconds of a cached one-file run); they are the same functions
-    from _blake2 import blake2b
-    from _operator import _compare_digest as compare_digest
-except ImportError:  # another Python implementation
-    from hashlib import blake2b  # type: ignore[assignment]
-    from hmac import compare_digest  # type: ignore[no-redef]
 import marshal
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ailint.core.digest import blake2b, compare_digest
 from ailint.core.model import (
     Applicability,
     Edit,
@@ -461,16 +455,8 @@ def findings_in(ts: Iterable[Sequence[Any]]) -> list[Finding]:
 # -- file entries ---------------------------------------------------------------------------
 def file_out(fr: FileResult) -> tuple[Any, ...]:
     """A parsed and object-checked file as marshal data (positions packed, read on demand)."""
-    tables: list[bytes] = []
-    table_no: dict[int, int] = {}
-    objs = []
-    for o in fr.objects:
-        pos = o.positions
-        n = table_no.get(id(pos))
-        if n is None:
-            n = table_no[id(pos)] = len(tables)
-            tables.append(marshal.dumps(dict(pos.items())))
-        objs.append((o.doc_index, o.data, n, o.base, o.template))
+    tables, numbers = _position_tables(fr.objects)
+    objs = [(o.doc_index, o.data, n, o.base, o.template) for o, n in zip(fr.objects, numbers, strict=True)]
     tp = fr.source.template_paths if fr.source is not None else {}
     text = fr.source.text if fr.source is not None else ""
     from ailint.engine.bounded import line_starts_bytes, text_ref
@@ -492,6 +478,22 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
         "ailint:" in text,
         starts,
     )
+
+
+def _position_tables(objects: Sequence[K8sObject]) -> tuple[list[bytes], list[int]]:
+    """The distinct position tables of a file's objects, marshalled (the items of a `List`
+    share their document's), and each object's number among them."""
+    tables: list[bytes] = []
+    table_no: dict[int, int] = {}
+    numbers: list[int] = []
+    for o in objects:
+        pos = o.positions
+        n = table_no.get(id(pos))
+        if n is None:
+            n = table_no[id(pos)] = len(tables)
+            tables.append(marshal.dumps(dict(pos.items())))
+        numbers.append(n)
+    return tables, numbers
 
 
 def file_in(
@@ -559,13 +561,7 @@ class TableRefs:
         if src is None:
             raise OSError("no source to parse the positions from")
         fr = load_text(SourceFile(src.path, src.display, src.text))
-        tables: list[bytes] = []
-        seen: dict[int, int] = {}
-        for o in fr.objects:  # the same table numbering as `file_out`
-            if id(o.positions) not in seen:
-                seen[id(o.positions)] = len(tables)
-                tables.append(marshal.dumps(dict(o.positions.items())))
-        return tables
+        return _position_tables(fr.objects)[0]  # the same numbering as `file_out`
 
 
 class TableRef:
@@ -591,11 +587,13 @@ class RunCache:
     def __init__(self, store: Store, key: bytes, paths: Sequence[str]) -> None:
         self.store = store
         self.key = key
-        self.state_key = _h(key, b"state", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
-        self.stats_key = _h(key, b"stats", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
-        self.masks_key = _h(key, b"masks", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
-        self.run_slot = _h(key, b"run", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
-        self.pack_key = _h(key, b"pack", "\0".join(paths).encode("utf-8", "surrogateescape")).digest()
+        given = "\0".join(paths).encode("utf-8", "surrogateescape")
+        # the entries kept per set of command-line paths, each overwritten by the next run
+        self.state_key = _h(key, b"state", given).digest()
+        self.stats_key = _h(key, b"stats", given).digest()
+        self.masks_key = _h(key, b"masks", given).digest()
+        self.run_slot = _h(key, b"run", given).digest()
+        self.pack_key = _h(key, b"pack", given).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
         self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
@@ -867,17 +865,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     ahead = None
     beside: dict[int, FileResult] = {}  # the edited files as the child parsed and checked them
     if engine.jobs > 1 and 0 < len(edited) <= BESIDE_FILES:
-        from ailint.engine.parallel import run_beside
+        from ailint.engine.parallel import checked_for_parent, run_beside
 
         checked: list[FileResult] = []  # the first work's results, for the second
 
         def check_edited() -> list[FileResult]:
-            from ailint.engine.bounded import pack
-            from ailint.engine.run import process_file
-
-            checked[:] = [process_file(candidates[n], settings, engine) for n in edited]
-            for fr in checked:
-                pack(fr)  # the position tables marshalled: unpacked here only where read
+            checked[:] = checked_for_parent([candidates[n] for n in edited], settings, engine)
             return checked
 
         waiters = run_beside(check_edited, lambda: _schema_ahead(cache, checked, settings, engine))
@@ -931,13 +924,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     if not engine.bounded and stale > max(PACK_SLACK, len(candidates) // 20):
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if ahead is not None and any(n in misses for n in edited):
-        beside = {n: fr for n, fr in zip(edited, take_checked(), strict=True)}
+        beside = dict(zip(edited, take_checked(), strict=True))
         checked[:] = list(beside.values())  # (the schema work, if it must be done here)
+        for n, fr in beside.items():
+            if file_results[n] is None:  # (an entry another run wrote meanwhile stays)
+                file_results[n] = fr
     todo_at = [n for n in misses if n not in beside]
-    for n in misses:
-        if n in beside:
-            file_results[n] = beside[n]
-    misses = todo_at + [n for n in misses if n in beside]  # `steady` below checks them all
     todo = [candidates[n] for n in todo_at]
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:

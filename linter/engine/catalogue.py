@@ -96,11 +96,11 @@ def _flag(obj: K8sObject, memo: Any, what: bytes, compute: Any) -> bool:
 def _catalogue_digest(members: list[K8sObject], memo: Any) -> bytes | None:
     """A digest of the run's catalogue objects (each one's `memo.digest`); None without a
     memo, or when one of them comes from a file without a key."""
-    import hashlib
+    from ailint.core.digest import blake2b
 
     if memo is None:
         return None
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     for o in members:
         own = memo.digest(o)
         if own is None:

@@ -15,7 +15,7 @@ Without `fork` (Windows), a process pool parses the files instead.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable
 from typing import Any
 
 from ailint.core.model import FileResult
@@ -60,6 +60,8 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
         ranked.sort(key=lambda x: x[0])
         return [fr for _, fr in ranked]
     results: list[tuple[int, FileResult]] = []
+    from concurrent.futures import ProcessPoolExecutor  # only where `fork` is missing
+
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init,
@@ -85,13 +87,10 @@ def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int
     ticked = [0]
 
     def work(t: int) -> list[FileResult]:
-        out = [process_file(c, settings, engine) for c in chunks[t]]
         if os.getpid() != parent:
-            from ailint.engine.bounded import pack
-
-            for fr in out:
-                pack(fr)
-        elif tick is not None:
+            return checked_for_parent(chunks[t], settings, engine)
+        out = [process_file(c, settings, engine) for c in chunks[t]]
+        if tick is not None:
             tick(len(out))
             ticked[0] += len(out)
         return out
@@ -104,6 +103,18 @@ def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int
     return [results[t] for t in range(len(chunks))]
 
 
+def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) -> list[FileResult]:
+    """The candidates parsed and object-checked in a forked child, their position tables
+    marshalled for the trip to the parent (which unpacks only those it reads)."""
+    from ailint.engine.bounded import pack
+    from ailint.engine.run import process_file
+
+    out = [process_file(c, settings, engine) for c in candidates]
+    for fr in out:
+        pack(fr)
+    return out
+
+
 def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
     """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
     take tasks from one pipe until none is left (put the longest first). Returns {task:
@@ -113,15 +124,10 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
     has come between its own tasks: pickling and unpickling overlap the work instead of
     following it (they were a tenth of a cold corpus run), and the queue gives the child
     more tasks while the parent unpickles."""
-    import struct
-    import sys
-
     procs = min(jobs, os.cpu_count() or 1)
-    if procs < 2 or not hasattr(os, "fork") or sys.platform == "win32":
+    if procs < 2 or not _can_fork():
         return None
-    rd, wr = os.pipe()
-    os.write(wr, b"".join(struct.pack("<i", t) for t in tasks))  # 4 bytes a task, < PIPE_BUF
-    os.close(wr)
+    rd = _queue(tasks)
     streams = [_Stream() for _ in range(procs - 1)]
     results: dict[int, Any] = {}
 
@@ -141,6 +147,22 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
         if t not in results:  # a child that failed: its tasks are done here
             results[t] = work(t)
     return results
+
+
+def _can_fork() -> bool:
+    import sys
+
+    return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork") and sys.platform != "win32"
+
+
+def _queue(tasks: Iterable[int]) -> int:
+    """A pipe holding the task numbers (4 bytes a task, fewer than PIPE_BUF): its read end."""
+    import struct
+
+    rd, wr = os.pipe()
+    os.write(wr, b"".join(struct.pack("<i", t) for t in tasks))
+    os.close(wr)
+    return rd
 
 
 def _drain(rd: int, run: Any) -> None:
@@ -169,7 +191,7 @@ class _Stream:
         self.pending = b""
         self.pid = 0
         self.notes = -1
-        self.got: dict[int, Any] = {}  # received, not asked for yet (`wait_for`)
+        self.got: dict[int, Any] = {}  # received, not handed over yet
 
     def start(self, queue: int, work: Any) -> None:
         import pickle
@@ -188,47 +210,46 @@ class _Stream:
             _drain(queue, run)
 
         self.pid, self.notes = _fork_child(child)
-        os.set_blocking(self.notes, False)
 
     def received(self) -> dict[int, Any]:
         """The results announced so far (never waits)."""
-        try:
-            chunk = os.read(self.notes, 65536)
-        except BlockingIOError:
-            return {}
-        return self._load(chunk)
+        self._pull(block=False)
+        return self._hand_over()
 
     def finish(self) -> dict[int, Any]:
         """The rest of the results, once the child has ended."""
-        os.set_blocking(self.notes, True)
-        parts = []
-        while True:
-            chunk = os.read(self.notes, 65536)
-            if not chunk:
-                break
-            parts.append(chunk)
-        os.close(self.notes)
-        os.waitpid(self.pid, 0)  # whatever its status, what it announced is whole
-        out = self._load(b"".join(parts))
-        self.data.close()
-        return out
+        while self.pid:
+            self._pull(block=True)
+        return self._hand_over()
 
     def wait_for(self, t: int) -> tuple[bool, Any]:
         """(True, the result of task `t`) once the child has sent it; (False, None) when the
         child ended without it."""
-        while t not in self.got:
-            if self.pid == 0:
-                return False, None
-            os.set_blocking(self.notes, True)
+        while t not in self.got and self.pid:
+            self._pull(block=True)
+        return (True, self.got.pop(t)) if t in self.got else (False, None)
+
+    def _hand_over(self) -> dict[int, Any]:
+        out, self.got = self.got, {}
+        return out
+
+    def _pull(self, block: bool) -> None:
+        """Take in what the child has announced (waiting for it when `block`); at the end of
+        its announcements, collect the child (whatever its status, what it sent is whole)."""
+        if not self.pid:
+            return
+        os.set_blocking(self.notes, block)
+        try:
             chunk = os.read(self.notes, 65536)
-            if chunk:
-                self.got.update(self._load(chunk))
-                continue
-            os.close(self.notes)
-            os.waitpid(self.pid, 0)
-            self.pid = 0
-            self.data.close()
-        return True, self.got.pop(t)
+        except BlockingIOError:
+            return
+        if chunk:
+            self.got.update(self._load(chunk))
+            return
+        os.close(self.notes)
+        os.waitpid(self.pid, 0)
+        self.pid = 0
+        self.data.close()
 
     def _load(self, chunk: bytes) -> dict[int, Any]:
         import pickle
@@ -250,14 +271,9 @@ def run_beside(*works: Any) -> list[Any] | None:
     """`works` in turn in one forked child while the caller goes on: a function per work
     that gives its result as soon as the child has sent it (worked out here when the child
     failed first), or None when forking is not possible."""
-    import struct
-    import sys
-
-    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") or sys.platform == "win32":
+    if not _can_fork():
         return None
-    rd, wr = os.pipe()
-    os.write(wr, b"".join(struct.pack("<i", t) for t in range(len(works))))
-    os.close(wr)
+    rd = _queue(range(len(works)))
     stream = _Stream()
     stream.start(rd, lambda t: works[t]())
     os.close(rd)

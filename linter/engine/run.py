@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ailint.core.model import FileResult, Finding, K8sObject, SourceFile, Span
+from ailint.core.model import FileResult, Finding, Foreign, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
 from ailint.core.rule import Options
 from ailint.engine import registry, suppress
@@ -140,25 +140,11 @@ class Engine:
                 Finding(f.code, f.name, sev, f.message, f.file, f.span, f.object_ref, f.path, f.fix) for f in found
             ]
         # a field a merged pod took from another object (a runtime): at that object's line
-        foreign = _foreign() if found else None
-        if not any(f.path and type(f.path[0]) is foreign for f in found):
+        if not any(f.path and type(f.path[0]) is Foreign for f in found):
             return found
         from ailint.domain.workloads import relocate
 
-        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is foreign else f for f in found]
-
-
-def _foreign() -> type:
-    """`Foreign` (a path step into another object), imported on first use."""
-    global _FOREIGN
-    if _FOREIGN is None:
-        from ailint.domain.workloads import Foreign
-
-        _FOREIGN = Foreign
-    return _FOREIGN
-
-
-_FOREIGN: type | None = None
+        return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is Foreign else f for f in found]
 
 
 def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:

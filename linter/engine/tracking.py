@@ -332,7 +332,7 @@ def bundle_phase(
             schema = False
     redo: list[K8sObject] = []
     done_ahead: dict[str, list[Any]] = {}
-    memo_wanted: dict[str, bytes | None] = {}  # files validated now, to remember by their bytes
+    memo_wanted: dict[str, bytes] = {}  # files validated now, to remember by their bytes
     by_file: dict[str, list[K8sObject]] = {}
     same = True
     if schema:
@@ -348,18 +348,17 @@ def bundle_phase(
         if callable(ahead):
             ahead = cache.schema_ahead = ahead()
         if isinstance(ahead, tuple) and ahead[0] == patches:
-            done_ahead = ahead[1]
-            redo = [o for o in redo if o.file not in done_ahead]
-        redo_files = {o.file for o in redo}
+            done_ahead = dict(ahead[1])
+        redo_files = {o.file for o in redo} - done_ahead.keys()
         if 0 < len(redo_files) <= SCHEMA_MEMO_FILES:  # an edit: maybe bytes validated before
             for d in redo_files:
                 memo_key = cache.schema_key(d, patches)
                 got = cache.store.get(memo_key) if memo_key is not None else None
                 if isinstance(got, list):
                     done_ahead[d] = got
-                else:
+                elif memo_key is not None:
                     memo_wanted[d] = memo_key
-            redo = [o for o in redo if o.file not in done_ahead]
+        redo = [o for o in redo if o.file not in done_ahead]
 
     def work(t: int) -> list[Any]:
         if t == SCHEMA_TASK:  # the schema findings of the objects to validate again
@@ -401,8 +400,7 @@ def bundle_phase(
             new_schema[d] = got
             sch_parts.extend(findings_in(got))
         for d, memo_key in memo_wanted.items():
-            if memo_key is not None:
-                cache.store.put(memo_key, fresh.get(d, []))
+            cache.store.put(memo_key, fresh.get(d, []))
 
     # the findings in the serial order, and the state for the next run
     bundle_findings: list[Finding] = []

@@ -593,8 +593,9 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
     kinds. None when some of it is not plain data. (marshal's version 0: the later versions
     write back-references and interning flags that depend on who else holds an object,
     so equal data could digest differently.)"""
-    import hashlib
     import marshal
+
+    from ailint.core.digest import blake2b
 
     param_kinds = set()
     for o in objects:
@@ -602,7 +603,7 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
             pk = as_dict(as_dict(o.data.get("spec")).get("paramKind"))
             if pk:
                 param_kinds.add((str(pk.get("apiVersion") or ""), str(pk.get("kind") or "")))
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     for o in objects:
         part: tuple[Any, ...]
         if is_policy(o) or (o.kind == "Namespace" and o.api_version == "v1") or (o.api_version, o.kind) in param_kinds:
@@ -621,14 +622,15 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
 
 
 def _object_key(env: bytes, obj: K8sObject, memo: Any = None) -> bytes | None:
-    import hashlib
     import marshal
+
+    from ailint.core.digest import blake2b
 
     own = memo.digest(obj) if hasattr(memo, "digest") else None  # the file's bytes stand for it
     if own is not None:
         return env + own
     try:
-        return hashlib.blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data), 0), digest_size=20).digest()
+        return blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data), 0), digest_size=20).digest()
     except ValueError:
         return None
 

@@ -66,7 +66,7 @@ LONG_TEXT = 512
 
 
 def _digest(text: str) -> bytes:
-    from ailint.engine.cache import blake2b
+    from ailint.core.digest import blake2b
 
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
