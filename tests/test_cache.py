@@ -759,3 +759,48 @@ def test_an_edited_file_is_parsed_and_checked_beside(tmp_path: Path, monkeypatch
     assert parsed_here == [], parsed_here
     monkeypatch.setattr(run_mod, "load_text", real)
     assert again == _lint(paths, None, jobs=2)
+
+
+_PARENT_MODULES_PROBE = """
+import os, sys
+parent = os.getpid()
+real_exit = os._exit
+def probe(code):
+    if os.getpid() == parent:
+        print("PARENT", *sorted(m for m in ("yaml", "ailint.core.yamldata") if m in sys.modules), file=sys.stderr)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["ailint", *sys.argv[1:]]
+from ailint.doors.lean import main
+main()
+"""
+
+
+def test_an_edit_rerun_imports_no_yaml_parser_in_the_parent(tmp_path: Path) -> None:
+    """After a comment edit, the forked child parses the edited file and this process reads
+    the cache: neither the fix helpers nor a domain module pulls the YAML parser in here
+    (it was a thirtieth of an edit rerun of the corpus)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(FIXTURES / "demo" / "vllm.yaml", tree / "app.yaml")
+    svc = tree / "svc.yaml"  # the edited file: a Service no rule offers a fix for
+    svc.write_text(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: llama\n  namespace: inference\n"
+        "spec:\n  selector:\n    app: x\n  ports:\n  - port: 80\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
+    for k in ("AILINT_NO_LEAN", "AILINT_NO_CACHE", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(k, None)
+    args = [sys.executable, "-c", _PARENT_MODULES_PROBE, "check", "--no-config", "--jobs", "2", str(tree)]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+    first = run()
+    assert first.returncode == 1 and "PARENT" in first.stderr, first.stderr
+    svc.write_text(svc.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    again = run()
+    assert again.returncode == 1 and again.stdout == first.stdout, again.stderr
+    line = next(ln for ln in again.stderr.splitlines() if ln.startswith("PARENT"))
+    assert line.split() == ["PARENT"], line

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from ailint.core.model import (
     Edit,
     K8sObject,
@@ -33,7 +32,6 @@ from ailint.core.model import (
     as_list,
     iter_dicts,
 )
-from ailint.core.yamldata import Converter, Limits
 from ailint.domain.context import shown_path
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
@@ -164,6 +162,9 @@ class Embedded:
 def _parse_embedded(obj: K8sObject, key: str, text: str) -> Embedded | None:
     if len(text) > 1024 * 1024 or "DeschedulerPolicy" not in text:
         return None
+    import yaml  # here: only a ConfigMap that embeds a policy needs the parser
+    from ailint.core.yamldata import Converter, Limits
+
     try:
         node = yaml.compose(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:

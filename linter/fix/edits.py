@@ -30,12 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import yaml
+from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Pos
 
-_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./@:+-]+$")
+_PLAIN_SAFE = lazy_re(r"^[A-Za-z0-9_./@:+-]+$")
 _RESERVED = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~", ""}
-_RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -74,10 +73,26 @@ def scalar(value: Any) -> str:
         and not s.startswith(("-", ":", "@"))
         and ": " not in s
         and not s.endswith(":")
-        and _RESOLVER.resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG
+        and _resolves_to_str(s)
     ):
         return s
     return json.dumps(s)
+
+
+@functools.cache
+def _resolver() -> Any:
+    """PyYAML's implicit resolver, built on the first fix that writes a plain string: a
+    rerun whose rules offer no such fix (most edit reruns) never imports the parser."""
+    import yaml
+
+    return yaml.resolver.Resolver()
+
+
+def _resolves_to_str(s: str) -> bool:
+    """Whether YAML 1.1 reads the plain scalar `s` back as a string (not a bool, number, null...)."""
+    import yaml
+
+    return bool(_resolver().resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG)
 
 
 def _float_text(value: float) -> str:
@@ -432,7 +447,7 @@ def _alias_end(text: str, key_end: int) -> int | None:
     return len(text) if nl == -1 else nl + 1
 
 
-_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s,\[\]{}]+", re.M)
+_ANCHOR = lazy_re(r"(?:^|[\s\[{,:-])&[^\s,\[\]{}]+", re.M)
 
 
 def _has_anchor(text: str) -> bool:
@@ -824,7 +839,7 @@ class DocumentEdit(Edit):
     documents: int = 1
 
 
-_MARKER_LINE = re.compile(r"^---[ \t]*(?:#.*)?$")
+_MARKER_LINE = lazy_re(r"^---[ \t]*(?:#.*)?$")
 
 
 @_never_raise
@@ -845,6 +860,8 @@ def append_document(obj: K8sObject, value: dict[str, Any]) -> DocumentEdit | Non
     if not isinstance(value, dict) or not value or src.display.endswith(".json") or not text.strip():
         return None
     doc = block(value, _indent_unit(obj), seq_indented(obj), _stats(obj)[2])
+    import yaml
+
     try:
         back = list(yaml.load_all(_join_lines(doc, "\n"), Loader=yaml.CSafeLoader))
     except yaml.YAMLError:
