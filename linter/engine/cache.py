@@ -41,6 +41,9 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ailint.core.cachedir import private_dir as _private_dir
+from ailint.core.cachedir import secret as _secret
+from ailint.core.cachedir import unlink as _unlink
 from ailint.core.digest import blake2b, compare_digest
 from ailint.core.model import (
     Applicability,
@@ -214,53 +217,10 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def _inside_project(directory: str, settings: Any) -> bool:
     root = os.path.realpath(getattr(settings, "root", ".") or ".")
     real = os.path.realpath(directory)
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _private_dir(directory: str) -> None:
-    """Create `directory` 0700; refuse one that another user owns or others can write."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise OSError(f"{directory} belongs to another user")
-    if st.st_mode & 0o077:
-        os.chmod(directory, 0o700)
-
-
-def _secret(directory: str) -> bytes:
-    """The folder's MAC key: 32 random bytes in `secret` (0600), created once, atomically."""
-    path = os.path.join(directory, "secret")
-    for _ in range(2):
-        try:
-            with open(path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                data = fh.read()
-            if len(data) == 32 and not st.st_mode & 0o077 and (not hasattr(os, "getuid") or st.st_uid == os.getuid()):
-                return data
-            raise OSError(f"{path}: not a private 32-byte key")
-        except FileNotFoundError:
-            pass
-        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(os.urandom(32))
-        try:
-            os.link(tmp, path)  # fails if another run made one first: then use theirs
-        except FileExistsError:
-            pass
-        finally:
-            _unlink(tmp)
-    raise OSError(f"{path}: cannot create the cache key")
 
 
 def clean(directory: str | None = None) -> tuple[str, bool]:
@@ -272,7 +232,7 @@ def clean(directory: str | None = None) -> tuple[str, bool]:
         return directory, False
     for name in os.listdir(directory):
         p = os.path.join(directory, name)
-        if name.startswith(("results-v", "rules-")) or name == "secret":
+        if name.startswith(("results-v", "rules-", "dataclass-code-")) or name == "secret":
             if os.path.isdir(p) and not os.path.islink(p):
                 shutil.rmtree(p, ignore_errors=True)
             else:

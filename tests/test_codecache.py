@@ -1,0 +1,183 @@
+"""The compiled dataclass methods kept across runs (`ailint.core.codecache`).
+
+Each case runs a fresh interpreter: the table is read when the entry point starts, before
+any dataclass exists, and a class is created once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+# Classes with every feature ailint's dataclasses use; the fingerprint is what a class is made
+# of (each generated method's code, annotations and defaults) and how it behaves.
+_FINGERPRINT = r"""
+import os, sys, json, dataclasses
+from dataclasses import dataclass, field
+if not os.environ.get("PLAIN"):
+    from ailint.core import codecache
+    codecache.install()
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    "doc"
+    line: int
+    column: int = 1
+    tags: tuple[str, ...] = ()
+
+@dataclass
+class Box:
+    "doc"
+    name: str
+    items: list[int] = field(default_factory=list)
+    note: str | None = field(default=None, repr=False, compare=False)
+
+@dataclass(order=True, kw_only=True)
+class Ranked:
+    "doc"
+    rank: int
+    label: str = "x"
+
+def code_of(fn):
+    c = fn.__code__
+    return [c.co_code.hex(), repr([k for k in c.co_consts if not hasattr(k, "co_code")]), c.co_names,
+            c.co_varnames, c.co_freevars, repr(getattr(fn, "__annotations__", None)), repr(fn.__defaults__),
+            repr(fn.__kwdefaults__), fn.__qualname__, c.co_filename]
+
+METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__", "__ge__")
+out = {}
+for cls in (Span, Box, Ranked):
+    out[cls.__name__] = {}
+    for name in METHODS:
+        fn = getattr(vars(cls).get(name), "__wrapped__", vars(cls).get(name))  # __repr__ is wrapped
+        out[cls.__name__][name] = code_of(fn) if hasattr(fn, "__code__") else repr(fn)
+s = Span(3)
+try:
+    s.line = 4
+    frozen = "no"
+except dataclasses.FrozenInstanceError:
+    frozen = "yes"
+out["behaviour"] = [repr(s), s == Span(3, 1, ()), hash(s) == hash(Span(3)), frozen, repr(Box("b")),
+                    Box("b", note="n") == Box("b"), Ranked(rank=1) < Ranked(rank=2),
+                    [f.name for f in dataclasses.fields(Box)], repr(dataclasses.replace(s, column=2))]
+compiled = codecache.compiled_here() if not os.environ.get("PLAIN") else -1
+if not os.environ.get("PLAIN"):
+    codecache.save()
+print(json.dumps({"fingerprint": out, "compiled": compiled}))
+"""
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "AILINT_CACHE_DIR": str(cache), **extra}
+    for k in ("AILINT_NO_CACHE", "PYTHONDONTWRITEBYTECODE"):
+        if k not in extra:
+            env.pop(k, None)
+    return env
+
+
+def _fingerprint(cache: Path, **extra: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _FINGERPRINT], cwd=ROOT, env=_env(cache, **extra), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_classes_from_the_table_are_the_classes_compiled_afresh(tmp_path: Path) -> None:
+    """Plain `dataclasses`, a first run that compiles and saves, and a run that takes every
+    method from the table make the same classes: the same code, annotations and defaults,
+    and the same behaviour (frozen, eq, hash, order, repr, fields, replace)."""
+    plain = _fingerprint(tmp_path / "c", PLAIN="1")
+    first = _fingerprint(tmp_path / "c")
+    second = _fingerprint(tmp_path / "c")
+    assert first["compiled"] > 5 and second["compiled"] == 0
+    assert plain["fingerprint"] == first["fingerprint"] == second["fingerprint"]
+    assert plain["fingerprint"]["behaviour"][3] == "yes"
+
+
+_EXIT_PROBE = """
+import os, sys
+real_exit = os._exit
+def probe(code):
+    from ailint.core import codecache
+    print("COMPILED", codecache.compiled_here(), file=sys.stderr)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["ailint", *sys.argv[1:]]
+from ailint.doors.lean import main
+main()
+"""
+
+
+def _check(cache: Path, **extra: str) -> tuple[str, int]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT_PROBE, "check", "--no-config", "--no-cache", "--format", "json", "fixtures/demo"],
+        cwd=ROOT,
+        env=_env(cache, **extra),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1 and proc.stdout, proc.stderr
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("COMPILED"))
+    return proc.stdout, int(line.split()[1])
+
+
+def test_a_second_check_compiles_no_dataclass_method(tmp_path: Path) -> None:
+    """`--no-cache` keeps the table (ailint's own code, like the rule index): the second
+    check of the demo compiles nothing and reports the same bytes."""
+    out1, compiled1 = _check(tmp_path / "c")
+    out2, compiled2 = _check(tmp_path / "c")
+    assert compiled1 > 50 and compiled2 == 0
+    assert out1 == out2
+    names = os.listdir(tmp_path / "c")
+    assert any(n.startswith("dataclass-code-") for n in names), names
+    table = next(tmp_path / "c" / n for n in names if n.startswith("dataclass-code-"))
+    assert table.stat().st_mode & 0o077 == 0, "owner-only, like the results cache"
+
+
+def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) -> None:
+    """A table cut short, one whose MAC another folder's key made, or one that is not a
+    table at all is never loaded: the run compiles its methods as without one, and saves a
+    good table for the next run."""
+    cache, other = tmp_path / "c", tmp_path / "other"
+    baseline, _ = _check(cache)
+    _check(other)
+    table = next(cache / n for n in os.listdir(cache) if n.startswith("dataclass-code-"))
+    good = table.read_bytes()
+    foreign = next(other / n for n in os.listdir(other) if n.startswith("dataclass-code-")).read_bytes()
+    for bad in (good[: len(good) // 2], foreign, b"AILD1\n" + b"\0" * 40, b""):
+        table.write_bytes(bad)
+        out, compiled = _check(cache)
+        assert out == baseline and compiled > 50
+        assert _check(cache)[1] == 0, "the run saved a good table again"
+    table.unlink()
+    table.mkdir()  # unreadable (a folder in its place): compiled, and nothing raises
+    out, compiled = _check(cache)
+    assert out == baseline and compiled > 50
+
+
+def test_no_cache_env_leaves_dataclasses_alone(tmp_path: Path) -> None:
+    code = (
+        "import dataclasses\nfrom ailint.core import codecache\ncodecache.install()\n"
+        "print('exec' in vars(dataclasses))\n"
+    )
+    for extra, expected in (({"AILINT_NO_CACHE": "1"}, "False"), ({}, "True")):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c", **extra), capture_output=True, text=True
+        )
+        assert proc.stdout.strip() == expected, proc.stderr
+
+
+def test_clean_removes_the_table(tmp_path: Path) -> None:
+    _check(tmp_path / "c")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ailint", "clean"], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith("dataclass-code-")]
