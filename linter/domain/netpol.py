@@ -24,7 +24,7 @@ Functions take the rule's `K8sObject`s and `PodTemplate`s and never raise on odd
 
 from __future__ import annotations
 
-import ipaddress
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,20 +37,26 @@ NETPOL_KIND = "NetworkPolicy"
 CILIUM_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
 DNS_PORT = 53
 
-_PRIVATE_NETS = tuple(
-    ipaddress.ip_network(n)
-    for n in (
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "100.64.0.0/10",
-        "169.254.0.0/16",
-        "127.0.0.0/8",
-        "fc00::/7",
-        "fe80::/10",
-        "::1/128",
-    )
+_PRIVATE_CIDRS = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "127.0.0.0/8",
+    "fc00::/7",
+    "fe80::/10",
+    "::1/128",
 )
+
+
+@functools.cache
+def _private_nets() -> tuple[Any, ...]:
+    """The private, CGNAT, link-local and loopback networks, parsed on first use: `ipaddress`
+    is a fiftieth of a one-file run, and only an ipBlock needs it."""
+    import ipaddress
+
+    return tuple(ipaddress.ip_network(n) for n in _PRIVATE_CIDRS)
 
 
 def is_network_policy(obj: K8sObject) -> bool:
@@ -222,6 +228,8 @@ def ipblock_prefix(cidr: Any) -> tuple[int, int] | None:
     """(IP version, prefix length) of a CIDR string; None when it does not parse."""
     if not isinstance(cidr, str):
         return None
+    import ipaddress
+
     try:
         net = ipaddress.ip_network(cidr.strip(), strict=False)
     except ValueError:
@@ -239,12 +247,14 @@ def is_private_cidr(cidr: Any) -> bool:
     """The CIDR lies wholly inside private, CGNAT, link-local or loopback space."""
     if not isinstance(cidr, str):
         return False
+    import ipaddress
+
     try:
         net = ipaddress.ip_network(cidr.strip(), strict=False)
     except ValueError:
         return False
     # (subnet_of is only called on networks of one version; mypy cannot narrow the v4/v6 union by `.version`)
-    return any(net.version == p.version and net.subnet_of(p) for p in _PRIVATE_NETS)  # type: ignore[arg-type]
+    return any(net.version == p.version and net.subnet_of(p) for p in _private_nets())  # type: ignore[arg-type]
 
 
 def peer_may_be_external(peer: dict[str, Any]) -> bool:
