@@ -181,3 +181,26 @@ def test_clean_removes_the_table(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert not [n for n in os.listdir(tmp_path / "c") if n.startswith("dataclass-code-")]
+
+
+def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> None:
+    """Texts of older versions pile up until the table passes its bound; the next save
+    keeps only the texts that run met, so the table a start-up reads stays small."""
+    cache = tmp_path / "c"
+    junk = (
+        "from ailint.core import codecache\ncodecache.install()\n"
+        "for n in range(codecache.MAX_ENTRIES + 10):\n    codecache._exec(f'x = {n}', {}, {})\n"
+        "codecache.save()\nprint(len(codecache._load(codecache._state['dir'])))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", junk], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
+    assert proc.returncode == 0 and int(proc.stdout) > 1000, proc.stderr
+    _, compiled = _check(cache)
+    assert compiled > 50
+    count = (
+        "from ailint.core import codecache\ncodecache.install()\n"
+        "print(len(codecache._table), sum(t.startswith('x = ') for t in codecache._table))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
+    total, old = map(int, proc.stdout.split())
+    assert old == 0 and 50 < total < 1000, (total, old)
+    assert _check(cache)[1] == 0

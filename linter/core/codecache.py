@@ -37,7 +37,7 @@ from typing import Any
 
 MAGIC = b"AILD1\n"
 MAC_BYTES = 32
-MAX_ENTRIES = 4096  # beyond this, a save keeps only the texts this run met (old versions' go)
+MAX_ENTRIES = 1024  # 2.5 versions of ailint (a version makes about 400): beyond, a save keeps the texts this run met
 
 _table: dict[str, Any] = {}  # text -> code object
 _met: set[str] = set()  # texts looked up this run
