@@ -55,6 +55,8 @@ def table_file(directory: str) -> str:
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> None:
+    """`exec` for `dataclasses`: a text runs as the code the table holds for it (compiled
+    now, and saved at exit, when the table has none); anything else goes to the builtin."""
     if source.__class__ is str and not kwargs:
         code = _table.get(source)
         if code is None:
