@@ -3,13 +3,60 @@
 The results cache (`ailint.engine.cache`) and the compiled dataclass methods
 (`ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
 key is this folder's `secret`: an entry another user or a torn write produced is never read.
-Nothing here imports more than `os`, so the code table can be read before any dataclass of
-ailint exists.
+`sealed` and `opened` put that MAC on and check it; `write_private` writes a file whole or
+not at all. Nothing here imports more than `os` and `_blake2`, so the code table can be read
+before any dataclass of ailint exists.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+
+from ailint.core.digest import blake2b, compare_digest
+
+MAC_BYTES = 32
+
+
+def mac(key: bytes, parts: Iterable[bytes | memoryview]) -> bytes:
+    """The keyed BLAKE2b of `parts` joined (fed one by one: nothing is copied)."""
+    h = blake2b(key=key, digest_size=MAC_BYTES)
+    for part in parts:
+        h.update(part)
+    return h.digest()
+
+
+def sealed(magic: bytes, key: bytes, payload: bytes, context: bytes = b"") -> list[bytes]:
+    """The pieces of a sealed file: `magic`, the MAC of `context + payload`, the payload
+    (`context`, such as an entry's key, is covered by the MAC but not written)."""
+    return [magic, mac(key, (context, payload)), payload]
+
+
+def opened(magic: bytes, key: bytes, blob: bytes, context: bytes = b"") -> memoryview | None:
+    """The payload of a file `sealed` wrote, or None when it is short, of another kind, or
+    its MAC does not match (torn, foreign, tampered with)."""
+    n = len(magic)
+    if len(blob) < n + MAC_BYTES or blob[:n] != magic:
+        return None
+    payload = memoryview(blob)[n + MAC_BYTES :]
+    if not compare_digest(blob[n : n + MAC_BYTES], mac(key, (context, payload))):
+        return None
+    return payload
+
+
+def write_private(path: str, pieces: Iterable[bytes]) -> None:
+    """Write `pieces` to `path` (0600) whole or not at all: into a temporary file beside it,
+    renamed into place. OSError when it cannot; no temporary file is left either way."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            for piece in pieces:
+                fh.write(piece)
+        os.replace(tmp, path)
+    except BaseException:
+        unlink(tmp)
+        raise
 
 
 def private_dir(directory: str) -> None:

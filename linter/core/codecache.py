@@ -36,7 +36,6 @@ from types import CodeType
 from typing import Any
 
 MAGIC = b"AILD1\n"
-MAC_BYTES = 32
 MAX_ENTRIES = 1024  # 2.5 versions of ailint (a version makes about 400): beyond, a save keeps the texts this run met
 
 _table: dict[str, Any] = {}  # text -> code object
@@ -91,27 +90,16 @@ def install() -> None:
 
 
 def _load(directory: str) -> dict[str, Any]:
-    from ailint.core.cachedir import read_secret
+    from ailint.core.cachedir import opened, read_secret
 
     key = read_secret(directory)
     if key is None:
         return {}
     try:
         with open(table_file(directory), "rb") as fh:
-            blob = fh.read()
-    except OSError:
-        return {}
-    n = len(MAGIC)
-    if len(blob) < n + MAC_BYTES or blob[:n] != MAGIC:
-        return {}
-    payload = memoryview(blob)[n + MAC_BYTES :]
-    from ailint.core.digest import blake2b, compare_digest
-
-    if not compare_digest(blob[n : n + MAC_BYTES], blake2b(payload, key=key, digest_size=MAC_BYTES).digest()):
-        return {}
-    try:
-        got = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
+            payload = opened(MAGIC, key, fh.read())
+        got = marshal.loads(payload) if payload is not None else None
+    except (OSError, ValueError, EOFError, TypeError):
         return {}
     if not isinstance(got, dict):
         return {}
@@ -124,8 +112,7 @@ def save() -> None:
     if not _new or directory is None:
         return
     try:
-        from ailint.core.cachedir import private_dir, secret, unlink
-        from ailint.core.digest import blake2b
+        from ailint.core.cachedir import private_dir, sealed, secret, write_private
 
         private_dir(directory)
         key = secret(directory)
@@ -133,16 +120,7 @@ def save() -> None:
         if len(table) + len(_new) > MAX_ENTRIES:
             table = {t: c for t, c in table.items() if t in _met}
         table.update(_new)
-        payload = marshal.dumps(table)
-        path = table_file(directory)
-        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(MAGIC + blake2b(payload, key=key, digest_size=MAC_BYTES).digest() + payload)
-            os.replace(tmp, path)
-        finally:
-            unlink(tmp)
+        write_private(table_file(directory), sealed(MAGIC, key, marshal.dumps(table)))
         _table.update(_new)
         _new.clear()
     except (OSError, ValueError):

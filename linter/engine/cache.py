@@ -41,10 +41,11 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ailint.core.cachedir import opened, sealed, write_private
 from ailint.core.cachedir import private_dir as _private_dir
 from ailint.core.cachedir import secret as _secret
 from ailint.core.cachedir import unlink as _unlink
-from ailint.core.digest import blake2b, compare_digest
+from ailint.core.digest import blake2b
 from ailint.core.model import (
     Applicability,
     Edit,
@@ -60,7 +61,6 @@ from ailint.core.model import (
 
 FORMAT = 1
 MAGIC = b"AILC1\n"
-MAC_BYTES = 32
 MAX_BYTES = 256 * 1024 * 1024
 TOUCH_AFTER = 3600.0  # seconds: refresh the mtime of an entry read this long after it was written
 
@@ -90,12 +90,6 @@ class Store:
         h = key.hex()
         return os.path.join(self.dir, h[:2], h[2:])
 
-    def _mac(self, key: bytes, payload: bytes | memoryview) -> bytes:
-        h = blake2b(key=self.secret, digest_size=MAC_BYTES)
-        h.update(key)  # the same digest as of `key + payload`, without copying the payload
-        h.update(payload)
-        return h.digest()
-
     def has(self, key: bytes) -> bool:
         """Whether an entry is stored under `key` (it may still prove unreadable)."""
         return os.path.exists(self._path(key))
@@ -109,11 +103,8 @@ class Store:
                 st = os.fstat(fh.fileno())
         except OSError:
             return None
-        n = len(MAGIC)
-        if len(blob) < n + MAC_BYTES or blob[:n] != MAGIC:
-            return None
-        payload = memoryview(blob)[n + MAC_BYTES :]
-        if not compare_digest(blob[n : n + MAC_BYTES], self._mac(key, payload)):
+        payload = opened(MAGIC, self.secret, blob, context=key)  # the MAC covers the key too
+        if payload is None:
             return None
         try:
             value = _unmarshal(payload)
@@ -132,22 +123,15 @@ class Store:
         except ValueError:  # a value marshal cannot carry: not cached
             return
         path = self._path(key)
-        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         new = not os.path.exists(path)  # an entry written over (the state, the run) does not grow the folder
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(MAGIC + self._mac(key, payload) + payload)
-            os.replace(tmp, path)
-            self.written += len(payload)
-            if new:
-                self.grown += len(payload)
+            write_private(path, sealed(MAGIC, self.secret, payload, context=key))
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            return
+        self.written += len(payload)
+        if new:
+            self.grown += len(payload)
 
     def prune_if_due(self) -> None:
         """`prune` once the runs since the last one added a tenth of `max_bytes` in new
@@ -164,14 +148,10 @@ class Store:
         if since >= self.max_bytes // 10:
             self.prune()
             since = 0
-        tmp = f"{mark}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.write(str(since))
-            os.replace(tmp, mark)
+            write_private(mark, [str(since).encode("ascii")])
         except OSError:
-            _unlink(tmp)
+            pass
 
     def prune(self) -> None:
         """Delete the oldest entries until the folder holds at most 80% of `max_bytes`."""
