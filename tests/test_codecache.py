@@ -1,7 +1,8 @@
-"""The compiled dataclass methods kept across runs (`ailint.core.codecache`).
+"""ailint's start-up code kept across runs (`ailint.core.codecache`): the methods
+`dataclasses` compiles and the programs of the patterns `re` compiles.
 
 Each case runs a fresh interpreter: the table is read when the entry point starts, before
-any dataclass exists, and a class is created once per process.
+any dataclass exists and before the patterns of the modules a run imports.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ailint.core.codecache import MAGIC
 from conftest import ROOT
 
 # Classes with every feature ailint's dataclasses use; the fingerprint is what a class is made
@@ -103,9 +105,11 @@ def test_classes_from_the_table_are_the_classes_compiled_afresh(tmp_path: Path) 
 _EXIT_PROBE = """
 import os, sys
 real_exit = os._exit
+parent = os.getpid()
 def probe(code):
     from ailint.core import codecache
-    print("COMPILED", codecache.compiled_here(), file=sys.stderr)
+    if os.getpid() == parent:  # a forked worker leaves by os._exit too
+        print("COMPILED", codecache.compiled_here(), codecache.compiled_here("regex"), file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -114,9 +118,21 @@ main()
 """
 
 
-def _check(cache: Path, **extra: str) -> tuple[str, int]:
+def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int]:
+    """The demo's JSON report, and how many dataclass texts and patterns the run compiled."""
     proc = subprocess.run(
-        [sys.executable, "-c", _EXIT_PROBE, "check", "--no-config", "--no-cache", "--format", "json", "fixtures/demo"],
+        [
+            sys.executable,
+            "-c",
+            _EXIT_PROBE,
+            "check",
+            "--no-config",
+            "--no-cache",
+            "--format",
+            "json",
+            *flags,
+            "fixtures/demo",
+        ],
         cwd=ROOT,
         env=_env(cache, **extra),
         capture_output=True,
@@ -125,20 +141,39 @@ def _check(cache: Path, **extra: str) -> tuple[str, int]:
     )
     assert proc.returncode == 1 and proc.stdout, proc.stderr
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("COMPILED"))
-    return proc.stdout, int(line.split()[1])
+    _, texts, patterns = line.split()
+    return proc.stdout, int(texts), int(patterns)
 
 
-def test_a_second_check_compiles_no_dataclass_method(tmp_path: Path) -> None:
+def _check(cache: Path, **extra: str) -> tuple[str, int]:
+    out, texts, _ = _check_counts(cache, **extra)
+    return out, texts
+
+
+def test_a_second_check_compiles_no_dataclass_method_and_no_pattern(tmp_path: Path) -> None:
     """`--no-cache` keeps the table (ailint's own code, like the rule index): the second
     check of the demo compiles nothing and reports the same bytes."""
-    out1, compiled1 = _check(tmp_path / "c")
-    out2, compiled2 = _check(tmp_path / "c")
+    out1, compiled1, patterns1 = _check_counts(tmp_path / "c")
+    out2, compiled2, patterns2 = _check_counts(tmp_path / "c")
     assert compiled1 > 50 and compiled2 == 0
+    assert patterns1 > 50 and patterns2 == 0, "every pattern of the second run came from the table"
     assert out1 == out2
     names = os.listdir(tmp_path / "c")
-    assert any(n.startswith("dataclass-code-") for n in names), names
-    table = next(tmp_path / "c" / n for n in names if n.startswith("dataclass-code-"))
+    assert any(n.startswith("code-") for n in names), names
+    table = next(tmp_path / "c" / n for n in names if n.startswith("code-"))
     assert table.stat().st_mode & 0o077 == 0, "owner-only, like the results cache"
+
+
+def test_what_forked_workers_compile_is_kept_by_their_parent(tmp_path: Path) -> None:
+    """With `--jobs 2` the workers parse files and run rules the parent never does, so they
+    compile patterns (and dataclass methods) of their own; they hand them to the parent,
+    which saves them with its own: a `--jobs 1` run afterwards, doing all the work in one
+    process, compiles nothing."""
+    out2, _, patterns = _check_counts(tmp_path / "c", "--jobs", "2")
+    assert patterns > 50
+    out1, texts, patterns = _check_counts(tmp_path / "c", "--jobs", "1")
+    assert (texts, patterns) == (0, 0)
+    assert out1 == out2
 
 
 def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) -> None:
@@ -148,10 +183,10 @@ def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) ->
     cache, other = tmp_path / "c", tmp_path / "other"
     baseline, _ = _check(cache)
     _check(other)
-    table = next(cache / n for n in os.listdir(cache) if n.startswith("dataclass-code-"))
+    table = next(cache / n for n in os.listdir(cache) if n.startswith("code-"))
     good = table.read_bytes()
-    foreign = next(other / n for n in os.listdir(other) if n.startswith("dataclass-code-")).read_bytes()
-    for bad in (good[: len(good) // 2], foreign, b"AILD1\n" + b"\0" * 40, b""):
+    foreign = next(other / n for n in os.listdir(other) if n.startswith("code-")).read_bytes()
+    for bad in (good[: len(good) // 2], foreign, MAGIC + b"\0" * 40, b""):
         table.write_bytes(bad)
         out, compiled = _check(cache)
         assert out == baseline and compiled > 50
@@ -180,7 +215,7 @@ def test_clean_removes_the_table(tmp_path: Path) -> None:
         [sys.executable, "-m", "ailint", "clean"], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
-    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith("dataclass-code-")]
+    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith("code-")]
 
 
 def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> None:
@@ -190,7 +225,7 @@ def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> Non
     junk = (
         "from ailint.core import codecache\ncodecache.install()\n"
         "for n in range(codecache.MAX_ENTRIES + 10):\n    codecache._exec(f'x = {n}', {}, {})\n"
-        "codecache.save()\nprint(len(codecache._load(codecache._state['dir'])))\n"
+        "codecache.save()\nprint(len(codecache._load(codecache._state['dir'])['dataclass']))\n"
     )
     proc = subprocess.run([sys.executable, "-c", junk], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
     assert proc.returncode == 0 and int(proc.stdout) > 1000, proc.stderr
@@ -198,9 +233,116 @@ def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> Non
     assert compiled > 50
     count = (
         "from ailint.core import codecache\ncodecache.install()\n"
-        "print(len(codecache._table), sum(t.startswith('x = ') for t in codecache._table))\n"
+        "print(len(codecache._codes), sum(t.startswith('x = ') for t in codecache._codes))\n"
     )
     proc = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
     total, old = map(int, proc.stdout.split())
     assert old == 0 and 50 < total < 1000, (total, old)
     assert _check(cache)[1] == 0
+
+
+# Patterns with each feature of `re`'s compiler: named groups and backreferences, inline and
+# argument flags, bytes, character ranges beyond the BMP, lookarounds, verbose mode, repeats.
+_PATTERNS = r"""
+import os, sys, json, re
+if not os.environ.get("PLAIN"):
+    from ailint.core import codecache
+    codecache.install()
+SOURCES = [
+    (r"(?P<key>[a-z]+)=(?P<value>\d+)(?P=key)?", 0),
+    (r"(?i)gpu|NEURON", 0),
+    (r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb)$", re.IGNORECASE | re.MULTILINE),
+    ("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]", 0),
+    (r"(?<=v)\d+(?!\.)", 0),
+    ("  \\d+ # digits\n  (?:\\.\\d*)?  # fraction", re.VERBOSE),
+    (rb"\x00(?P<b>[\x80-\xff]{2,5}?)", 0),
+    (r"a{3,}b*?c+?(?>d+)", re.DOTALL),
+    (r"\bword\b\s*", re.ASCII),
+]
+out = []
+for source, flags in SOURCES:
+    p = re.compile(source, flags)
+    probe = "ab=12ab nvidia.com/mig-1g.5gb v12 3.5 aaabccddd word \ud7ff" if isinstance(source, str) else b"\x00\x81\x82\x83"
+    found = [m.span() for m in p.finditer(probe)]
+    out.append([repr(p), p.flags, p.groups, dict(p.groupindex), found])
+built = codecache.compiled_here("regex") if not os.environ.get("PLAIN") else -1
+if not os.environ.get("PLAIN"):
+    codecache.save()
+print(json.dumps({"patterns": out, "compiled": built}))
+"""
+
+
+def _patterns(cache: Path, **extra: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PATTERNS], cwd=ROOT, env=_env(cache, **extra), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_patterns_from_the_table_are_the_patterns_compiled_afresh(tmp_path: Path) -> None:
+    """Plain `re`, a first run that compiles and keeps each program, and a run that builds
+    every pattern from the table make the same patterns: flags, groups, group names, and the
+    same matches."""
+    plain = _patterns(tmp_path / "c", PLAIN="1")
+    first = _patterns(tmp_path / "c")
+    second = _patterns(tmp_path / "c")
+    assert first["compiled"] == 9 and second["compiled"] == 0
+    assert plain["patterns"] == first["patterns"] == second["patterns"]
+
+
+def test_a_pattern_from_the_table_equals_what_re_compiles() -> None:
+    """The equality a program is kept by covers the whole program: a program with one
+    opcode changed builds a pattern that is not equal, so it would not be kept."""
+    code = r"""
+import re, _sre
+from ailint.core import codecache
+codecache.install()
+original = codecache._originals["re"]
+for source, flags in ((r"(?P<x>a+)b", 0), (r"[a-z]{2,}", re.I), (b"\\d", 0)):
+    compiled = original(source, int(flags))
+    program = codecache._program(source, int(flags), compiled)
+    assert program is not None, source
+    assert _sre.compile(source, *program) == compiled
+    bent = list(program[1]); bent[-2] ^= 1
+    try:
+        other = _sre.compile(source, program[0], bent, *program[2:])
+    except RuntimeError:
+        other = None
+    assert other != compiled
+    assert codecache._program(source, int(flags), re.compile("zz")) is None, "another pattern is not the same"
+print("ok")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_env(Path("/nonexistent-ailint")), capture_output=True, text=True
+    )
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_pattern_that_warns_is_never_kept(tmp_path: Path) -> None:
+    """`re` warns of a possible nested set when it compiles `[[a]`: such a pattern is compiled
+    by `re` in every run, so the warning is not lost when the table is warm; `re.DEBUG`
+    (which prints the program) also goes to `re` itself."""
+    code = (
+        "import re, warnings, sys\nfrom ailint.core import codecache\ncodecache.install()\n"
+        "with warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+        "    re.compile('[[a]')\n"
+        "re.compile('x+', re.DEBUG)\n"
+        "print(len(w), codecache.compiled_here('regex'), file=sys.stderr)\ncodecache.save()\n"
+    )
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.split()[-2:] == ["1", "0"], proc.stderr
+        assert "MAX_REPEAT" in proc.stdout, "re.DEBUG printed its program"
+
+
+def test_no_cache_env_leaves_re_alone(tmp_path: Path) -> None:
+    code = "import re\nfrom ailint.core import codecache\ncodecache.install()\nprint(re._compiler.compile.__module__)\n"
+    for extra, expected in (({"AILINT_NO_CACHE": "1"}, "re._compiler"), ({}, "ailint.core.codecache")):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c", **extra), capture_output=True, text=True
+        )
+        assert proc.stdout.strip() == expected, proc.stderr

@@ -1,7 +1,7 @@
 """ailint's cache folder as a place to trust: private to its owner, with one MAC key.
 
-The results cache (`ailint.engine.cache`) and the compiled dataclass methods
-(`ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
+The results cache (`ailint.engine.cache`) and the compiled start-up code (dataclass methods
+and pattern programs, `ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
 key is this folder's `secret`: an entry another user or a torn write produced is never read.
 `sealed` and `opened` put that MAC on and check it; `write_private` writes a file whole or
 not at all. Nothing here imports more than `os` and `_blake2`, so the code table can be read

@@ -207,12 +207,15 @@ def clean(directory: str | None = None) -> tuple[str, bool]:
     """Remove the cache folder's entries (`ailint clean`): (folder, whether there was one)."""
     import shutil
 
+    from ailint.core import codecache
+
+    codecache.discard()  # or this run's exit would write the compiled-code table back
     directory = directory or default_dir()
     if not os.path.isdir(directory):
         return directory, False
     for name in os.listdir(directory):
         p = os.path.join(directory, name)
-        if name.startswith(("results-v", "rules-", "dataclass-code-")) or name == "secret":
+        if name.startswith(("results-v", "rules-", "code-", "dataclass-code-")) or name == "secret":
             if os.path.isdir(p) and not os.path.islink(p):
                 shutil.rmtree(p, ignore_errors=True)
             else:

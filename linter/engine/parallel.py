@@ -18,9 +18,11 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from ailint.core import codecache
 from ailint.core.model import FileResult
 
 _STATE: dict[str, Any] = {}
+_COMPILED = -(2**31)  # not a task: what a child compiled of ailint's start-up code (`ailint.core.codecache`)
 
 
 def _init(settings: Any, engine_args: tuple) -> None:
@@ -200,14 +202,18 @@ class _Stream:
         fd = self.data.fileno()
 
         def child(notes: int) -> None:
-            def run(t: int) -> None:
-                payload = pickle.dumps((t, work(t)), protocol=pickle.HIGHEST_PROTOCOL)
+            def send(t: int, result: Any) -> None:
+                payload = pickle.dumps((t, result), protocol=pickle.HIGHEST_PROTOCOL)
                 view = memoryview(payload)
                 while view:
                     view = view[os.write(fd, view) :]
                 os.write(notes, struct.pack("<Q", len(payload)))  # < PIPE_BUF: one write
 
-            _drain(queue, run)
+            codecache.forked()
+            _drain(queue, lambda t: send(t, work(t)))
+            compiled = codecache.handed_over()
+            if compiled is not None:  # for the parent to keep: the next run's children compile none of it
+                send(_COMPILED, compiled)
 
         self.pid, self.notes = _fork_child(child)
 
@@ -231,6 +237,9 @@ class _Stream:
 
     def _hand_over(self) -> dict[int, Any]:
         out, self.got = self.got, {}
+        compiled = out.pop(_COMPILED, None)
+        if compiled is not None:
+            codecache.adopt(compiled)
         return out
 
     def _pull(self, block: bool) -> None:
