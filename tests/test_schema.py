@@ -315,6 +315,68 @@ def test_lazy_definitions_read_what_a_whole_decode_reads(path):
     assert dict(lazy["$defs"].items()) == whole["$defs"]
 
 
+@pytest.mark.parametrize("path", _shipped_definitions()[-2:], ids=lambda p: p.parent.name)
+def test_a_kept_scan_reads_what_a_whole_decode_reads(path, tmp_path, monkeypatch):
+    """The scan kept in the cache folder gives the same definitions, group/version/kind
+    entries and top-level keys as the whole file decoded; the second load uses it."""
+    from ailint.schema.lazydefs import load_definitions
+
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("AILINT_NO_CACHE", raising=False)
+    whole = json.loads(path.read_text(encoding="utf-8"))
+    first = load_definitions(str(path))
+    assert first["$defs"]._gvk is None, "nothing kept yet: scanned"
+    assert [n for n in (tmp_path / "c").iterdir() if n.name.startswith("defs-")]
+    kept = load_definitions(str(path))
+    assert kept["$defs"]._gvk is not None, "the kept scan was used"
+    assert list(kept["$defs"]) == list(whole["$defs"])
+    assert {k: v for k, v in kept.items() if k != "$defs"} == {k: v for k, v in whole.items() if k != "$defs"}
+    assert dict(kept["$defs"].gvk_entries()) == dict(first["$defs"].gvk_entries())
+    assert sch._gvk_index(kept) == sch._gvk_index(whole)
+    assert dict(kept["$defs"].items()) == whole["$defs"]
+
+
+def test_a_kept_scan_that_no_longer_fits_its_file_is_not_used(tmp_path, monkeypatch):
+    """A file changed in place with the same size and mtime (its names moved), a kept scan
+    cut short or written under another folder's key: the file is scanned again, and what is
+    read is the file as it is now. `AILINT_NO_CACHE=1` keeps nothing."""
+    import os
+
+    from ailint.schema.lazydefs import load_definitions
+
+    cache = tmp_path / "c"
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(cache))
+    monkeypatch.delenv("AILINT_NO_CACHE", raising=False)
+    f = tmp_path / "d.json"
+    old = {"$defs": {"a.Bb": {"type": "object"}, "c.D": {"type": "string"}}, "$id": "x"}
+    new = {"$defs": {"a.B": {"type": "objects"}, "c.D": {"type": "string"}}, "$id": "x"}
+    f.write_text(json.dumps(old, indent=2))
+    stamp = f.stat()
+    load_definitions(str(f))
+    assert load_definitions(str(f))["$defs"]._gvk is not None
+    f.write_text(json.dumps(new, indent=2))
+    assert f.stat().st_size == stamp.st_size
+    os.utime(f, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    got = load_definitions(str(f))
+    assert got["$defs"]._gvk is None and dict(got["$defs"].items()) == new["$defs"]
+    f.write_text(json.dumps(old, indent=2))
+    os.utime(f, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    kept = next(p for p in cache.iterdir() if p.name.startswith("defs-"))
+    other = tmp_path / "other"
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(other))
+    load_definitions(str(f))
+    foreign = next(p for p in other.iterdir() if p.name.startswith("defs-")).read_bytes()
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(cache))
+    for bad in (kept.read_bytes()[:20], foreign, b""):
+        kept.write_bytes(bad)
+        got = load_definitions(str(f))
+        assert got["$defs"]._gvk is None and dict(got["$defs"].items()) == old["$defs"]
+    monkeypatch.setenv("AILINT_NO_CACHE", "1")
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "none"))
+    assert dict(load_definitions(str(f))["$defs"].items()) == old["$defs"]
+    assert not (tmp_path / "none").exists()
+
+
 def test_definitions_of_another_layout_are_decoded_whole(tmp_path):
     from ailint.schema.lazydefs import LazyDefinitions, load_definitions
 
