@@ -23,7 +23,7 @@ from ailint.report import github as github_report
 from ailint.report import json as json_report
 from ailint.report import sarif as sarif_report
 from ailint.report import text as text_report
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -125,8 +125,37 @@ def _check_all(text: str, tmp_path: pathlib.Path) -> None:
 pytestmark = pytest.mark.skipif(not SEEDS, reason="no fixtures to seed from")
 
 
+# Examples the fuzzer found once, run every time: a GPU container whose `command` is a bool
+# (GPU008 iterated it).
+_FOUND = [
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "qwen"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "qwen"}},
+            "template": {
+                "metadata": {"labels": {"app": "qwen"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "vllm/vllm-openai:v0.6.0",
+                            "command": True,
+                            "args": 7,
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ]
+                },
+            },
+        },
+    },
+]
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(doc=mutated_manifest())
+@example(doc=_FOUND[0])
 def test_hostile_values_in_every_kind(doc, tmp_path_factory):
     try:
         text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)

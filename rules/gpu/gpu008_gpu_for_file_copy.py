@@ -66,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ailint.core.lazyre import lazy_re
-from ailint.core.model import Finding, K8sObject, Severity
+from ailint.core.model import Finding, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule
 from ailint.domain.context import Context
 from ailint.domain.extract import ACCELERATOR_RESOURCES, POD_KINDS, Container, pod_templates
@@ -97,7 +97,7 @@ _SPLIT = lazy_re(r"\n|&&|\|\||;|\|")
 
 def _commands(c: Container) -> list[str]:
     """The shell commands a container runs: the lines of a `sh -c` script, else its segments."""
-    raw = [t for key in ("command", "args") for t in (c.data.get(key) or []) if isinstance(t, str)]
+    raw = [t for key in ("command", "args") for t in as_list(c.data.get(key)) if isinstance(t, str)]
     for i, tok in enumerate(raw[:-1]):
         if tok.startswith("-") and "c" in tok and i > 0 and raw[i - 1].rsplit("/", 1)[-1] in ("sh", "bash", "env"):
             return [s.strip() for s in _SPLIT.split(" ".join(raw[i + 1 :])) if s.strip()]
