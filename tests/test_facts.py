@@ -112,3 +112,48 @@ def test_namespace_or_default() -> None:
     assert _obj({"metadata": {"namespace": "ml"}}).namespace_or_default == "ml"
     assert _obj({"metadata": {}}).namespace_or_default == "default"
     assert _obj({"metadata": {"namespace": ""}}).namespace_or_default == "default"
+
+
+# -- quantities: the exact number rounded once to a float (Kubernetes' resource.Quantity)
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("500m", 0.5), ("16Gi", 16 * 2**30), ("1.5Gi", 1.5 * 2**30), ("1e3", 1000.0), ("1e3k", 1e6), (".5", 0.5),
+     ("1.", 1.0), ("00012", 12.0), (" 2Ki ", 2048.0), ("-0", -0.0), ("+3M", 3e6), ("100n", 1e-7), ("7u", 7e-6),
+     ("1.7976931348623157e308", 1.7976931348623157e308), ("1e-400", 0.0),
+     ("-9834038.612806e11Ei", -1.1337874593838125e36)],  # 32 digits: `decimal`'s 28 rounded twice
+)  # fmt: skip
+def test_parse_quantity(text: str, value: float) -> None:
+    from ailint.domain.quantities import parse_quantity
+
+    got = parse_quantity(text)
+    assert got == value and math.copysign(1, got) == math.copysign(1, value)
+
+
+@pytest.mark.parametrize("text", ["1e9999999", "-1e9999999", "1e400", "1.8e308", "abc", "", "1Qi", "1e", "--1", "."])
+def test_parse_quantity_rejects(text: str) -> None:
+    """Not a quantity, or none a float holds: None, never an error (`1e9999999` used to raise
+    decimal.Overflow out of the rule reading it)."""
+    from ailint.domain.quantities import parse_quantity
+
+    assert parse_quantity(text) is None
+
+
+def test_parse_quantity_is_the_exact_value_rounded_once() -> None:
+    """Random quantities of up to 14 digits, every suffix, exponents up to 30: the value is
+    the exact rational (`fractions.Fraction`) rounded to the nearest float."""
+    import random
+    from fractions import Fraction
+
+    from ailint.domain.quantities import parse_quantity
+
+    scale = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "n": Fraction(1, 10**9),
+             "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1, "k": 10**3, "K": 10**3, "M": 10**6,
+             "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}  # fmt: skip
+    rng = random.Random(17)
+    for _ in range(3000):
+        whole = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 8)))
+        fraction = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 6)))
+        exponent = f"e{rng.randint(-30, 30)}" if rng.random() < 0.3 else ""
+        suffix = rng.choice(list(scale))
+        number = f"{rng.choice(['', '-'])}{whole}{'.' + fraction if fraction else ''}{exponent}"
+        assert parse_quantity(number + suffix) == float(Fraction(number) * scale[suffix]), number + suffix

@@ -4,7 +4,6 @@ numbers through these."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
@@ -31,41 +30,58 @@ def to_int(v: Any) -> int | None:
 _INT_RE = lazy_re(r"[-+]?[0-9]+")
 
 
-_SUFFIX: dict[str, int | Decimal] = {
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": 1,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
+# A suffix as (power of 2, power of 10): `Ki` is 2**10, `m` 10**-3 (Kubernetes' suffixes).
+_SCALE: dict[str, tuple[int, int]] = {
+    "Ki": (10, 0),
+    "Mi": (20, 0),
+    "Gi": (30, 0),
+    "Ti": (40, 0),
+    "Pi": (50, 0),
+    "Ei": (60, 0),
+    "n": (0, -9),
+    "u": (0, -6),
+    "m": (0, -3),
+    "": (0, 0),
+    "k": (0, 3),
+    "K": (0, 3),
+    "M": (0, 6),
+    "G": (0, 9),
+    "T": (0, 12),
+    "P": (0, 15),
+    "E": (0, 18),
 }
-_QTY_RE = lazy_re(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$")
+_QTY_RE = lazy_re(
+    r"^\s*([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?\s*(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|K|M|G|T|P|E)?\s*$"
+)
+_MAX_DIGITS = 330  # past 10**330 a quantity is no float (the API server rejects it too)
 
 
 @lru_cache(maxsize=4096)
 def _parse_quantity_str(s: str) -> float | None:
+    """The quantity's value, rounded once from the exact number (integers, no `decimal`):
+    digits times a power of 10 (its exponent, its fraction, a decimal suffix) and of 2."""
     m = _QTY_RE.match(s)
     if not m:
         return None
-    try:
-        num = Decimal(m.group(1))
-    except InvalidOperation:
+    sign, whole, fraction, bare_fraction, exponent, suffix = m.groups()
+    fraction = fraction or bare_fraction or ""
+    digits = (whole or "").lstrip("0") + fraction
+    twos, tens = _SCALE[suffix or ""]
+    tens += (int(exponent) if exponent else 0) - len(fraction)
+    n = int(digits) if digits.strip("0") else 0
+    if n == 0:
+        return -0.0 if sign == "-" else 0.0
+    size = len(str(n)) + tens  # the number is below 10**size (before the power of 2)
+    if size > _MAX_DIGITS:
         return None
-    value = float(num * Decimal(_SUFFIX[m.group(2) or ""]))
-    if value != value or value in (float("inf"), float("-inf")):
-        return None  # 1e309 and the like: not a quantity the API server accepts
-    return value
+    if size < -_MAX_DIGITS:
+        value = 0.0  # below the smallest float
+    else:
+        try:
+            value = float(n * 10**tens << twos) if tens >= 0 else (n << twos) / 10**-tens
+        except OverflowError:
+            return None
+    return -value if sign == "-" else value
 
 
 def parse_quantity(v: Any) -> float | None:
