@@ -104,7 +104,8 @@ real_exit = os._exit
 def probe(code):
     m = sys.modules.get("inspect")
     import gc
-    print("MODULES", type(m).__name__, *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil") if k in sys.modules),
+    print("MODULES", type(m).__name__,
+          *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)
     real_exit(code)
@@ -119,7 +120,9 @@ main()
 def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     """`inspect` (with ast, dis and tokenize) stays a stand-in through a one-file run that
     reports findings, severity reasons included: no ailint dataclass lacks a docstring, and
-    rule docs are dedented without it."""
+    rule docs are dedented without it. Nor is `typing` imported (ailint's modules import it
+    for the type checker only, `if TYPE_CHECKING:`; 2.8 ms) or `decimal` (quantities are
+    exact integers; 1.7 ms)."""
     env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
     env.pop("AILINT_NO_LEAN", None)
     env.pop("AILINT_NO_CACHE", None)

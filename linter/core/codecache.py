@@ -45,7 +45,10 @@ import builtins
 import marshal
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"AILC2\n"
 MAX_ENTRIES = (

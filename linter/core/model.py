@@ -11,9 +11,12 @@ import bisect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
-Path = tuple[Any, ...]  # ("spec", "template", "spec", "containers", 0, "image")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+Path = tuple["Any", ...]  # ("spec", "template", "spec", "containers", 0, "image")
 
 
 class Severity(str, Enum):

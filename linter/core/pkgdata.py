@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def path(package: str, *parts: str) -> str:

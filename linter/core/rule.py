@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from ailint.core.model import Applicability, Edit, Finding, Fix, FixAvailability, K8sObject, Severity, Span
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FAMILIES = {
     "GPU": "GPU scheduling and resources",
@@ -57,7 +60,7 @@ class Option:
     type: str = "string"  # JSON Schema type of the value: one of OPTION_TYPES
 
 
-class Options(Mapping[str, Any]):
+class Options(Mapping[str, "Any"]):
     """The option values of one rule in a run, coerced to their declared types by the registry.
 
     Every declared option is present (its default when not configured). The typed readers

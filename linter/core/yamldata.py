@@ -11,11 +11,15 @@ tags plain scalars lazily (`resolve_plain` resolves them during conversion).
 from __future__ import annotations
 
 import sys
-from typing import Any, NamedTuple
+from dataclasses import dataclass
 
 import yaml
 from ailint.core.limits import Limits
 from ailint.core.model import Path, Pos, Span
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _INT, _FLOAT, _BOOL, _NULL = (
     "tag:yaml.org,2002:int",
@@ -68,7 +72,8 @@ def resolve_plain(value: str) -> str:
     return _STR
 
 
-class Problem(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Problem:
     """Something wrong inside a document that does not stop its conversion (a YML code)."""
 
     code: str

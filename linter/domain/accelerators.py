@@ -18,7 +18,6 @@ import re
 import weakref
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
@@ -33,6 +32,10 @@ from ailint.domain.extract import (
 )
 from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------------------
 # Instance families and node labels

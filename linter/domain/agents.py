@@ -18,13 +18,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Path, as_dict, iter_dicts
 from ailint.domain.extract import Container, PodTemplate, pod_templates
 from ailint.domain.roles import is_agent_pod
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CODE_EXEC_ANNOTATION = "ailint.io/code-execution"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list, get_in, iter_dicts
 from ailint.core.paths import root_relative
@@ -26,6 +25,10 @@ from ailint.domain.extract import (
     untolerated,
 )
 from ailint.domain.resources import CLUSTER_SCOPED
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def shown_path(obj: K8sObject, root: str = "") -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.core.model import (
     Edit,
@@ -35,6 +34,10 @@ from ailint.core.model import (
 from ailint.domain.context import shown_path
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TSC_PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 EVICTOR = "DefaultEvictor"

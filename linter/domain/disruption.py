@@ -14,12 +14,15 @@ unscheduled `nodes: "0"` budget blocks, and `spec.replicas` pools never consolid
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ailint.core.model import as_dict, iter_dicts
 from ailint.domain.context import NodePoolView
 from ailint.domain.extract import PodTemplate
 from ailint.domain.karpenter import NEVER, format_duration, is_static, parse_duration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 REMOVED_ANNOTATIONS = ("karpenter.sh/do-not-evict", "karpenter.sh/do-not-consolidate")

@@ -10,12 +10,15 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Path, as_dict, as_list, get_in, iter_dicts
 from ailint.domain.profile import Profile as Profile  # re-exported: defined there once
 from ailint.domain.quantities import parse_quantity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------------------
 # Kinds

@@ -37,11 +37,14 @@ what they cover:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ISTIO_SECURITY = "security.istio.io"
 ISTIO_ROOT_NAMESPACE = "istio-system"  # meshConfig.rootNamespace default

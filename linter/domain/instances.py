@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
 from ailint.domain.extract import Requirement
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # -- instance families ----------------------------------------------------------------------
 # Karpenter's `instanceTypeScheme` (aws/karpenter-provider-aws, pkg/providers/instancetype/

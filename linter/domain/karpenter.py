@@ -27,12 +27,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain import instances
 from ailint.domain.extract import Requirement, requirements_from_terms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NODEPOOL_GROUP = "karpenter.sh"
 EC2_NODECLASS_GROUP = "karpenter.k8s.aws"

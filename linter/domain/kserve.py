@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, get_in
 from ailint.domain.extract import (
@@ -26,6 +25,10 @@ from ailint.domain.extract import (
     shell_split,
 )
 from ailint.domain.quantities import to_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = KSERVE_LLM_KINDS
 

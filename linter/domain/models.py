@@ -18,11 +18,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.domain.extract import KSERVE_LLM_KINDS, Container, PodTemplate, flag_value, model_id
 from ailint.domain.quantities import format_bytes, parse_quantity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MODEL_SIZE_ANNOTATION = "ailint.io/model-size"
 MODEL_PARAMS_ANNOTATION = "ailint.io/model-params"

@@ -27,11 +27,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NETPOL_KIND = "NetworkPolicy"
 CILIUM_KINDS = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")

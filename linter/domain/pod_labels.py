@@ -46,12 +46,15 @@ matches a selector against pod templates asks it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import as_dict, as_list, iter_dicts
 from ailint.domain import kserve
 from ailint.domain.context import selector_terms
 from ailint.domain.extract import PodTemplate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-revision-hash")
 _JOB = ("batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-completion-index")

@@ -6,7 +6,28 @@ extraction it sits beside in meaning (`ailint.domain.extract` re-exports it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+# Not annotated `ClassVar` in the class: `dataclasses` recognises one only when `typing` is
+# already imported, which a run of ailint does not do.
+_DEFAULTS: dict[str, Any] = {
+    "extendedResourceToleration": True,
+    "deschedulerInstalled": False,
+    "autoMode": False,
+    "karpenterVersion": None,
+    "vllmVersion": None,
+    "esoVersion": None,
+    "db.maxConnections": None,
+    "gpuNodeTaints": [],
+    "podSparseNodes": False,
+    "largeScaleNodes": False,
+    "gpuOperatorInstalled": False,
+    "productionNamespaces": [],
+}
 
 
 @dataclass(slots=True)
@@ -15,20 +36,7 @@ class Profile:
 
     values: dict[str, Any] = field(default_factory=dict)
 
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "extendedResourceToleration": True,
-        "deschedulerInstalled": False,
-        "autoMode": False,
-        "karpenterVersion": None,
-        "vllmVersion": None,
-        "esoVersion": None,
-        "db.maxConnections": None,
-        "gpuNodeTaints": [],
-        "podSparseNodes": False,
-        "largeScaleNodes": False,
-        "gpuOperatorInstalled": False,
-        "productionNamespaces": [],
-    }
+    DEFAULTS = _DEFAULTS  # every key and its default: a class attribute, not a field (no annotation)
 
     def get(self, key: str) -> Any:
         if key in self.values:

@@ -5,9 +5,12 @@ numbers through these."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def to_int(v: Any) -> int | None:

@@ -28,7 +28,6 @@ Rules import this module as `ailint.domain.ray`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
@@ -42,6 +41,10 @@ from ailint.domain.extract import (
 from ailint.domain.quantities import to_int
 from ailint.domain.roles import what_runs
 from ailint.domain.workloads.aibrix import RAY_CLUSTER_TEMPLATES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 # the kinds whose spec holds a RayCluster template (their names, and in a rule's `kinds=` notation)

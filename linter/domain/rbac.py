@@ -18,12 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate, is_pod_kind, pod_templates
 from ailint.domain.roles import is_agent_pod, name_words, role_override
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 BUILTIN_BROAD_ROLES = {

@@ -10,9 +10,12 @@ or scope the general rule gets wrong, the CRDs of the run, and Kubernetes' own g
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ailint.core.model import K8sObject, as_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # built-in kinds whose resource is not the guessed plural
 _IRREGULAR = {

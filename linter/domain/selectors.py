@@ -31,12 +31,15 @@ an object; with nothing unknown in the run (or nothing pointing at it) the findi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain.context import selector_terms
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # API groups whose kinds configure other objects and run no pods of their own
 NO_PODS_GROUPS = frozenset(

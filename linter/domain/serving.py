@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Edit, K8sObject, Span, as_dict, as_list, iter_dicts
@@ -22,6 +21,10 @@ from ailint.domain.kserve import preset_source
 from ailint.domain.quantities import parse_quantity, to_int
 from ailint.domain.roles import serving_engine
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @lru_cache(maxsize=1)

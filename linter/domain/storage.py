@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import LazyPattern, lazy_re
@@ -32,6 +31,10 @@ from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import Container, PodTemplate, flag_value, model_id, volumes
 from ailint.domain.quantities import parse_quantity, to_int
 from ailint.domain.roles import serving_engine
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GiB = 2**30
 FSX = "fsx.csi.aws.com"

@@ -12,7 +12,9 @@ the webhook would otherwise receive Secrets, Events and Leases for nothing.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # kind -> API groups that serve it, for the kinds rules name without a group
 API_GROUPS: dict[str, tuple[str, ...]] = {

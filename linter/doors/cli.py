@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 import click
 from ailint import __version__
 from ailint.doors.ux import ux_options
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
 FORMATS = ("text", "json", "sarif", "github", "html")
 

@@ -23,12 +23,15 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
-from typing import Any
 
 from ailint.engine.run import exit_code, lint
 from ailint.report import github as github_report
 from ailint.report import sarif as sarif_report
 from ailint.report.common import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ANNOTATIONS_PER_TYPE = 10
 _ORDER = {"error": 0, "warning": 1, "info": 2}

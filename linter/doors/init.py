@@ -14,9 +14,12 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.core.model import K8sObject
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # what each profile key means, for the comment above it (the keys are Profile.DEFAULTS)
 MEANING = {

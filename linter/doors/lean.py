@@ -20,7 +20,10 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 

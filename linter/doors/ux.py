@@ -13,9 +13,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROGRESS_AFTER = 2.0  # seconds before a run over a terminal shows a progress line
 

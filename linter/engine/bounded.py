@@ -26,9 +26,12 @@ from array import array
 from collections import OrderedDict
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from types import MemberDescriptorType
-from typing import Any
 
 from ailint.core.model import FileResult, Path, Pos, SourceFile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How many re-read texts and re-parsed files stay in memory at once. Bundle rules and the
 # reporters work through findings file by file, so a small window has a high hit rate.

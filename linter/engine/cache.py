@@ -39,7 +39,6 @@ import marshal
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
 from ailint.core.cachedir import opened, sealed, write_private
 from ailint.core.cachedir import private_dir as _private_dir
@@ -58,6 +57,10 @@ from ailint.core.model import (
     SourceFile,
     Span,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 MAGIC = b"AILC1\n"

@@ -20,11 +20,14 @@ objects). The bundle phase's reuse covers the merged pods through the tokens of
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from ailint.core.model import Finding, K8sObject
 from ailint.domain import workloads
 from ailint.domain.context import Context
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def deferred(obj: K8sObject) -> bool:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.limits import Limits
 from ailint.core.model import Severity
 from ailint.domain.profile import Profile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ConfigError(Exception):

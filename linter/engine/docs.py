@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
 
 from ailint.engine.registry import FAMILIES, RegisteredRule, all_rules
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 README_START = "<!-- rules:start -->"
 README_END = "<!-- rules:end -->"

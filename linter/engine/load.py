@@ -17,12 +17,15 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.limits import Limits
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
 from ailint.engine.registry import engine_rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def yml_finding(code: str, source_display: str, span: Span, message: str) -> Finding:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from ailint.core import codecache
 from ailint.core.model import FileResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STATE: dict[str, Any] = {}
 _COMPILED = -(2**31)  # not a task: what a child compiled of ailint's start-up code (`ailint.core.codecache`)

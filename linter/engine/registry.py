@@ -14,10 +14,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, Severity
 from ailint.core.rule import DOC_SECTIONS, FAMILIES, Option, Options, Rule, Scope, make_fix
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DOC_SECTIONS",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from ailint.core.model import FileResult, Finding, Foreign, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
@@ -23,10 +22,13 @@ from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope
 from ailint.engine.sources import Candidate, discover, matches_any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the domain is imported where objects are checked: a cached run needs none of it
+    from typing import Any, TypeVar
+
     from ailint.domain.context import Context
 
-C = TypeVar("C")
+    C = TypeVar("C")
 
 
 @dataclass

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from ailint.core.model import K8sObject
 from ailint.core.paths import repository_root, root_relative
 
 SCOPES = ("run", "repo", "dir")
-C = TypeVar("C")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    C = TypeVar("C")
 
 
 class Projects:

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from ailint.core.model import FileResult, Finding, K8sObject
 from ailint.domain.context import Context
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ALL = "*"  # read every object (`ctx.objects`)
 PODS = "@pods"  # read the pod templates of the run (`ctx.pods_in`)

@@ -25,11 +25,14 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile
 from ailint.fix.edits import DocumentEdit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PASSES = 5
 _HELM_SOURCE = re.compile(r"^# Source: \S", re.M)

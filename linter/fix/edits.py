@@ -28,7 +28,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Pos
@@ -37,7 +36,11 @@ _PLAIN_SAFE = lazy_re(r"^[A-Za-z0-9_./@:+-]+$")
 _RESERVED = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~", ""}
 _STR_TAG = "tag:yaml.org,2002:str"
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _never_raise(fn: _F) -> _F:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import glob as globmod
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ailint.core.model import Finding, K8sObject
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 POLICY_CODES = ("POL001", "POL002", "POL003")
 

@@ -25,12 +25,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
 from ailint.domain.resources import ResourceNames, as_served
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ailint.policy import cel
 
 

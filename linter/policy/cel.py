@@ -31,8 +31,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_EXPRESSION_CHARS = 5000
 MEMORY_HEADROOM = 256 << 20  # bytes an evaluation may allocate on top of the process's size

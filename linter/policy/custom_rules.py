@@ -16,11 +16,14 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import Finding, K8sObject, Severity
 from ailint.core.rule import Rule, Scope
 from ailint.policy import cel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 VARIABLES = ("object", "template", "container", "kind", "name", "namespaceName")
 FOR_EACH = ("object", "pod-template", "container")

@@ -6,9 +6,12 @@ import copy
 import dataclasses
 import os
 import re
-from typing import Any
 
 from ailint.core.model import Edit, Finding, SourceFile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def json_pointer(path: tuple[Any, ...]) -> str:

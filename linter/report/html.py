@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from typing import Any
 
 from ailint import __version__
 from ailint.core.model import Finding
 from ailint.report.common import frame_source, redact_result, redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DOCS_URI = "https://github.com/ailint/ailint/blob/main/docs/rules/{code}.md"
 SEVERITIES = ("error", "warning", "info")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from ailint import __version__
 from ailint.core.model import Finding, Severity
 from ailint.report.common import edit_region, json_pointer, redact_result
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import json
 import os
 import pathlib
 import re
-from typing import Any
 from urllib.parse import quote
 
 import attr
@@ -26,6 +25,10 @@ from ailint.engine.baseline import fingerprint, fingerprints
 from ailint.engine.registry import all_rules
 from ailint.report.common import edit_region, redact_result
 from ailint.report.explain import severity_reason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INFORMATION_URI = "https://github.com/ailint/ailint"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}

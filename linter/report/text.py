@@ -7,10 +7,13 @@ path: pre-commit runs stay fast); rich markup and colour on a terminal.
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
 
 from ailint.core.model import Finding
 from ailint.report.common import frame_source, redact_result
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

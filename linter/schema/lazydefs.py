@@ -24,7 +24,10 @@ import bisect
 import json
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEAD = '{\n  "$defs": {\n'
 _NAME_LINE = '\n    "'  # a definition's name, and nothing else, starts a line at four spaces
@@ -34,7 +37,7 @@ _DECODER = json.JSONDecoder()
 _KEPT_MAGIC = b"AILS1\n"  # the kept scan of a definitions file (`_kept_index`)
 
 
-class LazyDefinitions(Mapping[str, Any]):
+class LazyDefinitions(Mapping[str, "Any"]):
     """`$defs` of a definitions file: names known at once, each value decoded on first read."""
 
     __slots__ = ("_decoded", "_gvk", "_starts", "_text")

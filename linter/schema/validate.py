@@ -29,12 +29,15 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, as_list, iter_dicts
 from ailint.schema.lazydefs import LazyDefinitions, load_definitions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The resource.Quantity pattern of the API machinery (and of every controller-gen CRD).
 QUANTITY_RE = lazy_re(

@@ -132,7 +132,6 @@ the first one's).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -147,6 +146,10 @@ from ailint.domain.extract import (
     untolerated,
 )
 from ailint.domain.kserve import preset_supplies
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="GPU001",

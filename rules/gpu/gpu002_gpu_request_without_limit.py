@@ -57,7 +57,6 @@ A fractional quantity has no fix: choose a whole number or a MIG profile.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
@@ -66,6 +65,10 @@ from ailint.domain.extract import POD_KINDS, all_containers
 from ailint.domain.kserve import preset_supplies
 from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="GPU002",

@@ -111,7 +111,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
@@ -119,6 +118,10 @@ from ailint.domain import accelerators, instances
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.quantities import format_bytes, parse_quantity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="GPU004",

@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
@@ -110,6 +109,10 @@ from ailint.domain.extract import (
 )
 from ailint.domain.kserve import preset_supplies
 from ailint.domain.quantities import parse_quantity, to_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="GPU005",

@@ -112,7 +112,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
@@ -121,6 +120,10 @@ from ailint.domain import accelerators, karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="GPU007",

@@ -75,13 +75,16 @@ Review the cost before applying.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import instances, karpenter
 from ailint.domain.context import Context
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="KRP001",

@@ -73,13 +73,16 @@ For serving pools, `consolidationPolicy: WhenEmpty` is the stronger alternative.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import karpenter
 from ailint.domain.context import Context
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="KRP004",

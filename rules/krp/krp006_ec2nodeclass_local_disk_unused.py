@@ -105,7 +105,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
@@ -114,6 +113,10 @@ from ailint.domain import instances, karpenter
 from ailint.domain.context import Context
 from ailint.domain.quantities import format_bytes, parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="KRP006",

@@ -84,7 +84,6 @@ decision and get no fix.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
@@ -92,6 +91,10 @@ from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="KRP007",

@@ -136,13 +136,16 @@ on the serving one and `limits` on the batch one), or queue batch work through K
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, is_pod_kind, pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="KRP008",

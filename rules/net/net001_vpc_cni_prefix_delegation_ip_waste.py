@@ -121,7 +121,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
@@ -130,6 +129,10 @@ from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import all_containers
 from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET001",

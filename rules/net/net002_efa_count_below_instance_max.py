@@ -91,7 +91,6 @@ only checked for hugepages.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -100,6 +99,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
 from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET002",

@@ -90,7 +90,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list, iter_dicts
@@ -99,6 +98,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
 from ailint.domain.storage import mount_for_path, volume_for_mount
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET003",

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -87,6 +86,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import pod_accelerators, pod_node_requirements, pod_templates
 from ailint.domain.storage import pool_can_run
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET004",

@@ -81,7 +81,6 @@ an unsafe fix narrows the peer to CoreDNS (`kubernetes.io/metadata.name: kube-sy
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, make_fix
@@ -97,6 +96,10 @@ from ailint.domain.netpol import (
     rules_of,
 )
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET006",

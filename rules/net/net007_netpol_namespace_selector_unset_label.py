@@ -74,7 +74,6 @@ namespaces outside this repository, suppress the finding or add the Namespace ma
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
@@ -82,6 +81,10 @@ from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.netpol import is_network_policy, rules_of
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET007",

@@ -112,7 +112,6 @@ evaluate) are not reported.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope
@@ -128,6 +127,10 @@ from ailint.domain.netpol import (
     rule_peers,
 )
 from ailint.domain.storage import startup_downloads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET008",

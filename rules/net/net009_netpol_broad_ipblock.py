@@ -97,13 +97,16 @@ a proxy or Cilium `toFQDNs`. Egress that is filtered downstream can suppress the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import is_agent_pod, is_serving_pod
 from ailint.domain.netpol import ipblock_prefix, is_network_policy, policy_types, rule_ports, rules_of, selected_pods
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="NET009",

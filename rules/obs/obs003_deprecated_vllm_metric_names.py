@@ -70,13 +70,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
 
 from ailint.core import pkgdata
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, Span, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.agents import version_at_least
 from ailint.domain.context import Context
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="OBS003",

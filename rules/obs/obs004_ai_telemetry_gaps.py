@@ -68,7 +68,6 @@ add a ServiceMonitor/PodMonitor, or fix the exporter's selector and tolerations.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
@@ -84,6 +83,10 @@ from ailint.domain.extract import (
 )
 from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="OBS004",

@@ -97,13 +97,16 @@ g6e.xlarge), or share the pool with other GPU workloads.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import instances
 from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, pod_accelerators, pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="OBS005",

@@ -91,7 +91,6 @@ GPU limit when there is one, else to `defaultMaxReplicas`. Review it against you
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
@@ -100,6 +99,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, pod_accelerators, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="OBS006",

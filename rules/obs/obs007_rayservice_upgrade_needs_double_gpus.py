@@ -97,13 +97,16 @@ with a maintenance plan.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, pod_accelerators, pod_templates
 from ailint.domain.quantities import parse_quantity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="OBS007",

@@ -113,7 +113,6 @@ installation, not next to the workload.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -121,6 +120,10 @@ from ailint.domain.context import Context
 from ailint.domain.descheduler import TSC_PLUGIN, Policy, policies, protected_by
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL001",

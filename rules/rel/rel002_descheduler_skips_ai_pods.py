@@ -137,7 +137,6 @@ fix: they are usually chosen on purpose.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -145,6 +144,10 @@ from ailint.domain.context import Context
 from ailint.domain.descheduler import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, policies_in, protected_by
 from ailint.domain.extract import is_accelerator_pod, is_serving_pod, pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL002",

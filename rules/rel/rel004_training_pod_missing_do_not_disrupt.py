@@ -102,7 +102,6 @@ Safe: adds `karpenter.sh/do-not-disrupt: "true"` to the pod template's annotatio
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -116,6 +115,10 @@ from ailint.domain.disruption import (
 )
 from ailint.domain.extract import POD_KINDS, is_training_pod, pod_accelerators, pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL004",

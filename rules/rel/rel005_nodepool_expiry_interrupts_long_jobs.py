@@ -105,7 +105,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -121,6 +120,10 @@ from ailint.domain.disruption import (
 )
 from ailint.domain.extract import is_training_pod, pod_accelerators
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL005",

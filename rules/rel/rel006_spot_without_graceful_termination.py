@@ -111,7 +111,6 @@ serving containers. Review both against your longest request. Training pods rely
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -129,6 +128,10 @@ from ailint.domain.extract import (
 )
 from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL006",

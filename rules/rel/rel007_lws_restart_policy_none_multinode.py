@@ -75,7 +75,6 @@ Safe: sets `restartPolicy: RecreateGroupOnPodRestart`. For the Ray-head case, un
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
@@ -83,6 +82,10 @@ from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL007",

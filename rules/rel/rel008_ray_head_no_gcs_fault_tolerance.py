@@ -79,13 +79,16 @@ Secret reference, as in the example.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule
 from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates, role_override, serving_engine
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="REL008",

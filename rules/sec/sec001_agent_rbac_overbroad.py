@@ -142,7 +142,6 @@ the API through a binding that lives outside the linted files).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -164,6 +163,10 @@ from ailint.domain.rbac import (
     service_account,
 )
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC001",

@@ -74,7 +74,6 @@ supports.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
@@ -88,6 +87,10 @@ from ailint.domain.extract import (
     pod_templates,
     untolerated,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC004",

@@ -126,7 +126,6 @@ would also select pods of another workload in these files.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -143,6 +142,10 @@ from ailint.domain.netpol import (
 )
 from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC005",

@@ -78,13 +78,16 @@ then rotate the leaked value. ConfigMap and Ray runtime-env findings have no fix
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, Span, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.agents import env_value_to_secret_ref, redact, scan_config_text, secret_kind
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, all_containers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC007",

@@ -74,7 +74,6 @@ remove the route and use `kubectl port-forward`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -82,6 +81,10 @@ from ailint.domain import ray as ray_domain
 from ailint.domain.agents import version_at_least
 from ailint.domain.context import Context, selector_matches
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC008",

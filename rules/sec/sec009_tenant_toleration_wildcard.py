@@ -72,13 +72,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates, toleration_matches
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SEC009",

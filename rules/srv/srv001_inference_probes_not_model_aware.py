@@ -109,7 +109,6 @@ or a `startupProbe` on the same path with `periodSeconds: 10` and `failureThresh
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in
@@ -119,6 +118,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import SERVING_KINDS, pod_templates, role_override, serving_engine
 from ailint.domain.kserve import preset_supplies
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV001",

@@ -95,13 +95,16 @@ multi-node groups or RayServices: choose between more GPUs and a smaller TP.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV004",

@@ -79,7 +79,6 @@ quantized checkpoint (AWQ/GPTQ/FP8). The message names the largest fit it found.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, Scope
@@ -87,6 +86,10 @@ from ailint.domain import instances, models, serving
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 from ailint.domain.quantities import format_bytes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV005",

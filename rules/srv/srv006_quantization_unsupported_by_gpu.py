@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
@@ -82,6 +81,10 @@ from ailint.domain import instances, serving
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_node_requirements, pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV006",

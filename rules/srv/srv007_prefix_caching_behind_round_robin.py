@@ -101,7 +101,6 @@ prefix-aware router, which the linter cannot generate safely.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -110,6 +109,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
 from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV007",

@@ -83,7 +83,6 @@ when the pods have exactly one port: sets the target port to it. No fix for (a) 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -93,6 +92,10 @@ from ailint.domain.extract import pod_templates
 from ailint.domain.pod_labels import may_select, pod_labels
 from ailint.domain.selectors import unknown_owner
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV008",

@@ -108,7 +108,6 @@ through a metrics adapter.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -116,6 +115,10 @@ from ailint.domain import serving
 from ailint.domain.context import Context
 from ailint.domain.extract import is_accelerator_pod, pod_templates, role_override
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV009",

@@ -118,7 +118,6 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
@@ -126,6 +125,10 @@ from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import serving
 from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="SRV010",

@@ -98,13 +98,16 @@ import math
 import posixpath
 import re
 from collections.abc import Iterator
-from typing import Any, Literal
 
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
 from ailint.domain import serving
 from ailint.domain.context import Context
 from ailint.domain.extract import pod_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 RULE = Rule(
     code="SRV011",

@@ -128,7 +128,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -146,6 +145,10 @@ from ailint.domain.extract import (
 from ailint.domain.models import Estimate, describe, estimate, image_bytes
 from ailint.domain.quantities import format_bytes, parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO001",

@@ -110,13 +110,16 @@ sharing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
 from ailint.domain.storage import EBS, provisioner_of, pvc_named, scaling_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO002",

@@ -88,7 +88,6 @@ holds only one of them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -96,6 +95,10 @@ from ailint.domain.context import Context
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.storage import GiB, claim_templates, fsx_capacity_rule, fsx_class_of, fsx_round_up_gib
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO003",

@@ -65,13 +65,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, make_fix
 from ailint.domain.context import Context
 from ailint.domain.storage import FSX, fsx_params, provisioner_name
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO004",

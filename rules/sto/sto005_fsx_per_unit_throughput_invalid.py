@@ -63,13 +63,16 @@ skipped.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain.context import Context
 from ailint.domain.storage import FSX, fsx_params, fsx_valid_throughputs, provisioner_name
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO005",

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
@@ -87,6 +86,10 @@ from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import PodTemplate, is_training_pod, pod_templates
 from ailint.domain.storage import claim_templates, fsx_class_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO006",

@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Option, Options, Rule, make_fix
@@ -82,6 +81,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, PodTemplate, pod_templates
 from ailint.domain.quantities import parse_quantity
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO007",

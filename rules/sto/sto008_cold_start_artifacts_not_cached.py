@@ -109,7 +109,6 @@ cache; then load from that path.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope
@@ -134,6 +133,10 @@ from ailint.domain.storage import (
     volume_for_mount,
     volume_kind,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO008",

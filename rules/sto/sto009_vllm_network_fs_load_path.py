@@ -118,7 +118,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list, iter_dicts
@@ -127,6 +126,10 @@ from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, flag_token_index, flag_value, model_id, pod_templates, serving_engine
 from ailint.domain.storage import is_hub_id, mount_for_path, network_fs_of_volume, volume_for_mount
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="STO009",

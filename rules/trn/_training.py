@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import GPU_RESOURCES, Container, PodTemplate, command_tokens, flag_value, pod_templates
 from ailint.domain.quantities import parse_quantity, to_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NPROC_FLAGS = ("--nproc_per_node", "--nproc-per-node")
 NNODES_FLAGS = ("--nnodes",)

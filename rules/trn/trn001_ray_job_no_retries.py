@@ -102,7 +102,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
@@ -112,6 +111,10 @@ from ailint.domain import ray as ray_domain
 from ailint.domain.context import Context
 from ailint.domain.extract import ACCELERATOR_RESOURCES, pod_accelerators, pod_templates
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN001",

@@ -102,13 +102,16 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_list
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.domain.extract import volumes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN002",

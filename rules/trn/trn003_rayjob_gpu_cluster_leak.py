@@ -101,13 +101,16 @@ when no TTL is set, so logs stay readable for five minutes). (c), unsafe: add
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN003",

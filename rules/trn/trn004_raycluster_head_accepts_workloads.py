@@ -91,7 +91,6 @@ is used (KubeRay rejects a group that sets both).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, make_fix
@@ -99,6 +98,10 @@ from ailint.domain import ray
 from ailint.domain.context import Context
 from ailint.domain.extract import flag_value
 from ailint.fix import edits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN004",

@@ -93,7 +93,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Path, Severity
@@ -104,6 +103,10 @@ from ailint.domain.quantities import to_int
 from ailint.domain.workloads import kubeflow as kf
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN006",

@@ -106,7 +106,6 @@ otherwise the message says what Kueue needs first.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Option, Options, Rule, Scope, make_fix
@@ -116,6 +115,10 @@ from ailint.domain.extract import pod_templates as templates_of
 from ailint.domain.quantities import to_int
 from ailint.domain.roles import is_training_pod
 from ailint.rules.trn import _training as tr
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN007",

@@ -136,7 +136,6 @@ requires. (a) and (d) need quota and label choices: the message names them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -145,6 +144,10 @@ from ailint.domain.context import Context, NodePoolView
 from ailint.domain.extract import Requirement, pod_templates, untolerated
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN008",

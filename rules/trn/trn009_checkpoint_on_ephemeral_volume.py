@@ -86,13 +86,16 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, Container, is_training_pod, pod_templates, volumes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE = Rule(
     code="TRN009",

@@ -15,7 +15,6 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Foreign, K8sObject
@@ -23,6 +22,10 @@ from ailint.core.pkgdata import submodules
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Catalog",

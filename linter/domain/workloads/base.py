@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.core.model import Anchor, Foreign, K8sObject, Path, as_dict, get_in, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import to_int as as_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Kind = tuple[str | None, str]  # (API group, or None for any group; kind)
 

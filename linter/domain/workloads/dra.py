@@ -8,11 +8,13 @@ here). These objects run no pods: they are catalogue entries.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ailint.core.model import K8sObject, as_dict, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Family, as_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "resource.k8s.io"
 # DeviceClass name (or prefix) -> the extended resource it stands for

@@ -15,11 +15,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized, template
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "nvidia.com"
 _SERVING = ("worker", "prefill", "decode", "main")

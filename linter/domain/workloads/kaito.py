@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict
 from ailint.domain import instances
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized, template
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "kaito.sh"
 # SKU -> (GPU count, total GPU memory GiB, GPU model): kaito pkg/sku/azure_sku_handler.go,

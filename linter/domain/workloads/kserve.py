@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
 from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
@@ -29,6 +28,10 @@ from ailint.domain.workloads.base import (
     merged_origins,
     synthesized,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "serving.kserve.io"
 FRAMEWORKS = (

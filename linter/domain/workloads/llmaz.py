@@ -11,13 +11,16 @@ model (OpenModel) and a backend (BackendRuntime, default vllm) and generates the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import K8sObject, as_dict, as_list
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int
 from ailint.domain.workloads.lws import group_templates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "inference.llmaz.io"
 MODEL_GROUP = "llmaz.io"

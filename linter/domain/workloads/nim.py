@@ -13,11 +13,14 @@ service port (8000); a /dev/shm Memory emptyDir; `resources` and `tolerations` a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.model import K8sObject, Path, as_dict, as_list
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "apps.nvidia.com"
 PORT = 8000

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
@@ -42,6 +41,10 @@ from ailint.domain.workloads.base import (
     synthesized,
 )
 from ailint.domain.workloads.kserve import merge_container
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "ome.io"
 COMPONENTS = (("engine", "engineConfig"), ("decoder", "decoderConfig"), ("router", "routerConfig"))

@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.engine.render import tools
 from ailint.engine.render.units import Unit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ARCHIVE_BYTES = 20 * 1024 * 1024  # a vendored subchart .tgz, compressed
 MAX_ARCHIVE_UNPACKED = 200 * 1024 * 1024

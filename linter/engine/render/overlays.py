@@ -21,11 +21,14 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
 
 from ailint.engine.render import tools
 from ailint.engine.render.charts import Problem, Rendered
 from ailint.engine.render.units import Unit, kustomization_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ORIGIN = "config.kubernetes.io/origin"
 _REMOTE = re.compile(

@@ -24,10 +24,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 from ailint.engine.render import yamlpos
 from ailint.engine.render.yamlpos import MISSING
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
 _KEY = re.compile(r"""^((?:"[^"]*"|'[^']*'|[^\s#'"{\-][^:#{]*?|-[^\s:#{][^:#{]*?)):(?:[ \t]|$)""")

@@ -15,14 +15,16 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
 
 from ailint.core.model import FileResult, Finding, K8sObject, RelatedLocation, SourceFile, Span
 from ailint.engine.render import units
 from ailint.engine.render.probe import OVERLAY_LEVELS
 from ailint.engine.render.units import Unit
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the rest is imported only when a run has a chart or an overlay
+    from typing import Any
+
     from ailint.engine.render import sourcemap
     from ailint.engine.render.charts import Problem, Rendered
 

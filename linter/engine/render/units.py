@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ailint.engine.render.probe import CHART_FILE as CHART_FILE  # moved to probe (no dataclasses to import)
 from ailint.engine.render.probe import KUSTOMIZATION_FILES as KUSTOMIZATION_FILES
 from ailint.engine.render.probe import chart_of as chart_of
 from ailint.engine.render.probe import kustomization_of as kustomization_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SKIP = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 

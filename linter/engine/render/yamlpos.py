@@ -7,7 +7,10 @@ line, so a simple walk over PyYAML's composed nodes is enough.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # path -> (key line, key col, key end col, value line, value col), 1-based; list items and
 # the root repeat the value's start as their key
