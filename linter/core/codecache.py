@@ -75,9 +75,9 @@ _codes_new, _programs_new = _new[DATACLASS], _new[REGEX]
 
 def table_file(directory: str) -> str:
     """The table of this interpreter build in `directory`."""
-    import zlib
+    from binascii import crc32  # zlib's CRC-32; binascii is loaded anyway (base64)
 
-    tag = zlib.crc32(f"{sys.version}\0{marshal.version}".encode())
+    tag = crc32(f"{sys.version}\0{marshal.version}".encode())
     return os.path.join(directory, f"code-{tag:08x}.bin")
 
 

@@ -110,11 +110,11 @@ def load_definitions(path: str) -> dict[str, Any]:
 def _kept_file(key: bytes) -> str | None:
     if os.environ.get("AILINT_NO_CACHE"):
         return None
-    import zlib
+    from binascii import crc32  # loaded anyway (base64, by PyYAML); zlib is not
 
     from ailint.core.paths import user_cache_dir
 
-    return os.path.join(user_cache_dir(), f"defs-{zlib.crc32(key):08x}-{len(key):x}.bin")
+    return os.path.join(user_cache_dir(), f"defs-{crc32(key):08x}-{len(key):x}.bin")
 
 
 def _kept_index(key: bytes, text: str) -> dict[str, Any] | None:
