@@ -210,15 +210,16 @@ def test_no_cache_env_leaves_dataclasses_alone(tmp_path: Path) -> None:
 
 
 def test_clean_removes_the_table(tmp_path: Path) -> None:
-    """`ailint clean` removes the code table and the kept scan of the Kubernetes definitions
-    (`ailint.schema.lazydefs`), and its own exit writes neither back."""
+    """`ailint clean` removes the code table, the kept scan of the Kubernetes definitions
+    (`ailint.schema.lazydefs`) and the rule and family indexes, and nothing writes one of
+    them back before the command ends."""
     _check(tmp_path / "c")
-    assert {n.split("-")[0] for n in os.listdir(tmp_path / "c")} >= {"code", "defs"}
+    assert {n.split("-")[0] for n in os.listdir(tmp_path / "c")} >= {"code", "defs", "families", "rules"}
     proc = subprocess.run(
         [sys.executable, "-m", "ailint", "clean"], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
-    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith(("code-", "defs-"))]
+    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith(("code-", "defs-", "families-", "rules-"))]
 
 
 def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> None:

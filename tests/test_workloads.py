@@ -50,6 +50,55 @@ def test_kinds_are_group_and_kind_pairs_from_the_family_modules():
     assert "kubeai.org/Model" in workloads.rule_kinds()
 
 
+def test_the_family_index_declares_what_the_modules_declare(tmp_path, monkeypatch):
+    """The index kept in the cache folder gives back each family's module, kinds and flags in
+    the order the modules give them; a torn index, or one naming a module the package does
+    not have, is not read (the families are imported again)."""
+    from ailint.domain.workloads import _declared_by_import, _read_index, _write_index
+
+    declared = _declared_by_import()
+    path = str(tmp_path / "families.json")
+    _write_index(path, declared)
+    assert _read_index(path) == declared
+    assert declared[0].module.endswith(".core")
+    assert {d.module.rsplit(".", 1)[1] for d in declared if d.reads} >= {"kserve", "ome", "dra"}
+    text = (tmp_path / "families.json").read_text()
+    for bad in (text[: len(text) // 2], text.replace("workloads.ray", "workloads.nothere"), "{}", "[]"):
+        (tmp_path / "families.json").write_text(bad)
+        assert _read_index(path) is None
+
+
+def test_a_deployment_run_imports_only_the_families_it_needs(tmp_path):
+    """With the index, a one-file run of a Deployment imports its own family and those that
+    read every workload's catalogue (DRA claims, KServe and OME runtimes), not the other
+    eleven (Ray, KAITO, LWS, JobSet...)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import os, sys\nreal = os._exit\n"
+        "def bye(code):\n"
+        "    names = sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('ailint.domain.workloads.'))\n"
+        "    print('FAMILIES', *names, file=sys.stderr)\n    real(code)\n"
+        "os._exit = bye\nsys.argv = ['ailint', *sys.argv[1:]]\nfrom ailint.doors.lean import main\nmain()\n"
+    )
+    env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
+    env.pop("AILINT_NO_CACHE", None)
+    lines = []
+    for _ in range(2):  # the first run writes the index, the second reads it
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, "check", "--no-config", "--no-cache", "fixtures/demo/vllm.yaml"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        lines.append(next(ln for ln in proc.stderr.splitlines() if ln.startswith("FAMILIES")).split()[1:])
+    assert "ray" in lines[0] and "kaito" in lines[0], "the first run imports every family to index them"
+    # kubeflow: TRN006 (torchrun arguments, any pod) imports its helpers
+    assert set(lines[1]) <= {"base", "core", "dra", "kserve", "ome", "kubeflow"}, lines[1]
+    assert "core" in lines[1]
+
+
 @pytest.mark.parametrize(
     ("api_version", "kind", "family"),
     [

@@ -218,7 +218,10 @@ def clean(directory: str | None = None) -> tuple[str, bool]:
         return directory, False
     for name in os.listdir(directory):
         p = os.path.join(directory, name)
-        if name.startswith(("results-v", "rules-", "code-", "defs-", "dataclass-code-")) or name == "secret":
+        if (
+            name.startswith(("results-v", "rules-", "families-", "code-", "defs-", "dataclass-code-"))
+            or name == "secret"
+        ):
             if os.path.isdir(p) and not os.path.islink(p):
                 shutil.rmtree(p, ignore_errors=True)
             else:

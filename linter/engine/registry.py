@@ -128,8 +128,9 @@ class _LazyCheck:
 # -- the rule index: rule metadata without importing 80 rule modules ------------------------
 # Discovery imports every rule module (and the helper modules and regexes they pull in): a
 # third of a one-file run. Its result is cached as JSON in the user cache directory, keyed by
-# the size and mtime of every source file of the package, so it is never stale: any edit
-# makes a new key and the next run discovers again (AILINT_NO_CACHE=1 turns the cache off).
+# the installed code (`ailint.core.sourcekey`: a wheel's RECORD, else every source file's size
+# and mtime), so it is never stale: a reinstall or an edit makes a new key and the next run
+# discovers again (AILINT_NO_CACHE=1 turns the cache off).
 _INDEX_VERSION = 3
 
 
@@ -145,39 +146,15 @@ def _cache_dir() -> str | None:
 
 def _index_file() -> str | None:
     import os
-    import sys
     from binascii import crc32  # the CRC-32 of zlib, from a module a run loads anyway
 
-    import ailint
-    import ailint.rules
+    from ailint.core.sourcekey import source_key
 
     base = _cache_dir()
     if base is None:
         return None
-    parts = [f"{_INDEX_VERSION}:{ailint.__version__}:{sys.version}"]
-    for root in dict.fromkeys([*ailint.__path__, *ailint.rules.__path__]):
-        _source_stamps(root, parts)
-    key = "\n".join(parts).encode("utf-8", "surrogateescape")
+    key = f"{_INDEX_VERSION}:{source_key()}".encode("utf-8", "surrogateescape")
     return os.path.join(base, f"rules-{crc32(key):08x}-{len(key):x}.json")
-
-
-def _source_stamps(folder: str, out: list[str]) -> None:
-    """`path:size:mtime` of every `.py` file under `folder`, a folder's files before its
-    subfolders, each in name order (`os.scandir`: a third less than `os.walk` and `os.stat`,
-    for the 380 files a run stamps)."""
-    import os
-
-    with os.scandir(folder) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    subfolders = []
-    for e in entries:
-        if e.name.endswith(".py") and e.is_file():
-            st = e.stat()
-            out.append(f"{folder}/{e.name}:{st.st_size}:{st.st_mtime_ns}")
-        elif e.name != "__pycache__" and e.is_dir():
-            subfolders.append(e.path)
-    for sub in subfolders:
-        _source_stamps(sub, out)
 
 
 def _rule_to_json(r: Rule) -> dict[str, Any]:
