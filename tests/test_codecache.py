@@ -179,7 +179,8 @@ def test_what_forked_workers_compile_is_kept_by_their_parent(tmp_path: Path) -> 
 def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) -> None:
     """A table cut short, one whose MAC another folder's key made, or one that is not a
     table at all is never loaded: the run compiles its methods as without one, and saves a
-    good table for the next run."""
+    good table for the next run. An entry whose bytes differ from its digest in the header
+    is compiled again, alone."""
     cache, other = tmp_path / "c", tmp_path / "other"
     baseline, _ = _check(cache)
     _check(other)
@@ -191,6 +192,12 @@ def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) ->
         out, compiled = _check(cache)
         assert out == baseline and compiled > 50
         assert _check(cache)[1] == 0, "the run saved a good table again"
+    # one entry changed after its header was written: that entry alone is compiled again
+    good = table.read_bytes()
+    table.write_bytes(good[:-3] + bytes(b ^ 0xFF for b in good[-3:]))
+    out, compiled, patterns = _check_counts(cache)
+    assert out == baseline and compiled + patterns == 1
+    assert _check_counts(cache)[1:] == (0, 0)
     table.unlink()
     table.mkdir()  # unreadable (a folder in its place): compiled, and nothing raises
     out, compiled = _check(cache)
@@ -229,7 +236,7 @@ def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> Non
     junk = (
         "from ailint.core import codecache\ncodecache.install()\n"
         "for n in range(codecache.MAX_ENTRIES + 10):\n    codecache._exec(f'x = {n}', {}, {})\n"
-        "codecache.save()\nprint(len(codecache._load(codecache._state['dir'])['dataclass']))\n"
+        "codecache.save()\nprint(len(codecache._load(codecache._state['dir'])[0]['dataclass']))\n"
     )
     proc = subprocess.run([sys.executable, "-c", junk], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
     assert proc.returncode == 0 and int(proc.stdout) > 1000, proc.stderr
@@ -237,7 +244,7 @@ def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> Non
     assert compiled > 50
     count = (
         "from ailint.core import codecache\ncodecache.install()\n"
-        "print(len(codecache._codes), sum(t.startswith('x = ') for t in codecache._codes))\n"
+        "codes = codecache._tables['dataclass']\nprint(len(codes), sum(t.startswith('x = ') for t in codes))\n"
     )
     proc = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
     total, old = map(int, proc.stdout.split())

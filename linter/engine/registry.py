@@ -213,16 +213,28 @@ def _rule_fields() -> tuple[Any, ...]:
     return dataclasses.fields(Rule)
 
 
+def _members(enum: Any) -> dict[Any, Any]:
+    """An enum's members by value: a dict lookup, where calling the enum costs 1.5 us (the
+    index builds 120 rules, three enums each)."""
+    return {m.value: m for m in enum}
+
+
+_ENUM_VALUES: dict[str, dict[Any, Any]] = {}
+
+
 def _rule_from_json(d: dict[str, Any]) -> Rule:
+    values = _ENUM_VALUES
+    if not values:
+        values.update(severity=_members(Severity), scope=_members(Scope), fix=_members(FixAvailability))
     return Rule(
         **{k: _tuples(v) for k, v in d.items() if k not in _INDEXED},
         code=d["code"],
         name=d["name"],
-        severity=Severity(d["severity"]),
+        severity=values["severity"][d["severity"]],
         summary=d["summary"],
         kinds=tuple(d["kinds"]),
-        scope=Scope(d["scope"]),
-        fix=FixAvailability(d["fix"]),
+        scope=values["scope"][d["scope"]],
+        fix=values["fix"][d["fix"]],
         options={k: Option(*v) for k, v in d["options"].items()},
         tags=tuple(d["tags"]),
         precision=d["precision"],

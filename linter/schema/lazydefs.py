@@ -14,8 +14,10 @@ A file of any other layout is decoded whole, as before (`load_definitions` falls
 The scan itself (3 ms, and 0.7 ms for the group/version/kind entries) is kept in the cache
 folder, keyed by the file's path, size and mtime, like the rule index: a later run reads the
 file as bytes and takes the names, offsets and entries from there, after checking that every
-name still stands where the index says (a file changed in place is scanned again). A
-one-file run reads the definitions in 1 ms instead of 5. `AILINT_NO_CACHE=1` turns it off.
+name still stands where the index says (a file changed in place is scanned again), and
+decodes only the definitions it reads (the file is ASCII, so the offsets are the same in the
+bytes). A one-file run reads the definitions in 0.6 ms instead of 5. `AILINT_NO_CACHE=1`
+turns it off.
 """
 
 from __future__ import annotations
@@ -34,25 +36,37 @@ _NAME_LINE = '\n    "'  # a definition's name, and nothing else, starts a line a
 _GVK = '\n      "x-kubernetes-group-version-kind": '
 _TOP = '\n  "'  # the keys after `$defs` ($schema, $id)
 _DECODER = json.JSONDecoder()
-_KEPT_MAGIC = b"AILS1\n"  # the kept scan of a definitions file (`_kept_index`)
+_KEPT_MAGIC = b"AILS2\n"  # the kept scan of a definitions file (`_kept_index`)
 
 
 class LazyDefinitions(Mapping[str, "Any"]):
     """`$defs` of a definitions file: names known at once, each value decoded on first read."""
 
-    __slots__ = ("_decoded", "_gvk", "_starts", "_text")
+    __slots__ = ("_decoded", "_ends", "_gvk", "_starts", "_text")
 
-    def __init__(self, text: str, starts: dict[str, int], gvk: list[tuple[str, list[Any]]] | None = None) -> None:
-        self._text = text
+    def __init__(
+        self, text: str | bytes | Any, starts: dict[str, int], gvk: list[tuple[str, list[Any]]] | None = None
+    ) -> None:
+        self._text = text  # bytes (a mapped file): an ASCII file with a kept scan, never decoded whole
         self._starts = starts
         self._decoded: dict[str, Any] = {}
         self._gvk = gvk  # the entries, when a kept scan had them
+        self._ends: list[int] | None = None
 
     def __getitem__(self, name: str) -> Any:
         try:
             return self._decoded[name]
         except KeyError:
-            value, _ = _DECODER.raw_decode(self._text, self._starts[name])  # KeyError: not there
+            start = self._starts[name]  # KeyError: not there
+            text = self._text
+            if not isinstance(text, str):  # its value ends before the next definition starts
+                if self._ends is None:
+                    self._ends = sorted(self._starts.values())
+                after = bisect.bisect_right(self._ends, start)
+                end = self._ends[after] if after < len(self._ends) else len(text)
+                value, _ = _DECODER.raw_decode(text[start:end].decode("utf-8"))
+            else:
+                value, _ = _DECODER.raw_decode(text, start)
             self._decoded[name] = value
             return value
 
@@ -76,6 +90,7 @@ class LazyDefinitions(Mapping[str, "Any"]):
 
     def _scan_gvk(self) -> Iterator[tuple[str, list[Any]]]:
         text = self._text
+        assert isinstance(text, str), "a kept scan has its entries"
         names = list(self._starts)
         starts = list(self._starts.values())
         at = text.find(_GVK)
@@ -91,19 +106,20 @@ def load_definitions(path: str) -> dict[str, Any]:
     """The definitions file at `path`, its `$defs` a `LazyDefinitions` when the layout is
     the one kubernetes-validate writes, else a dict decoded whole."""
     with open(path, "rb") as fh:
-        data = fh.read()
         stamp = os.fstat(fh.fileno())
+        key = f"{os.path.abspath(path)}\0{stamp.st_size}\0{stamp.st_mtime_ns}".encode("utf-8", "surrogateescape")
+        kept = _kept_index(key, fh) if stamp.st_size else None
+        if kept is not None:
+            return kept  # the file is mapped, not read: only the definitions a run reads are decoded
+        data = fh.read()
     text = data.decode("utf-8")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # as reading it as text does
-    key = f"{os.path.abspath(path)}\0{stamp.st_size}\0{stamp.st_mtime_ns}".encode("utf-8", "surrogateescape")
-    kept = _kept_index(key, text)
-    if kept is not None:
-        return kept
     lazy = _index(text)
     if lazy is None:
         return json.loads(text)
-    _keep_index(key, lazy)
+    if "\r" not in text and text.isascii():  # offsets in the text are offsets in the bytes
+        _keep_index(key, lazy)
     return lazy
 
 
@@ -117,10 +133,12 @@ def _kept_file(key: bytes) -> str | None:
     return os.path.join(user_cache_dir(), f"defs-{crc32(key):08x}-{len(key):x}.bin")
 
 
-def _kept_index(key: bytes, text: str) -> dict[str, Any] | None:
-    """The scan an earlier run kept for this file, when every name in it still stands at
-    its offset in `text`; None otherwise (no cache, not kept, torn, another file's)."""
+def _kept_index(key: bytes, definitions: Any) -> dict[str, Any] | None:
+    """The scan an earlier run kept for the file open at `definitions` (ASCII with `\n` lines: kept
+    only for such), when every name in it still stands at its offset; the file mapped. None
+    otherwise (no cache, not kept, torn, another file's)."""
     import marshal
+    import mmap
 
     from ailint.core.cachedir import opened, read_secret
 
@@ -135,14 +153,17 @@ def _kept_index(key: bytes, text: str) -> dict[str, Any] | None:
             payload = opened(_KEPT_MAGIC, secret, fh.read(), key)
         if payload is None:
             return None
-        starts, gvk, top = marshal.loads(payload)
-        for name, start in starts.items():  # each value's `{` right after its name's line
-            head = f'{_NAME_LINE}{name}": '  # a name with a quote or backslash: scanned again
-            if not text.startswith(head, start - len(head)):
+        starts, heads, gvk, top = marshal.loads(payload)
+        data = mmap.mmap(definitions.fileno(), 0, access=mmap.ACCESS_READ)
+        # each value's `{` right after its name's line (written with the scan, as bytes)
+        if len(heads) != len(starts):
+            return None
+        for head, start in zip(heads, starts.values(), strict=True):
+            if data[start - len(head) : start] != head:
                 return None
     except (OSError, ValueError, EOFError, TypeError, AttributeError):
         return None
-    return {"$defs": LazyDefinitions(text, starts, gvk), **top}
+    return {"$defs": LazyDefinitions(data, starts, gvk), **top}
 
 
 def _keep_index(key: bytes, lazy: dict[str, Any]) -> None:
@@ -153,7 +174,9 @@ def _keep_index(key: bytes, lazy: dict[str, Any]) -> None:
     if path is None:
         return
     defs = lazy["$defs"]
-    payload = marshal.dumps((defs._starts, list(defs._scan_gvk()), {k: v for k, v in lazy.items() if k != "$defs"}))
+    heads = [f'{_NAME_LINE}{name}": '.encode("ascii") for name in defs._starts]
+    top = {k: v for k, v in lazy.items() if k != "$defs"}
+    payload = marshal.dumps((defs._starts, heads, list(defs._scan_gvk()), top))
     try:
         from ailint.core.cachedir import private_dir, sealed, secret, write_private
 
