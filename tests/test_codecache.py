@@ -82,12 +82,17 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _fingerprint(cache: Path, **extra: str) -> dict:
+def _run_json(script: str, cache: Path, **extra: str) -> dict:
+    """What `script` prints as JSON, run in a fresh interpreter with `cache` as the cache folder."""
     proc = subprocess.run(
-        [sys.executable, "-c", _FINGERPRINT], cwd=ROOT, env=_env(cache, **extra), capture_output=True, text=True
+        [sys.executable, "-c", script], cwd=ROOT, env=_env(cache, **extra), capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def _fingerprint(cache: Path, **extra: str) -> dict:
+    return _run_json(_FINGERPRINT, cache, **extra)
 
 
 def test_classes_from_the_table_are_the_classes_compiled_afresh(tmp_path: Path) -> None:
@@ -284,11 +289,7 @@ print(json.dumps({"patterns": out, "compiled": built}))
 
 
 def _patterns(cache: Path, **extra: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", _PATTERNS], cwd=ROOT, env=_env(cache, **extra), capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return _run_json(_PATTERNS, cache, **extra)
 
 
 def test_patterns_from_the_table_are_the_patterns_compiled_afresh(tmp_path: Path) -> None:
