@@ -26,9 +26,10 @@ Why a class or a pattern is the same either way:
   program; the group names and count are compared too), and not when compiling it warned;
 - the table is per interpreter build (`sys.version` and marshal's version name the file):
   another Python never reads it;
-- it lives in the cache folder (private to its owner, `ailint.core.cachedir`) behind that
-  folder's keyed MAC, so a table another user or a torn write produced is never loaded, and
-  whatever cannot be read is an empty table;
+- it lives in the cache folder (private to its owner, `ailint.core.cachedir`), its header
+  behind that folder's keyed MAC and each entry behind its digest in the header, so a table
+  another user or a torn write produced is never loaded, an entry that does not match is
+  compiled again, and whatever cannot be read is an empty table;
 - `dataclasses` finds `exec` among its module's globals before the builtin one, and `re` calls
   its compiler through the module attribute: a Python that stops doing either never calls
   these, and a call with anything else (a code object, a parsed pattern, `re.DEBUG`) goes to
