@@ -114,7 +114,8 @@ parent = os.getpid()
 def probe(code):
     from ailint.core import codecache
     if os.getpid() == parent:  # a forked worker leaves by os._exit too
-        print("COMPILED", codecache.compiled_here(), codecache.compiled_here("regex"), file=sys.stderr)
+        print("COMPILED", codecache.compiled_here(), codecache.compiled_here("regex"),
+              codecache.compiled_here("module"), file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -123,8 +124,9 @@ main()
 """
 
 
-def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int]:
-    """The demo's JSON report, and how many dataclass texts and patterns the run compiled."""
+def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int, int]:
+    """The demo's JSON report, and how many dataclass texts, patterns and modules the run
+    compiled (or read from their `.pyc`) and kept."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -146,22 +148,23 @@ def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int
     )
     assert proc.returncode == 1 and proc.stdout, proc.stderr
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("COMPILED"))
-    _, texts, patterns = line.split()
-    return proc.stdout, int(texts), int(patterns)
+    _, texts, patterns, modules = line.split()
+    return proc.stdout, int(texts), int(patterns), int(modules)
 
 
 def _check(cache: Path, **extra: str) -> tuple[str, int]:
-    out, texts, _ = _check_counts(cache, **extra)
+    out, texts, _, _ = _check_counts(cache, **extra)
     return out, texts
 
 
-def test_a_second_check_compiles_no_dataclass_method_and_no_pattern(tmp_path: Path) -> None:
+def test_a_second_check_compiles_nothing(tmp_path: Path) -> None:
     """`--no-cache` keeps the table (ailint's own code, like the rule index): the second
     check of the demo compiles nothing and reports the same bytes."""
-    out1, compiled1, patterns1 = _check_counts(tmp_path / "c")
-    out2, compiled2, patterns2 = _check_counts(tmp_path / "c")
+    out1, compiled1, patterns1, modules1 = _check_counts(tmp_path / "c")
+    out2, compiled2, patterns2, modules2 = _check_counts(tmp_path / "c")
     assert compiled1 > 50 and compiled2 == 0
     assert patterns1 > 50 and patterns2 == 0, "every pattern of the second run came from the table"
+    assert modules1 > 50 and modules2 == 0, "every module of the second run came from the table"
     assert out1 == out2
     names = os.listdir(tmp_path / "c")
     assert any(n.startswith("code-") for n in names), names
@@ -174,10 +177,10 @@ def test_what_forked_workers_compile_is_kept_by_their_parent(tmp_path: Path) -> 
     compile patterns (and dataclass methods) of their own; they hand them to the parent,
     which saves them with its own: a `--jobs 1` run afterwards, doing all the work in one
     process, compiles nothing."""
-    out2, _, patterns = _check_counts(tmp_path / "c", "--jobs", "2")
+    out2, _, patterns, _ = _check_counts(tmp_path / "c", "--jobs", "2")
     assert patterns > 50
-    out1, texts, patterns = _check_counts(tmp_path / "c", "--jobs", "1")
-    assert (texts, patterns) == (0, 0)
+    out1, texts, patterns, modules = _check_counts(tmp_path / "c", "--jobs", "1")
+    assert (texts, patterns, modules) == (0, 0, 0)
     assert out1 == out2
 
 
@@ -192,17 +195,23 @@ def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) ->
     table = next(cache / n for n in os.listdir(cache) if n.startswith("code-"))
     good = table.read_bytes()
     foreign = next(other / n for n in os.listdir(other) if n.startswith("code-")).read_bytes()
-    for bad in (good[: len(good) // 2], foreign, MAGIC + b"\0" * 40, b""):
+    for bad in (good[: len(MAGIC) + 60], foreign, MAGIC + b"\0" * 40, b""):
         table.write_bytes(bad)
         out, compiled = _check(cache)
         assert out == baseline and compiled > 50
         assert _check(cache)[1] == 0, "the run saved a good table again"
+    # cut after its header: the entries before the cut are used, the others compiled again
+    good = table.read_bytes()
+    table.write_bytes(good[: len(good) * 2 // 3])
+    out, *counts = _check_counts(cache)
+    assert out == baseline and 0 < sum(counts) < 400
+    assert _check_counts(cache)[1:] == (0, 0, 0)
     # one entry changed after its header was written: that entry alone is compiled again
     good = table.read_bytes()
     table.write_bytes(good[:-3] + bytes(b ^ 0xFF for b in good[-3:]))
-    out, compiled, patterns = _check_counts(cache)
-    assert out == baseline and compiled + patterns == 1
-    assert _check_counts(cache)[1:] == (0, 0)
+    out, *counts = _check_counts(cache)
+    assert out == baseline and sum(counts) == 1
+    assert _check_counts(cache)[1:] == (0, 0, 0)
     table.unlink()
     table.mkdir()  # unreadable (a folder in its place): compiled, and nothing raises
     out, compiled = _check(cache)
@@ -358,3 +367,77 @@ def test_no_cache_env_leaves_re_alone(tmp_path: Path) -> None:
             [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c", **extra), capture_output=True, text=True
         )
         assert proc.stdout.strip() == expected, proc.stderr
+
+
+_MODULES_PROBE = r"""
+import os, sys, json
+real_exit = os._exit
+parent = os.getpid()
+def probe(code):
+    if os.getpid() == parent:
+        names = ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run")
+        out = {}
+        for n in names:
+            m = sys.modules[n]
+            out[n] = [m.__file__, getattr(m, "__path__", None) and list(m.__path__), m.__spec__.origin,
+                      m.__name__, m.__package__, type(m.__spec__.loader).__name__]
+        import linecache, traceback
+        f = sys.modules["ailint.core.model"].__spec__.origin
+        out["source line"] = linecache.getline(f, 1).strip()
+        print("MODULES", json.dumps(out), file=sys.stderr)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["ailint", *sys.argv[1:]]
+from ailint.doors.lean import main
+main()
+"""
+
+
+def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_path: Path) -> None:
+    """A module served from the table has the `__file__`, `__path__`, `__spec__.origin`,
+    `__name__` and `__package__` it has when imported from its file, and its source is
+    found for tracebacks; only its loader differs."""
+
+    def modules(**extra: str) -> dict:
+        proc = subprocess.run(
+            [sys.executable, "-c", _MODULES_PROBE, "check", "--no-config", "--no-cache", "fixtures/demo/vllm.yaml"],
+            cwd=ROOT, env=_env(tmp_path / "c", **extra), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES"))
+        return json.loads(line.split(" ", 1)[1])
+
+    plain = modules(AILINT_NO_CACHE="1")
+    modules()  # keeps them
+    served = modules()
+    for name in ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run"):
+        assert plain[name][5] == "SourceFileLoader" and served[name][5] == "_ModuleLoader", name
+        assert served[name][:5] == plain[name][:5], name
+    assert served["source line"] == plain["source line"] != ""
+
+
+def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch) -> None:
+    """The finder serves a module only while its source file has the size and mtime its
+    code was kept with, as CPython checks a `.pyc`: an edit (either one) sends it to
+    Python's own finder, and so does a source that is gone."""
+    import marshal
+
+    from ailint.core import codecache
+
+    source = tmp_path / "mod.py"
+    source.write_text("VALUE = 1\n")
+    st = source.stat()
+    code = marshal.dumps(compile("VALUE = 1\n", str(source), "exec"))
+    monkeypatch.setitem(codecache._state, "file", code)
+    monkeypatch.setitem(codecache._tables, "module", {})
+    monkeypatch.setattr(codecache, "_crc32", __import__("binascii").crc32)
+    place = (0, len(code), codecache._crc32(code), str(source), None)
+    tables = codecache._tables["module"]
+    tables["ailint.probe"] = (*place, st.st_size, st.st_mtime_ns)
+    spec = codecache._ModuleFinder.find_spec("ailint.probe")
+    assert spec is not None and spec.origin == str(source) and spec.loader_state == code
+    for size, mtime in ((st.st_size + 1, st.st_mtime_ns), (st.st_size, st.st_mtime_ns + 1)):
+        tables["ailint.probe"] = (*place, size, mtime)
+        assert codecache._ModuleFinder.find_spec("ailint.probe") is None
+    tables["ailint.probe"] = (*place, st.st_size, st.st_mtime_ns)
+    source.unlink()
+    assert codecache._ModuleFinder.find_spec("ailint.probe") is None
