@@ -441,3 +441,20 @@ def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch
     tables["ailint.probe"] = (*place, st.st_size, st.st_mtime_ns)
     source.unlink()
     assert codecache._ModuleFinder.find_spec("ailint.probe") is None
+
+
+def test_a_module_edited_since_is_kept_anew_and_served_again(tmp_path: Path) -> None:
+    """After its source changes (here its mtime), a module is imported from its file once,
+    kept with its new size and mtime, and served from the table by the next run (a stale
+    stamp kept over the new one made every later run import and save it again)."""
+    source = ROOT / "linter" / "report" / "explain.py"
+    stat = source.stat()
+    cache = tmp_path / "c"
+    _check_counts(cache)
+    assert _check_counts(cache)[3] == 0
+    try:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert _check_counts(cache)[3] >= 1
+        assert _check_counts(cache)[3] == 0, "the edited module is served from the table again"
+    finally:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -423,7 +423,7 @@ def save() -> None:
                     if len(entry) == length and _digest(entry) == digest:
                         entries[k] = entry
                         if kind == MODULE:
-                            sources[k] = where[3:]
+                            sources.setdefault(k, where[3:])  # this run's own place, kept anew, wins
             entries.update(_carried[kind])
             if len(entries) + len(_new[kind]) > MAX_ENTRIES:
                 entries = {k: e for k, e in entries.items() if k in _met[kind] or k in _carried[kind]}
