@@ -416,9 +416,10 @@ def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_pa
 
 
 def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch) -> None:
-    """The finder serves a module only while its source file has the size and mtime its
-    code was kept with, as CPython checks a `.pyc`: an edit (either one) sends it to
-    Python's own finder, and so does a source that is gone."""
+    """The finder serves a module only from the folder it was kept from (another install
+    sharing the cache folder has entries of its own), and only while its source file has
+    the size and mtime its code was kept with, as CPython checks a `.pyc`: an edit (either
+    one) sends it to Python's own finder, and so does a source that is gone."""
     import marshal
 
     from ailint.core import codecache
@@ -432,15 +433,18 @@ def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch
     monkeypatch.setattr(codecache, "_crc32", __import__("binascii").crc32)
     place = (0, len(code), codecache._crc32(code), str(source), None)
     tables = codecache._tables["module"]
-    tables["ailint.probe"] = (*place, st.st_size, st.st_mtime_ns)
-    spec = codecache._ModuleFinder.find_spec("ailint.probe")
+    here = [str(tmp_path)]
+    key = ("ailint.probe", str(tmp_path))  # the name, and its package's `__path__` joined
+    tables[key] = (*place, st.st_size, st.st_mtime_ns)
+    spec = codecache._ModuleFinder.find_spec("ailint.probe", here)
     assert spec is not None and spec.origin == str(source) and spec.loader_state == code
+    assert codecache._ModuleFinder.find_spec("ailint.probe", [str(tmp_path / "other-install")]) is None
     for size, mtime in ((st.st_size + 1, st.st_mtime_ns), (st.st_size, st.st_mtime_ns + 1)):
-        tables["ailint.probe"] = (*place, size, mtime)
-        assert codecache._ModuleFinder.find_spec("ailint.probe") is None
-    tables["ailint.probe"] = (*place, st.st_size, st.st_mtime_ns)
+        tables[key] = (*place, size, mtime)
+        assert codecache._ModuleFinder.find_spec("ailint.probe", here) is None
+    tables[key] = (*place, st.st_size, st.st_mtime_ns)
     source.unlink()
-    assert codecache._ModuleFinder.find_spec("ailint.probe") is None
+    assert codecache._ModuleFinder.find_spec("ailint.probe", here) is None
 
 
 def test_a_module_edited_since_is_kept_anew_and_served_again(tmp_path: Path) -> None:

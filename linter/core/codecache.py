@@ -57,7 +57,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAGIC = b"AILC4\n"
+MAGIC = b"AILC5\n"
 # per kind; 2.5 versions of ailint's texts (a version makes about 400), past it a save keeps what the run met
 MAX_ENTRIES = 1024
 DATACLASS, REGEX, MODULE = "dataclass", "regex", "module"
@@ -285,8 +285,10 @@ def _load(directory: str) -> tuple[dict[str, dict[Any, tuple[Any, ...]]], Any]:
 # its `.pyc`, besides unmarshalling and running it: for the 130 modules of a one-file run,
 # 3.5 ms of 60. The table keeps each module's code with its source file's size and mtime, the
 # two things CPython checks a `.pyc` against; a module whose source changed, or that the table
-# lacks, is imported the usual way and kept at exit.
-_module_sources: dict[str, tuple[Any, ...]] = {}  # name -> (origin, search locations, size, mtime_ns)
+# lacks, is imported the usual way and kept at exit. A module is keyed by its name and its
+# package's `__path__` (where Python looks for it): every install of ailint that shares the
+# cache folder (a venv per project, an editable checkout) has its own entries.
+_module_sources: dict[tuple[str, str], tuple[Any, ...]] = {}  # key -> (origin, locations, size, mtime_ns)
 _before: set[str] = set()  # imported before the table was read
 
 
@@ -295,7 +297,10 @@ class _ModuleFinder:
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-        where = _tables[MODULE].get(name)
+        if not path:
+            return None  # a top-level module: ailint itself is imported before the table is read
+        key = (name, "\0".join(path))
+        where = _tables[MODULE].get(key)
         if where is None or len(where) != 7:
             return None
         origin, locations, size, mtime = where[3:]
@@ -305,7 +310,7 @@ class _ModuleFinder:
             return None
         if st.st_size != size or st.st_mtime_ns != mtime:
             return None  # edited since: Python's own finder reads it, and the exit keeps it anew
-        code = _stored(MODULE, name)
+        code = _stored(MODULE, key)
         if code is None:
             return None
         from importlib.machinery import ModuleSpec
@@ -342,7 +347,7 @@ def record_modules() -> None:
     from importlib.machinery import SourceFileLoader
 
     for name, module in list(sys.modules.items()):
-        if not name.startswith("ailint.") or name in _new[MODULE] or name in _before:
+        if not name.startswith("ailint.") or name in _before:
             continue
         spec = getattr(module, "__spec__", None)
         loader = getattr(spec, "loader", None)
@@ -354,22 +359,35 @@ def record_modules() -> None:
             continue
         locations = spec.submodule_search_locations
         place = (spec.origin, tuple(locations) if locations is not None else None, st.st_size, st.st_mtime_ns)
-        kept = _tables[MODULE].get(name)
-        if (kept is not None and tuple(kept[3:]) == place) or _module_sources.get(name) == place:
-            _met[MODULE].add(name)
-            continue  # imported before the table was read (the entry point's own modules): kept already
+        package = sys.modules.get(name.rpartition(".")[0])
+        searched = getattr(package, "__path__", None)
+        if searched is None:
+            continue
+        key = (name, "\0".join(searched))  # what `find_spec` is asked with
+        if key in _new[MODULE]:
+            continue
+        kept = _tables[MODULE].get(key)
+        if (kept is not None and tuple(kept[3:]) == place) or _module_sources.get(key) == place:
+            _met[MODULE].add(key)
+            continue  # kept already (and imported the usual way all the same: a worker's, say)
         try:
             code = loader.get_code(name)
         except (OSError, ImportError, SyntaxError, ValueError):
             continue
         if code is None:
             continue
-        _module_sources[name] = place
-        _keep(MODULE, name, marshal.dumps(code))
+        _module_sources[key] = place
+        _keep(MODULE, key, marshal.dumps(code))
 
 
 def _is_module_key(key: Any) -> bool:
-    return isinstance(key, str) and key.startswith("ailint.")
+    return (
+        isinstance(key, tuple)
+        and len(key) == 2
+        and isinstance(key[0], str)
+        and key[0].startswith("ailint.")
+        and isinstance(key[1], str)
+    )
 
 
 def _is_module_source(place: Any) -> bool:
@@ -491,9 +509,9 @@ def adopt(blob: bytes) -> None:
         return
     if not isinstance(got, dict) or not isinstance(places, dict):
         return
-    for name, place in places.items():
-        if isinstance(name, str) and _is_module_source(place) and name not in _module_sources:
-            _module_sources[name] = place
+    for key, place in places.items():
+        if _is_module_key(key) and _is_module_source(place) and key not in _module_sources:
+            _module_sources[key] = place
     for kind, valid in ((DATACLASS, _is_code_key), (REGEX, _is_pattern_key), (MODULE, _is_module_key)):
         entries = got.get(kind)
         if not isinstance(entries, dict):
