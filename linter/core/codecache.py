@@ -415,7 +415,10 @@ def save() -> None:
     directory = _state["dir"]
     if directory is None or _state["pid"] != os.getpid():
         return
-    record_modules()
+    try:
+        record_modules()
+    except Exception:  # never an error at exit: the modules are imported the usual way next time
+        pass
     if not any(_new.values()):
         return
     try:
@@ -495,7 +498,10 @@ def handed_over() -> bytes | None:
     """What a forked worker compiled, marshalled for its parent to `adopt`; None if nothing."""
     if _state["dir"] is None:
         return None
-    record_modules()
+    try:
+        record_modules()
+    except Exception:  # a worker's modules are then imported the usual way next time
+        pass
     if not any(_new.values()):
         return None
     return marshal.dumps((_new, _module_sources))
