@@ -462,3 +462,19 @@ def test_a_module_edited_since_is_kept_anew_and_served_again(tmp_path: Path) -> 
         assert _check_counts(cache)[3] == 0, "the edited module is served from the table again"
     finally:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_pattern_compiled_in_a_thread_is_compiled_by_re_and_not_kept(tmp_path: Path) -> None:
+    """Keeping a program checks its parse for warnings with `warnings.catch_warnings`, which
+    is process-wide: a pattern first compiled in a thread (a webhook request) is compiled by
+    `re` as before and not kept."""
+    code = (
+        "import re, threading, sys\nfrom ailint.core import codecache\ncodecache.install()\n"
+        "out = []\nt = threading.Thread(target=lambda: out.append(re.compile('th(r)ead+')))\nt.start(); t.join()\n"
+        "print(out[0].match('threaddd') is not None, codecache.compiled_here('regex'), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.split()[-2:] == ["True", "0"], proc.stderr

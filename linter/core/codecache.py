@@ -160,6 +160,9 @@ def _program(p: str | bytes, flags: int, pattern: Any) -> tuple[Any, ...] | None
     import warnings
     from re import _compiler, _parser  # type: ignore[attr-defined]
 
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.current_thread() is not threading.main_thread():
+        return None  # `catch_warnings` is process-wide: never from a thread (the webhook's requests)
     try:
         with warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
