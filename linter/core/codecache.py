@@ -300,8 +300,8 @@ class _ModuleFinder:
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-        if not path:
-            return None  # a top-level module: ailint itself is imported before the table is read
+        if not path or not name.startswith("ailint."):
+            return None  # another package's, or top-level (ailint itself comes before the table)
         key = (name, "\0".join(path))
         where = _tables[MODULE].get(key)
         if where is None or len(where) != 7:
