@@ -51,3 +51,20 @@ def test_this_checkout_is_keyed_by_its_files() -> None:
     key = source_key.__wrapped__()  # type: ignore[attr-defined]
     assert "\ninstalled " not in key
     assert "/core/model.py:" in key and "/rules/gpu/" in key
+
+
+def test_a_kept_index_leaves_a_few_of_older_code(tmp_path: Path) -> None:
+    """`cachedir.keep` writes the index owner-only and leaves only the newest few other
+    files of its prefix (the rule and family indexes of older code); other prefixes stay."""
+    from ailint.core.cachedir import keep
+
+    for n in range(10):
+        f = tmp_path / f"families-{n:08x}-10.json"
+        f.write_text("[]")
+        os.utime(f, (1_000_000 + n, 1_000_000 + n))
+    (tmp_path / "rules-00000000-10.json").write_text("[]")
+    keep(str(tmp_path / "families-ffffffff-10.json"), [b"[]"], older=3)
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("families-"))
+    assert left == [f"families-{n:08x}-10.json" for n in (7, 8, 9)] + ["families-ffffffff-10.json"]
+    assert (tmp_path / "rules-00000000-10.json").exists()
+    assert (tmp_path / "families-ffffffff-10.json").stat().st_mode & 0o077 == 0

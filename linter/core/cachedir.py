@@ -4,7 +4,8 @@ The results cache (`ailint.engine.cache`) and the compiled start-up code (datacl
 and pattern programs, `ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
 key is this folder's `secret`: an entry another user or a torn write produced is never read.
 `sealed` and `opened` put that MAC on and check it; `write_private` writes a file whole or
-not at all. Nothing here imports more than `os` and `_blake2`, so the code table can be read
+not at all; `kept_file` and `keep` name and write the files derived from a key (the rule and
+family indexes, the kept scan of the Kubernetes definitions). Nothing here imports more than `os` and `_blake2`, so the code table can be read
 before any dataclass of ailint exists.
 """
 
@@ -57,6 +58,43 @@ def write_private(path: str, pieces: Iterable[bytes]) -> None:
     except BaseException:
         unlink(tmp)
         raise
+
+
+def kept_file(prefix: str, key: bytes, suffix: str) -> str | None:
+    """The file in the cache folder that what was derived from `key` is kept in
+    (`<prefix>-<crc>-<length><suffix>`); None when `AILINT_NO_CACHE` is set."""
+    if os.environ.get("AILINT_NO_CACHE"):
+        return None
+    from binascii import crc32  # zlib's CRC-32, from a module a run loads anyway (base64)
+
+    from ailint.core.paths import user_cache_dir
+
+    return os.path.join(user_cache_dir(), f"{prefix}-{crc32(key):08x}-{len(key):x}{suffix}")
+
+
+def keep(path: str, pieces: Iterable[bytes], older: int | None = None) -> None:
+    """Write a `kept_file` whole (owner-only, in the private folder); with `older`, keep only
+    that many other files of its prefix, newest first (keys of older code: several checkouts
+    may share the folder). Never an error: what is not kept is derived again next time."""
+    directory, name = os.path.split(path)
+    try:
+        private_dir(directory)
+        if older is not None:
+            prefix, suffix = name.split("-", 1)[0] + "-", os.path.splitext(name)[1]
+            others = sorted(
+                (
+                    os.path.join(directory, f)
+                    for f in os.listdir(directory)
+                    if f.startswith(prefix) and f.endswith(suffix)
+                ),
+                key=lambda f: os.stat(f).st_mtime,
+                reverse=True,
+            )
+            for f in others[older:]:
+                unlink(f)
+        write_private(path, pieces)
+    except (OSError, ValueError):
+        pass
 
 
 def private_dir(directory: str) -> None:

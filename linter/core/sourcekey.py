@@ -41,6 +41,21 @@ def source_key() -> str:
     return "\n".join(parts)
 
 
+def code_index_file(prefix: str, version: int) -> str | None:
+    """The kept index (`<prefix>-….json`) of this code at `version` of its format: the rule
+    index, the family index. None when the cache is off or the code cannot be read."""
+    from ailint.core.cachedir import kept_file
+
+    try:
+        key = f"{version}:{source_key()}".encode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    return kept_file(prefix, key, ".json")
+
+
+KEPT_INDEXES = 7  # indexes of older code kept beside the current one (checkouts sharing the folder)
+
+
 def installed_record(roots: Sequence[str], version: str) -> str | None:
     """The `RECORD` of a wheel install holding `roots` (the package folder and its
     subpackages), or None: an editable install, a source tree, a zip."""

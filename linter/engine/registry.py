@@ -134,27 +134,10 @@ class _LazyCheck:
 _INDEX_VERSION = 3
 
 
-def _cache_dir() -> str | None:
-    import os
-
-    if os.environ.get("AILINT_NO_CACHE"):
-        return None
-    from ailint.core.paths import user_cache_dir
-
-    return user_cache_dir()
-
-
 def _index_file() -> str | None:
-    import os
-    from binascii import crc32  # the CRC-32 of zlib, from a module a run loads anyway
+    from ailint.core.sourcekey import code_index_file
 
-    from ailint.core.sourcekey import source_key
-
-    base = _cache_dir()
-    if base is None:
-        return None
-    key = f"{_INDEX_VERSION}:{source_key()}".encode("utf-8", "surrogateescape")
-    return os.path.join(base, f"rules-{crc32(key):08x}-{len(key):x}.json")
+    return code_index_file("rules", _INDEX_VERSION)
 
 
 def _rule_to_json(r: Rule) -> dict[str, Any]:
@@ -264,7 +247,6 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
     if path is None:
         return
     import json
-    import os
 
     entries = []
     for reg in found.values():
@@ -272,27 +254,10 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
         if _rule_from_json(json.loads(json.dumps(e))) != reg.rule:
             return  # metadata JSON cannot carry exactly: no index, always discover
         entries.append({"module": reg.module, "check": reg.check is not None, "rule": e})
-    try:
-        d = os.path.dirname(path)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        # indexes of older sources: keep a few (several checkouts may share the cache)
-        old = sorted(
-            (os.path.join(d, f) for f in os.listdir(d) if f.startswith("rules-") and f.endswith(".json")),
-            key=lambda f: os.stat(f).st_mtime,
-            reverse=True,
-        )
-        for f in old[7:]:
-            try:
-                os.unlink(f)
-            except OSError:
-                pass
-        tmp = f"{path}.{os.getpid()}.tmp"
-        # owner-only, like every entry of the cache folder (issue 19)
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
-            json.dump(entries, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    from ailint.core.cachedir import keep
+    from ailint.core.sourcekey import KEPT_INDEXES
+
+    keep(path, [json.dumps(entries).encode("utf-8")], older=KEPT_INDEXES)  # owner-only (issue 19)
 
 
 def _discover() -> dict[str, RegisteredRule]:
@@ -418,10 +383,7 @@ def all_rules() -> dict[str, RegisteredRule]:
 def _builtin_rules() -> dict[str, RegisteredRule]:
     global _REGISTRY
     if _REGISTRY is None:
-        try:
-            path = _index_file()
-        except OSError:
-            path = None
+        path = _index_file()  # None: the cache is off, or the code cannot be read
         found = _load_index(path)
         if found is None:
             found = _discover()

@@ -124,13 +124,9 @@ def load_definitions(path: str) -> dict[str, Any]:
 
 
 def _kept_file(key: bytes) -> str | None:
-    if os.environ.get("AILINT_NO_CACHE"):
-        return None
-    from binascii import crc32  # loaded anyway (base64, by PyYAML); zlib is not
+    from ailint.core.cachedir import kept_file
 
-    from ailint.core.paths import user_cache_dir
-
-    return os.path.join(user_cache_dir(), f"defs-{crc32(key):08x}-{len(key):x}.bin")
+    return kept_file("defs", key, ".bin")
 
 
 def _kept_index(key: bytes, definitions: Any) -> dict[str, Any] | None:

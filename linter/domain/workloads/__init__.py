@@ -136,20 +136,9 @@ def _family(module: str) -> Family:
 
 
 def _index_path() -> str | None:
-    import os
+    from ailint.core.sourcekey import code_index_file
 
-    if os.environ.get("AILINT_NO_CACHE"):
-        return None
-    from binascii import crc32
-
-    from ailint.core.paths import user_cache_dir
-    from ailint.core.sourcekey import source_key
-
-    try:
-        key = f"{_INDEX_VERSION}:{source_key()}".encode("utf-8", "surrogateescape")
-    except OSError:
-        return None
-    return os.path.join(user_cache_dir(), f"families-{crc32(key):08x}-{len(key):x}.json")
+    return code_index_file("families", _INDEX_VERSION)
 
 
 def _read_index(path: str) -> list[_Declared] | None:
@@ -185,15 +174,11 @@ def _read_index(path: str) -> list[_Declared] | None:
 
 def _write_index(path: str, found: list[_Declared]) -> None:
     import json
-    import os
 
-    from ailint.core.cachedir import private_dir, write_private
+    from ailint.core.cachedir import keep
+    from ailint.core.sourcekey import KEPT_INDEXES
 
-    try:
-        private_dir(os.path.dirname(path))
-        write_private(path, [json.dumps([dataclasses.asdict(d) for d in found]).encode("utf-8")])
-    except (OSError, ValueError):
-        pass  # no index: the next run imports the families again
+    keep(path, [json.dumps([dataclasses.asdict(d) for d in found]).encode("utf-8")], older=KEPT_INDEXES)
 
 
 def kinds() -> list[Kind]:
