@@ -23,6 +23,8 @@ def test_cache_folder_precedence(monkeypatch, tmp_path):
 def test_results_cache_and_rule_index_share_the_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("AILINT_NO_CACHE", raising=False)
     monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path))
-    assert cache.default_dir() == registry._cache_dir() == str(tmp_path)
+    index = registry._index_file()  # named by cachedir.kept_file, as every index of ailint's code
+    assert index is not None
+    assert cache.default_dir() == os.path.dirname(index) == str(tmp_path)
     monkeypatch.setenv("AILINT_NO_CACHE", "1")
-    assert registry._cache_dir() is None
+    assert registry._index_file() is None
