@@ -478,3 +478,91 @@ def test_a_pattern_compiled_in_a_thread_is_compiled_by_re_and_not_kept(tmp_path:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.split()[-2:] == ["True", "0"], proc.stderr
+
+
+def test_a_save_keeps_each_module_with_the_stamp_of_its_own_code(tmp_path: Path, monkeypatch) -> None:
+    """A module's code and its source's stamp are kept as one pair, whichever run saves.
+
+    A run that had read the table before another run kept a module anew (after a reinstall)
+    saved the other run's new stamp with its own old code; every later run then served the
+    old code as current, and an import of a name only the new code has failed. Both paths
+    that merge are checked: a save over a table another run wrote since, and a worker's
+    module taken in by a parent that holds an older one."""
+    import binascii
+    import marshal
+
+    from ailint.core import codecache as cc
+
+    monkeypatch.setattr(cc, "_crc32", binascii.crc32)
+    monkeypatch.setattr(cc, "record_modules", lambda: None)  # no real module of this process
+    names = ("_tables", "_new", "_carried", "_met", "_counts", "_module_sources", "_state")
+    for name in names:
+        monkeypatch.setattr(cc, name, getattr(cc, name))  # restored after the test
+
+    def process() -> dict:
+        """A fresh run's state, with the table of tmp_path read as a run reads it at start."""
+        state = {
+            "_tables": {k: {} for k in cc.KINDS},
+            "_new": {k: {} for k in cc.KINDS},
+            "_carried": {k: {} for k in cc.KINDS},
+            "_met": {k: set() for k in cc.KINDS},
+            "_counts": dict.fromkeys(cc.KINDS, 0),
+            "_module_sources": {},
+            "_state": {"dir": str(tmp_path), "pid": os.getpid(), "file": b""},
+        }
+        tables, state["_state"]["file"] = cc._load(str(tmp_path))
+        for kind in cc.KINDS:
+            state["_tables"][kind].update(tables[kind])
+        become(state)
+        return state
+
+    def become(state: dict) -> None:
+        for name in names:
+            setattr(cc, name, state[name])
+
+    key = ("ailint.probe", str(tmp_path))
+    origin = str(tmp_path / "probe.py")
+    old = marshal.dumps(compile("OLD = 0\n", origin, "exec"))
+    new = marshal.dumps(compile("OLD = 0\nNEW = 1\n", origin, "exec"))
+    old_stamp, new_stamp = (origin, None, 8, 1_000), (origin, None, 16, 2_000)
+    pairs = {old_stamp: old, new_stamp: new}
+
+    def kept_pair() -> tuple:
+        process()
+        stamp = tuple(cc._tables[cc.MODULE][key][3:])
+        return stamp, cc._stored(cc.MODULE, key)
+
+    def keep_module(code: bytes, stamp: tuple) -> None:
+        cc._new[cc.MODULE][key] = code
+        cc._module_sources[key] = stamp
+
+    process()
+    keep_module(old, old_stamp)
+    cc.save()
+    assert kept_pair() == (old_stamp, old)
+
+    # a run reads the table, another keeps the module anew meanwhile, then the first saves
+    first = process()
+    process()
+    keep_module(new, new_stamp)
+    cc.save()
+    become(first)
+    cc._new[cc.REGEX][("x+", 0)] = b"program"  # something of its own to save
+    cc.save()
+    stamp, code = kept_pair()
+    assert (stamp, code) == (new_stamp, new), "the newer pair stays, whole"
+
+    # a parent that served the module from an older table takes in a worker's newer read
+    keep_module(old, old_stamp)
+    cc.save()
+    process()
+    assert cc._stored(cc.MODULE, key) == old
+    cc.adopt(marshal.dumps(({cc.MODULE: {key: new}}, {key: new_stamp})))
+    cc.save()
+    stamp, code = kept_pair()
+    assert pairs[stamp] == code and stamp == new_stamp
+
+    # a worker's module without the stamp it was read with is not kept
+    process()
+    cc.adopt(marshal.dumps(({cc.MODULE: {("ailint.other", str(tmp_path)): new}}, {})))
+    assert not cc._new[cc.MODULE]

@@ -57,7 +57,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAGIC = b"AILC5\n"
+MAGIC = b"AILC6\n"  # 6: tables of 5 may pair a module's stamp with older code (fixed in save)
 # per kind; 2.5 versions of ailint's texts (a version makes about 400), past it a save keeps what the run met
 MAX_ENTRIES = 1024
 DATACLASS, REGEX, MODULE = "dataclass", "regex", "module"
@@ -430,14 +430,15 @@ def save() -> None:
         private_dir(directory)
         key = secret(directory)
         on_disk, other = _load(directory)  # what a run beside this one saved meanwhile stays
-        sources: dict[Any, tuple[Any, ...]] = dict(_module_sources)  # module -> its source's place and stamp
         header: dict[str, dict[Any, tuple[Any, ...]]] = {}
         header_entries: dict[str, dict[Any, bytes]] = {}
         parts: list[bytes] = []
         offset = 0
         for kind in KINDS:
-            entries: dict[Any, bytes] = {}
-            for source, places in ((other, on_disk[kind]), (_state["file"], _tables[kind])):
+            # each entry with the stamp of its own source (a module's): this run's table, then
+            # the file as another run left it since (newer), then what this run compiled
+            kept: dict[Any, tuple[bytes, tuple[Any, ...]]] = {}
+            for source, places in ((_state["file"], _tables[kind]), (other, on_disk[kind])):
                 for k, where in places.items():
                     try:
                         start, length, digest = where[:3]
@@ -445,17 +446,17 @@ def save() -> None:
                     except (TypeError, ValueError):
                         continue
                     if len(entry) == length and _digest(entry) == digest:
-                        entries[k] = entry
-                        if kind == MODULE:
-                            sources.setdefault(k, where[3:])  # this run's own place, kept anew, wins
-            entries.update(_carried[kind])
-            if len(entries) + len(_new[kind]) > MAX_ENTRIES:
-                entries = {k: e for k, e in entries.items() if k in _met[kind] or k in _carried[kind]}
-            entries.update(_new[kind])
-            header_entries[kind] = entries
+                        kept[k] = (entry, tuple(where[3:]))
+            for k, entry in _carried[kind].items():
+                kept[k] = (entry, _module_sources.get(k, ()))
+            if len(kept) + len(_new[kind]) > MAX_ENTRIES:
+                kept = {k: e for k, e in kept.items() if k in _met[kind] or k in _carried[kind]}
+            for k, entry in _new[kind].items():
+                kept[k] = (entry, _module_sources.get(k, ()))
+            header_entries[kind] = {k: entry for k, (entry, _) in kept.items()}
             header[kind] = {}
-            for k, entry in entries.items():
-                header[kind][k] = (offset, len(entry), _digest(entry), *sources.get(k, ()))
+            for k, (entry, stamp) in kept.items():
+                header[kind][k] = (offset, len(entry), _digest(entry), *stamp)
                 parts.append(entry)
                 offset += len(entry)
         head = marshal.dumps(header)
@@ -518,15 +519,22 @@ def adopt(blob: bytes) -> None:
         return
     if not isinstance(got, dict) or not isinstance(places, dict):
         return
-    for key, place in places.items():
-        if _is_module_key(key) and _is_module_source(place) and key not in _module_sources:
-            _module_sources[key] = place
     for kind, valid in ((DATACLASS, _is_code_key), (REGEX, _is_pattern_key), (MODULE, _is_module_key)):
         entries = got.get(kind)
         if not isinstance(entries, dict):
             continue
         for k, v in entries.items():
-            if valid(k) and isinstance(v, bytes) and _stored(kind, k) is None:  # none kept, or a bad one
+            if not (valid(k) and isinstance(v, bytes)):
+                continue
+            if kind != MODULE:
+                if _stored(kind, k) is None:  # none kept, or a bad one
+                    _keep(kind, k, v)
+                continue
+            # a worker imports a module the usual way when the table's stamp is not its file's:
+            # its code is kept, always with the stamp it was read with, unless this run read it too
+            place = places.get(k)
+            if k not in _new[MODULE] and place is not None and _is_module_source(place):
+                _module_sources[k] = tuple(place)
                 _keep(kind, k, v)
 
 
