@@ -139,6 +139,56 @@ def test_namespace_scoped_reads_rerun_when_their_namespace_changes(tmp_path: Pat
     assert away == _lint(paths, None) and rel003(away) == 1
 
 
+def test_a_memo_shared_by_objects_reruns_each_reader_after_an_edit(tmp_path: Path) -> None:
+    """Two agents share a ServiceAccount whose RoleBinding one of them looks up first; the
+    other reads the run-wide memo. After the binding stops naming the account, both calls
+    run again: a memo filled per key by its readers (`memo(name, dict)`) had noted the
+    binding for the first reader only, and the rerun kept the second agent's old result."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    text = (FIXTURES / "SEC001" / "unbound_token_mounted.yaml").read_text(encoding="utf-8")
+    (tree / "a.yaml").write_text(text, encoding="utf-8")
+    (tree / "b.yaml").write_text(text.replace("name: support-copilot\n", "name: support-copilot-b\n"), encoding="utf-8")
+    binding = tree / "rbac.yaml"
+    binding.write_text(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: copilot\n"
+        "  namespace: support\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n"
+        "  name: view\nsubjects:\n  - kind: ServiceAccount\n    name: copilot\n    namespace: support\n",
+        encoding="utf-8",
+    )
+    cache, paths = tmp_path / "c", [str(tree)]
+
+    def sec001(found: dict) -> list[str]:
+        return sorted(Path(f["file"]).name for f in found["findings"] if f["code"] == "SEC001")
+
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None) and sec001(first) == []
+    binding.write_text(
+        binding.read_text(encoding="utf-8").replace("name: copilot\n    namespace", "name: other\n    namespace")
+    )
+    rerun = _lint(paths, cache)
+    assert sec001(rerun) == ["a.yaml", "b.yaml"]
+    assert rerun == _lint(paths, None)
+
+
+def test_no_run_wide_memo_is_a_container_its_readers_fill() -> None:
+    """`ctx.memo(key, compute)` notes what `compute` read for every later reader (the results
+    cache reruns a call when that changes). A memo created empty and filled by its readers
+    (`memo("x", dict)`) notes nothing for them: each entry must be a memo of its own key."""
+    import re
+
+    pattern = re.compile(
+        r"memo\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*(?:dict|list|set|lambda:\s*(?:\{\}|\[\]|set\(\)|dict\(\)))\s*\)"
+    )
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for base in ("linter", "rules")
+        for p in sorted((ROOT / base).rglob("*.py"))
+        for m in pattern.finditer(p.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
 @needs_shared
 def test_corpus_cached_and_uncached_identical(tmp_path: Path) -> None:
     plain = sorted(str(p) for p in CORPUS.glob("*/plain"))

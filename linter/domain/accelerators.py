@@ -234,11 +234,9 @@ def hosting_pools(ctx: Any, pod: PodTemplate, *, needs_accelerators: bool) -> li
     terms = pod_node_requirements(pod)
     memo = getattr(ctx, "memo", None)
     if memo is not None:  # pods with the same node requirements share the answer
-        cache = memo("accelerators.hosting_pools", dict)
         key = (needs_accelerators, tuple(tuple((r.key, r.operator, r.values) for r in t) for t in terms))
-        hit = cache.get(key)
-        if hit is None:
-            hit = cache[key] = _hosting_pools(ctx, terms, needs_accelerators)
+        # a memo per key, so the results cache notes the pools this read for every later reader
+        hit = memo(("accelerators.hosting_pools", key), lambda: _hosting_pools(ctx, terms, needs_accelerators))
         return list(hit)
     return _hosting_pools(ctx, terms, needs_accelerators)
 

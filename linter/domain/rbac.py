@@ -215,11 +215,9 @@ def bindings_for(ctx: Any, sa: tuple[str, str]) -> list[K8sObject]:
     memo = getattr(ctx, "memo", None)
     if memo is None:
         return _bindings_for(ctx, sa)
-    # once per ServiceAccount per run: SEC001 asks for every agent of every binding
-    by_sa = memo("rbac.bindings_for", dict)
-    got = by_sa.get(sa)
-    if got is None:
-        got = by_sa[sa] = _bindings_for(ctx, sa)
+    # once per ServiceAccount per run (SEC001 asks for every agent of every binding); a memo
+    # per ServiceAccount, so the results cache notes the bindings read for every later reader
+    got: list[K8sObject] = memo(("rbac.bindings_for", sa), lambda: _bindings_for(ctx, sa))
     return list(got)
 
 

@@ -252,38 +252,31 @@ def _by_name(ctx: Any, kind: str) -> dict[Any, list[K8sObject]]:
 def _lq_workloads(ctx: Any, lq: K8sObject) -> list[tuple[K8sObject, set[str]]]:
     """(workload, accelerator resources it needs) of the workloads a LocalQueue serves, in run
     order (once per LocalQueue: every ClusterQueue naming it asks again)."""
-    cache = ctx.memo("TRN008.lq_workloads", dict)
-    got = cache.get(id(lq))  # LocalQueues live as long as the run's context
-    if got is None:
-        got = cache[id(lq)] = [
-            (w, _needed(w, ctx)) for w in _workloads_by_queue(ctx).get(lq.name, ()) if tr.same_namespace(w, lq)
-        ]
+    got: list[tuple[K8sObject, set[str]]] = ctx.memo(  # LocalQueues live as long as the run's context
+        ("TRN008.lq_workloads", id(lq)),
+        lambda: [(w, _needed(w, ctx)) for w in _workloads_by_queue(ctx).get(lq.name, ()) if tr.same_namespace(w, lq)],
+    )
     return got
 
 
 def _covering(ctx: Any, lq_name: Any, w: K8sObject, needed: set[str]) -> list[K8sObject]:
     """ClusterQueues that a LocalQueue of this name in the workload's namespace points to and
     that cover everything the workload needs (once per queue name and workload)."""
-    cache = ctx.memo("TRN008.covering", dict)
-    key = (lq_name, id(w))
-    got = cache.get(key)
-    if got is None:
+
+    def covering() -> list[K8sObject]:
         names = {
             o.get("spec", "clusterQueue")
             for o in _by_name(ctx, "LocalQueue").get(lq_name, ())
             if tr.same_namespace(o, w)
         }
-        got = cache[key] = [
-            c for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ()) if not needed - _covered(c)
-        ]
+        return [c for n in names for c in _by_name(ctx, "ClusterQueue").get(n, ()) if not needed - _covered(c)]
+
+    got: list[K8sObject] = ctx.memo(("TRN008.covering", lq_name, id(w)), covering)
     return got
 
 
 def _needed(w: K8sObject, ctx: Any) -> set[str]:
-    cache = ctx.memo("TRN008.needed", dict)
-    got = cache.get(id(w))  # workloads live as long as the run's context
-    if got is None:
-        got = cache[id(w)] = _workload_resources(w, ctx)
+    got = ctx.memo(("TRN008.needed", id(w)), lambda: _workload_resources(w, ctx))  # objects outlive the memo
     return set(got)
 
 
