@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from ailint.core.model import K8sObject, Path, as_dict, iter_dicts
 from ailint.domain.extract import PodTemplate
 from ailint.domain.pod_labels import may_select
+from ailint.domain.selectors import selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,8 +120,10 @@ def cilium_policies_in(ctx: Any, namespace: str) -> list[K8sObject]:
 
 
 def selected_pods(ctx: Any, np: K8sObject) -> list[tuple[K8sObject, PodTemplate]]:
-    """Pod templates of the run that this policy selects."""
-    return [(o, p) for o, p in ctx.pods_in(np.namespace_or_default) if selects_pod(np, p)]
+    """Pod templates of the run that this policy selects (`selects_pod`: its namespace's pods
+    its `podSelector` can select, all of them when it has none)."""
+    sel = as_dict(np.data.get("spec")).get("podSelector")
+    return selected(ctx, np.namespace_or_default, {} if sel is None else sel)
 
 
 # ---------------------------------------------------------------------------------------

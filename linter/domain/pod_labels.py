@@ -239,4 +239,47 @@ def may_select(selector: Any, pod: PodTemplate) -> bool:
     return True
 
 
-__all__ = ["JOBSET", "LWS", "RAY_HEAD_GROUP", "controller_labels", "may_select", "pod_labels", "varying_labels"]
+class LabelIndex:
+    """The pod templates of one namespace by label, so that a selector is matched against the
+    pods that can carry its first `matchLabels` pair instead of every pod of the namespace
+    (a Service per workload in a namespace of thousands was quadratic). `selecting` gives the
+    same pods, in the same order, as `may_select` over every pod."""
+
+    __slots__ = ("by_label", "by_varying", "pods")
+
+    def __init__(self, pods: list[tuple[Any, PodTemplate]]) -> None:
+        self.pods = pods
+        self.by_label: dict[tuple[str, str], list[int]] = {}  # (key, value) -> positions in `pods`
+        self.by_varying: dict[str, list[int]] = {}  # a key the controller sets to any value
+        for i, (_, pod) in enumerate(pods):
+            labels, vary, _ = _effective(pod)
+            for pair in labels.items():
+                self.by_label.setdefault(pair, []).append(i)
+            for key in vary:
+                self.by_varying.setdefault(key, []).append(i)
+
+    def selecting(self, selector: Any) -> list[tuple[Any, PodTemplate]]:
+        """The (object, pod template) pairs `selector` can select (`may_select`), in order."""
+        if not isinstance(selector, dict):
+            return []
+        ml, _ = selector_terms(selector)
+        pods = self.pods
+        if not ml:
+            return [x for x in pods if may_select(selector, x[1])]
+        # `may_select` keeps a pod for a pair only when it carries the pair or the key varies
+        k, v = next(iter(ml.items()))
+        carrying, varying = self.by_label.get((str(k), str(v)), ()), self.by_varying.get(str(k), ())
+        positions = sorted({*carrying, *varying}) if carrying and varying else carrying or varying
+        return [pods[i] for i in positions if may_select(selector, pods[i][1])]
+
+
+__all__ = [
+    "JOBSET",
+    "LWS",
+    "RAY_HEAD_GROUP",
+    "LabelIndex",
+    "controller_labels",
+    "may_select",
+    "pod_labels",
+    "varying_labels",
+]

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain.context import selector_terms
 from ailint.domain.extract import PodTemplate
-from ailint.domain.pod_labels import may_select
+from ailint.domain.pod_labels import LabelIndex, may_select
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,8 +108,14 @@ _SELECTOR_KEYS = ("selector", "podSelector", "endpointSelector", "workloadSelect
 
 
 def selected(ctx: Any, namespace: str, selector: Any) -> list[tuple[K8sObject, PodTemplate]]:
-    """The (object, pod template) pairs of the namespace that `selector` can select."""
-    return [(o, p) for o, p in ctx.pods_in(namespace) if may_select(selector, p)]
+    """The (object, pod template) pairs of the namespace that `selector` can select
+    (`may_select`), in object order; through the namespace's label index, once per run."""
+    memo = getattr(ctx, "memo", None)
+    if memo is None or namespace is None:  # no run-wide memos (one object, no neighbours); every pod
+        return [(o, p) for o, p in ctx.pods_in(namespace) if may_select(selector, p)]
+    ns = namespace or "default"
+    index: LabelIndex = memo(("pod_labels.index", ns), lambda: LabelIndex(list(ctx.pods_in(ns))))
+    return index.selecting(selector)
 
 
 def required_labels(selector: Any) -> list[tuple[str, str]]:

@@ -141,6 +141,7 @@ from ailint.domain.descheduler import policies, protected_by
 from ailint.domain.disruption import disrupting_reasons
 from ailint.domain.extract import pod_accelerators, pod_templates
 from ailint.domain.pod_labels import LWS, may_select
+from ailint.domain.selectors import selected
 from ailint.fix import edits
 
 TYPE_CHECKING = False
@@ -279,9 +280,8 @@ def _pdb_fix(obj: Any, ctx: Any) -> Fix | None:
     pods = list(pod_templates(obj))
     if not name or sel is None or not pods or not all(may_select(sel, p) for p in pods):
         return None  # the rule would not see the new PDB select the pods
-    for o, pod in ctx.pods_in(ns or "default"):
-        if o is not obj and may_select(sel, pod):
-            return None  # it would also select another workload's pods
+    if any(o is not obj for o, _ in selected(ctx, ns or "default", sel)):
+        return None  # it would also select another workload's pods
     taken = {p.name for p in ctx.of_kind("PodDisruptionBudget", namespace=ns or "default")}
     pdb_name = next((n for n in (name, f"{name}-pdb") if n not in taken and len(n) <= 253), None)
     if pdb_name is None:

@@ -218,6 +218,22 @@ def _prefers_spot(pod: Any) -> bool:
     return False
 
 
+def _spot_pools(ctx: Any, pools: list[Any], accel: bool) -> list[str]:
+    """The names of `pools` that can launch Spot capacity (for an accelerator pod, Spot
+    accelerators); once per run for each set of pools (pods with the same node requirements
+    share theirs: `Context.pools_for`). The pools live as long as the context, so their ids
+    stay theirs."""
+
+    def names() -> list[str]:
+        return [p.name for p in pools if pool_allows_spot(p) and (not accel or _may_host_accel(p))]
+
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return names()
+    got: list[str] = memo(("REL006.spot_pools", accel, *map(id, pools)), names)
+    return got
+
+
 def spot_source(pod: Any, ctx: Any) -> str | None:
     """Why the pod can land on Spot (None when it cannot, or the files do not say)."""
     terms = pod_node_requirements(pod)
@@ -228,8 +244,7 @@ def spot_source(pod: Any, ctx: Any) -> str | None:
         return "it selects Spot capacity"
     if _prefers_spot(pod):
         return "it prefers Spot capacity"
-    accel = is_accelerator_pod(pod)
-    spot_pools = [p.name for p in ctx.pools_for(pod) if pool_allows_spot(p) and (not accel or _may_host_accel(p))]
+    spot_pools = _spot_pools(ctx, ctx.pools_for(pod), is_accelerator_pod(pod))
     if spot_pools:
         shown = sorted(spot_pools)[:2]
         return f"NodePool{'s' if len(shown) > 1 else ''} {', '.join(shown)} allow{'' if len(shown) > 1 else 's'} Spot"

@@ -128,8 +128,8 @@ from ailint.core.rule import Options, Rule, Scope
 from ailint.domain.context import Context
 from ailint.domain.extract import Container, PodTemplate, has_flag
 from ailint.domain.ingress_auth import gateway_authentication, mesh_authentication
-from ailint.domain.pod_labels import may_select
 from ailint.domain.roles import serving_engine
+from ailint.domain.selectors import selected
 
 RULE = Rule(
     code="SEC011",
@@ -181,9 +181,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     selector = spec.get("selector")
     if not isinstance(selector, dict) or not selector:
         return
-    for wl, pod in ctx.pods_in(obj.namespace_or_default):
-        if not may_select(selector, pod):
-            continue
+    for wl, pod in selected(ctx, obj.namespace_or_default, selector):
         for c in pod.containers(include_init=False):
             engine = serving_engine(c)
             if not engine or _authenticated(pod, c) or mesh_authentication(ctx, pod) is not None:
