@@ -343,3 +343,44 @@ def test_envoy_gateway_security_policy_on_the_gateway_or_the_route() -> None:
     assert _gateway(_sp("apps", "targetRefs: [{kind: Gateway, name: public}]")) is None
     assert _gateway(_sp("edge", "targetRefs: [{kind: Gateway, name: public}]", "cors: {allowOrigins: ['*']}")) is None
     assert _gateway(_sp("edge", "targetRefs: [{kind: Gateway, name: private}]")) is None
+
+
+def test_the_label_index_selects_what_may_select_selects_in_order() -> None:
+    """`LabelIndex.selecting` (what `selected` reads) gives the pods `may_select` keeps over
+    every pod, in the same order: for every selector of the fixtures (Services, PDBs,
+    NetworkPolicies, monitors, ...) and for selectors on the labels controllers set to any
+    value, on values no pod carries, on expressions only, and on malformed input."""
+    from ailint.domain.pod_labels import LabelIndex
+    from conftest import ROOT
+
+    objects = [
+        o
+        for p in sorted((ROOT / "fixtures").rglob("*.yaml"))
+        for o in load_text(SourceFile(str(p), p.name, p.read_text(encoding="utf-8"))).objects
+    ]
+    pods = [(o, p) for o in objects for p in pod_templates(o)]
+    assert len(pods) > 500
+    selectors: list[object] = []
+    for o in objects:
+        spec = o.get("spec")
+        if isinstance(spec, dict):
+            selectors += [spec[k] for k in ("selector", "podSelector", "labelSelector") if k in spec]
+    assert len(selectors) > 200
+    for _, p in pods[::7]:  # each key a controller sets to any value, and values no pod carries
+        selectors += [{k: "any"} for k in varying_labels(p)]
+        selectors += [{"matchLabels": {**dict(list(pod_labels(p).items())[:2]), "absent": "x"}}]
+        selectors += [{"matchLabels": dict(list(pod_labels(p).items())[1:3])}]
+    selectors += [
+        {},
+        {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+        {"matchLabels": {}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["vllm"]}]},
+        {"matchLabels": {"app": 1}},
+        {"matchLabels": "app"},
+        None,
+        "app=vllm",
+        ["app"],
+    ]
+    index = LabelIndex(pods)
+    differ = [s for s in selectors if index.selecting(s) != [x for x in pods if may_select(s, x[1])]]
+    assert differ == []
+    assert any(index.selecting(s) for s in selectors) and any(not index.selecting(s) for s in selectors)
