@@ -149,7 +149,16 @@ def _agents(pods: Iterable[tuple[K8sObject, PodTemplate]]) -> list[AgentPod]:
 def agents_of_binding(ctx: Any, binding: K8sObject) -> list[AgentPod]:
     """The agents `binding` grants to, in object order: read from the one namespace its
     subjects can name when there is one (a RoleBinding's own, a ClusterRoleBinding's
-    ServiceAccounts of one namespace), else from the whole run."""
+    ServiceAccounts of one namespace), else from the whole run. Once per binding and run:
+    SEC001 asks for every binding of every role that the binding's roleRef names."""
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _agents_of_binding(ctx, binding)
+    got: list[AgentPod] = memo(("rbac.agents_of_binding", id(binding)), lambda: _agents_of_binding(ctx, binding))
+    return list(got)  # objects outlive the run's memos, so an id stays its object's
+
+
+def _agents_of_binding(ctx: Any, binding: K8sObject) -> list[AgentPod]:
     namespaces = subject_namespaces(binding)
     if namespaces is not None and not namespaces:
         return []

@@ -285,11 +285,19 @@ def _selector_fix(obj: Any, labels: dict[str, Any], wrap: bool) -> Fix | None:
 
 
 # -- (a) and (b): the pods it selects ---------------------------------------------------------
+def _serving_pods(ctx: Any, ns: str) -> list[tuple[Any, Any, list[Any]]]:
+    """(object, pod template, its serving containers) of the namespace, in object order;
+    once per namespace and run, for every pool there."""
+    got: list[tuple[Any, Any, list[Any]]] = ctx.memo(
+        ("SRV008.serving_pods", ns), lambda: [(o, pod, list(serving.iter_serving(pod))) for o, pod in ctx.pods_in(ns)]
+    )
+    return got
+
+
 def _selection(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], labels: dict[str, str]) -> Iterator[Finding]:
     matched = []
     any_serving = False
-    for o, pod in ctx.pods_in(ns):
-        servers = list(serving.iter_serving(pod))
+    for o, pod, servers in _serving_pods(ctx, ns):
         if servers:
             any_serving = True
         if may_select(labels, pod) or (

@@ -216,15 +216,21 @@ def _stem(name: str | None) -> str:
     return re.sub(r"[-_.]+", "-", _WORD.sub("", name or "")).strip("-").lower()
 
 
+def _sides(ctx: Any, ns: str) -> list[tuple[Any, Side]]:
+    """(workload, its side) of the namespace's disaggregated workloads, in object order, once
+    per namespace and run (every side looks for its partner among them)."""
+
+    def sides() -> list[tuple[Any, Side]]:
+        found = ((o, side_of(o)) for o in ctx.of_kind("Deployment", "StatefulSet", "LeaderWorkerSet", namespace=ns))
+        return [(o, s) for o, s in found if s is not None]
+
+    got: list[tuple[Any, Side]] = ctx.memo(("SRV010.sides", ns), sides)
+    return got
+
+
 def _partner(side: Side, ctx: Any) -> Side | None:
     want = "decode" if side.role == "prefill" else "prefill"
-    cands = []
-    for o in ctx.of_kind("Deployment", "StatefulSet", "LeaderWorkerSet", namespace=side.obj.namespace_or_default):
-        if o is side.obj:
-            continue
-        s = side_of(o)
-        if s is not None and s.role == want:
-            cands.append(s)
+    cands = [s for o, s in _sides(ctx, side.obj.namespace_or_default) if o is not side.obj and s.role == want]
     if not cands:
         return None
     by_stem = [s for s in cands if _stem(s.obj.name) == _stem(side.obj.name)]
