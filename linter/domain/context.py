@@ -252,10 +252,10 @@ class Context:
         use. Everything a bundle rule derives from `ctx.objects` belongs here, never in a
         loop over objects per checked object (that is O(objects^2) work per run).
 
-        One memo per key (`memo(("RULE.what", key), compute)`), never a container its
-        readers fill (`memo("RULE.what", dict)`): the results cache notes what `compute`
-        read for every later reader, and an entry a reader added was noted for that reader
-        alone (tests/test_cache.py keeps the pattern out).
+        One memo per key (`memo(("RULE.what", key), compute)`), never an empty dict or list
+        that its readers fill: the results cache notes what `compute` read for every later
+        reader, and an entry a reader added was noted for that reader alone
+        (tests/test_cache.py keeps the pattern out).
         """
         cache = self.__dict__.setdefault("_memo_", {})
         try:
