@@ -180,6 +180,22 @@ def test_bad_charts_and_overlays_are_one_finding_each(render_tools):
     assert "SRV002" in by  # the good chart was linted all the same
 
 
+def test_a_failed_overlay_build_says_the_same_thing_every_run(render_tools, tmp_path):
+    """kubectl logs a failed build through klog (`E1201 22:30:46.696351  4290 run.go:72]
+    "command failed" err="..."`): the finding keeps the error, without the time and the
+    process id that made every run's report differ, and names the overlay, not the path
+    from ailint's own wrapper folder to it."""
+    shutil.copytree(KUSTOMIZE / "gpu-job", tmp_path / "gpu-job")
+    (tmp_path / "gpu-job" / "base" / "job.yaml").unlink()
+    runs = [report(["--no-cache", str(tmp_path / "gpu-job" / "base")], render_tools) for _ in range(2)]
+    assert runs[0] == runs[1]
+    (bad,) = [f for f in runs[0]["findings"] if f["code"] == "YML020"]
+    message = bad["message"]
+    assert message.startswith("kustomize build failed: ")
+    assert "job.yaml" in message and "no such file or directory" in message
+    assert "run.go" not in message and "command failed" not in message and "../" not in message
+
+
 def test_missing_helm_timeout_and_output_limit(render_tools, tmp_path):
     doc = report(["--helm", str(tmp_path / "no-helm"), str(CHARTS / "gpu-serve")], render_tools)
     assert [f["code"] for f in doc["findings"]] == ["YML021"]

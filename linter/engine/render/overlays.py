@@ -251,7 +251,9 @@ def build(unit: Unit, cmd: list[str] | None, sc: Scan, timeout: float, max_outpu
         elif run.too_big:
             out.problem = Problem("YML022", f"kustomize wrote more than {max_output} bytes; stopped", unit.marker)
         elif run.rc != 0:
-            msg = tools.tool_message(run.stderr.replace(real_wrap, "<overlay>").replace(wrap, "<overlay>"))
+            # the wrapper's own folder and its way to the overlay are ailint's, not the user's
+            err = run.stderr.replace(f"'{rel}'", f"'{unit.root}'")
+            msg = tools.tool_message(err.replace(real_wrap, "<overlay>").replace(wrap, "<overlay>"))
             out.problem = Problem("YML020", f"kustomize build failed: {msg or f'exit status {run.rc}'}", unit.marker)
         else:
             out.text, origins = strip_origins(run.stdout)

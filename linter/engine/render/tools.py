@@ -145,8 +145,18 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def tool_message(stderr: str, limit: int = 1200) -> str:
-    """The tool's own error text: `Error: ...` lines first, log lines (`level=...`) dropped."""
-    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("level=")]
-    lines = [ln for ln in lines if "Use --debug flag" not in ln]
+    """The tool's own error text, the same in every run: log lines (`level=...`) dropped, and
+    of kubectl's klog lines (`E1201 22:30:46.696351  4290 run.go:72] "command failed"
+    err="..."`, a time and a process id) only the error."""
+    import re
+
+    lines = []
+    for ln in stderr.splitlines():
+        if not ln.strip() or ln.startswith("level=") or "Use --debug flag" in ln:
+            continue
+        m = re.match(r'[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*(?:"[^"]*" err="(.*)"\s*$)?', ln)
+        if m is not None:
+            ln = m.group(1).replace('\\"', '"') if m.group(1) is not None else ln[m.end() :]
+        lines.append(ln.rstrip())
     text = "\n".join(lines).strip()
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
