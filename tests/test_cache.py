@@ -109,6 +109,43 @@ def test_rerun_after_edits_identical_to_uncached(tmp_path: Path) -> None:
     assert _lint(paths, cache) == _lint(paths, None)
 
 
+_EDITS = {
+    "delete": None,
+    "move its namespace": ("namespace: ", "namespace: moved-"),
+    "relabel": ("app: ", "app: other-"),
+    "rename": ("  name: ", "  name: renamed-"),
+    "change a kind": ("kind: ", "kind: X"),
+}
+
+
+def test_reruns_after_edits_of_every_kind_identical_to_uncached(tmp_path: Path) -> None:
+    """Edits that change what other objects' calls read (a file gone, an object moved to
+    another namespace, relabelled, renamed, of another kind), one file at a time in a tree
+    of a third of every family's fixtures, which join as one project: each cached rerun
+    equals a fresh run (findings, spans, messages and fixes)."""
+    import random
+
+    tree = tmp_path / "tree"
+    files = []
+    for p in sorted(FIXTURES.rglob("*.yaml"))[::3]:
+        if not p.name.endswith(".fixed.yaml"):
+            files.append(tree / p.relative_to(FIXTURES))
+            files[-1].parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, files[-1])
+    rnd = random.Random(17)  # fixed: the same edits every run
+    cache, paths = tmp_path / "c", [str(tree)]
+    _lint(paths, cache)
+    for how in [*_EDITS, *_EDITS]:
+        victim = rnd.choice([p for p in files if p.exists()])
+        text = victim.read_text(encoding="utf-8")
+        edit = _EDITS[how]
+        if edit is None:
+            victim.unlink()
+        else:
+            victim.write_text(text.replace(*edit, 1), encoding="utf-8")
+        assert _lint(paths, cache) == _lint(paths, None), f"{how}: {victim.relative_to(tree)}"
+
+
 def test_namespace_scoped_reads_rerun_when_their_namespace_changes(tmp_path: Path) -> None:
     """A bundle call that read one namespace (a PDB lookup) is reused after an edit in another
     namespace and runs again after one in its own: each rerun equals a fresh run."""
