@@ -28,6 +28,7 @@ LEAN = [
     ["check", "--fail-on", "error", "--format", "json", "--jobs=2", "fixtures/demo"],
     ["check", "--set", "karpenter=true", "--format", "json", DEMO],
     ["check", "--no-config", "--statistics", "fixtures/GPU001"],
+    ["check", "-f", "json", "--fail-on", "never", "fixtures/GPU001"],
     ["check", "--exit-zero", "-q", "fixtures/GPU002"],
     ["check", "--format", "json", "-", "--stdin-filename", "pod.yaml"],
     ["check", "--format", "json", "fixtures/no-such-folder"],

@@ -69,6 +69,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @click.option(
+    "-f",
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
