@@ -282,6 +282,10 @@ def test_stdin_is_never_written():
     assert r.exit_code == 1
     d = run(["--select", "GPU002", "--diff", "--stdin-filename", "pod.yaml", "-"], input=BAD)
     assert "+        limits:\n+          nvidia.com/gpu: 1" in d.stdout
+    # the summary does not send the user to --fix, which would not write it
+    plain = run(["--select", "GPU002", "-"], input=BAD)
+    assert "1 fixable with --diff (standard input is not rewritten)" in plain.stdout
+    assert "with --fix" not in plain.stdout
 
 
 def test_helm_rendered_output_is_never_written(tmp_path):
@@ -294,6 +298,13 @@ def test_helm_rendered_output_is_never_written(tmp_path):
     d = run(["--select", "GPU002", "--diff", str(p)])
     assert "+        limits:" in d.stdout
     assert read(p) == text
+    # the summary says where the fixes go, not that --fix applies them
+    assert "1 fixable in Helm's output, which --fix does not rewrite (fix the chart)" in r.stdout
+    assert "with --fix)" not in r.stdout and "fixable with --fix" not in r.stdout
+    # with a file --fix does write beside it, only that one counts for --fix
+    q = write(tmp_path, "plain.yaml", BAD)
+    both = run(["--select", "GPU002", str(p), str(q)])
+    assert "; 1 fixable with --fix; 1 fixable in Helm's output" in both.stdout
 
 
 def test_unsafe_fixes_need_the_flag(tmp_path):

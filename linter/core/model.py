@@ -65,6 +65,32 @@ class Span:
         return cls(line, col, line, col + 1)
 
 
+def helm_sources(text: str) -> list[tuple[int, str]]:
+    """(line, template) of each `# Source: <template>` marker that `helm template` writes above
+    the documents it renders; [] for a file that is not Helm's output."""
+    if "# Source: " not in text:  # most files: far cheaper than a multi-line scan
+        return []
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _helm_source().finditer(text)]
+
+
+def is_helm_output(text: str) -> bool:
+    """Is this text the output of `helm template`? `--fix` never rewrites it (the fixes belong
+    in the chart), and the summary does not count its fixes as ones `--fix` applies."""
+    return "# Source: " in text and _helm_source().search(text) is not None
+
+
+def _helm_source() -> Any:
+    global _HELM_SOURCE
+    if _HELM_SOURCE is None:
+        import re
+
+        _HELM_SOURCE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
+    return _HELM_SOURCE
+
+
+_HELM_SOURCE: Any = None
+
+
 class SourceFile:
     """One input file's decoded text and a line-start table for offset <-> position."""
 

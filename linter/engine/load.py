@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ailint.core.lazyre import lazy_re
 from ailint.core.limits import Limits
-from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span
+from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span, helm_sources
 from ailint.engine.registry import engine_rule
 
 TYPE_CHECKING = False
@@ -37,7 +37,6 @@ def _problems(problems: list[Any], display: str) -> list[Finding]:
     return [yml_finding(p.code, display, p.span, p.message) for p in problems]
 
 
-_SOURCE_RE = lazy_re(r"^# Source: (\S.*?)\s*$", re.M)
 _TEMPLATE_RE = lazy_re(r"\{\{|\{%")
 
 
@@ -180,13 +179,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     display = source.display
     has_template = _TEMPLATE_RE.search(text) is not None
     anchors = "&" in text  # without an anchor there is no alias to track
-    # `helm template` marks each document's template; most files have none, and `in` is far
-    # cheaper than a multi-line regex scan
-    sources = (
-        [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SOURCE_RE.finditer(text)]
-        if "# Source: " in text
-        else []
-    )
+    sources = helm_sources(text)  # `helm template` marks each document's template
     source_lines = [s[0] for s in sources]
 
     parse_text = text

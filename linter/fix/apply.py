@@ -19,7 +19,6 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import re
 import stat
 import tempfile
 from collections import Counter
@@ -27,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import yaml
-from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile
+from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile, is_helm_output
 from ailint.fix.edits import DocumentEdit
 
 TYPE_CHECKING = False
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_PASSES = 5
-_HELM_SOURCE = re.compile(r"^# Source: \S", re.M)
 
 
 def _own_edits(fix: Fix) -> list[Edit] | None:
@@ -377,12 +375,16 @@ class _File:
 def _refusal(src: SourceFile) -> str | None:
     if src.is_stdin:
         return "standard input is never rewritten; run --fix on the file, or use --diff"
-    if _HELM_SOURCE.search(src.text):
+    if is_helm_output(src.text):
         return (
             "Helm-rendered output (`# Source:` markers) is not rewritten; apply the fixes "
             "to the chart's templates or values (they are in the report)"
         )
     return None
+
+
+def _refused(src: SourceFile | None) -> bool:
+    return src is not None and _refusal(src) is not None
 
 
 def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
@@ -666,7 +668,13 @@ def _summary(fixed: int, nfiles: int, remaining: Any, final: Any, unsafe: bool, 
     hidden = (
         0
         if unsafe
-        else sum(1 for f in remaining.findings if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
+        else sum(
+            1
+            for f in remaining.findings
+            if f.fix is not None
+            and f.fix.applicability == Applicability.UNSAFE
+            and not _refused(remaining.sources.get(f.file))  # --unsafe-fixes would not write it either
+        )
     )
     verb = "Would fix" if would else "Fixed"
     left = f"{n_left} would remain" if would else f"{n_left} remain{'s' if n_left == 1 else ''}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from ailint.core.model import Finding
+from ailint.core.model import Finding, is_helm_output
 from ailint.report.common import frame_source, redact_result
 
 TYPE_CHECKING = False
@@ -108,17 +108,39 @@ def summary_line(result: Any) -> str:
     counts = {"error": 0, "warning": 0, "info": 0}
     for f in result.findings:
         counts[f.severity.value] += 1
-    safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability.value == "safe")
-    unsafe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability.value != "safe")
     files = len(result.files)
     if files == 0:
         return "Nothing linted: no files found."
     if n == 0:
         return f"All clear: {files} file{'s' if files != 1 else ''}, {result.object_count} objects, no findings."
     parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}" for k, v in counts.items() if v)
-    extra = fixable_note(safe, unsafe)
+    fixable = [f for f in result.findings if f.fix is not None]
+    stdin, helm = _not_rewritten(result, {f.file for f in fixable})
+    writable = [f for f in fixable if f.file not in stdin and f.file not in helm]
+    safe = sum(1 for f in writable if f.fix is not None and f.fix.applicability.value == "safe")
+    extra = fixable_note(safe, len(writable) - safe)
+    # --fix leaves these files alone: the note says where their fixes go
+    if n_helm := sum(1 for f in fixable if f.file in helm):
+        extra += f"; {n_helm} fixable in Helm's output, which --fix does not rewrite (fix the chart)"
+    if n_stdin := sum(1 for f in fixable if f.file in stdin):
+        extra += f"; {n_stdin} fixable with --diff (standard input is not rewritten)"
     sup = f"; {len(result.suppressed)} suppressed" if result.suppressed else ""
     return f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in {files} file{'s' if files != 1 else ''}{extra}{sup}."
+
+
+def _not_rewritten(result: Any, files: set[str]) -> tuple[set[str], set[str]]:
+    """Of `files`, those `--fix` never rewrites (`ailint.fix.apply`): standard input, and the
+    output of `helm template`, whose fixes belong in the chart."""
+    stdin, helm = set(), set()
+    for name in files:
+        src = result.sources.get(name)
+        if src is None:
+            continue
+        if src.is_stdin:
+            stdin.add(name)
+        elif is_helm_output(src.text):
+            helm.add(name)
+    return stdin, helm
 
 
 def fixable_note(safe: int, unsafe: int) -> str:
