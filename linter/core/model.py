@@ -8,9 +8,12 @@ to pickle for `--jobs` worker processes.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+
+from ailint.core.lazyre import lazy_re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,25 +73,16 @@ def helm_sources(text: str) -> list[tuple[int, str]]:
     the documents it renders; [] for a file that is not Helm's output."""
     if "# Source: " not in text:  # most files: far cheaper than a multi-line scan
         return []
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _helm_source().finditer(text)]
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _HELM_SOURCE.finditer(text)]
 
 
 def is_helm_output(text: str) -> bool:
     """Is this text the output of `helm template`? `--fix` never rewrites it (the fixes belong
     in the chart), and the summary does not count its fixes as ones `--fix` applies."""
-    return "# Source: " in text and _helm_source().search(text) is not None
+    return "# Source: " in text and _HELM_SOURCE.search(text) is not None
 
 
-def _helm_source() -> Any:
-    global _HELM_SOURCE
-    if _HELM_SOURCE is None:
-        import re
-
-        _HELM_SOURCE = re.compile(r"^# Source: (\S.*?)\s*$", re.M)
-    return _HELM_SOURCE
-
-
-_HELM_SOURCE: Any = None
+_HELM_SOURCE = lazy_re(r"^# Source: (\S.*?)\s*$", re.M)
 
 
 class SourceFile:

@@ -17,6 +17,8 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from ailint.core.lazyre import lazy_re
+
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 
@@ -144,17 +146,19 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
+# kubectl's log line: `E1201 22:30:46.696351  4290 run.go:72] "command failed" err="..."`
+_KLOG = lazy_re(r'[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*(?:"[^"]*" err="(.*)"\s*$)?')
+
+
 def tool_message(stderr: str, limit: int = 1200) -> str:
     """The tool's own error text, the same in every run: log lines (`level=...`) dropped, and
     of kubectl's klog lines (`E1201 22:30:46.696351  4290 run.go:72] "command failed"
     err="..."`, a time and a process id) only the error."""
-    import re
-
     lines = []
     for ln in stderr.splitlines():
         if not ln.strip() or ln.startswith("level=") or "Use --debug flag" in ln:
             continue
-        m = re.match(r'[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*(?:"[^"]*" err="(.*)"\s*$)?', ln)
+        m = _KLOG.match(ln)
         if m is not None:
             ln = m.group(1).replace('\\"', '"') if m.group(1) is not None else ln[m.end() :]
         lines.append(ln.rstrip())
