@@ -45,3 +45,40 @@ def test_a_child_that_fails_midway_keeps_what_it_sent_and_the_rest_is_done_here(
     os.close(log[0])
     assert got == {t: t * t for t in range(60)}
     assert child_calls, "the child ran some tasks before it broke"
+
+
+def test_with_tasks_apart_only_children_work_and_each_task_apart_ends_its_child() -> None:
+    """Bounded memory: the parent (which holds every object) runs no task, and what a task
+    apart loads (a schema store, the CEL runtime) dies with its child."""
+    parent = os.getpid()
+
+    def work(t: int) -> tuple[int, int]:
+        time.sleep(0.002)
+        return os.getpid(), t * 3
+
+    tasks = [-1, -2, *range(40)]
+    got = run_forked(work, tasks, 2, apart=frozenset({-1, -2}))
+    assert got is not None and sorted(got) == sorted(tasks)
+    assert all(v[1] == t * 3 for t, v in got.items())
+    ran_by = {t: v[0] for t, v in got.items()}
+    assert parent not in ran_by.values(), "the parent took no task"
+    assert ran_by[-1] != ran_by[-2], "the two tasks apart ran in two children"
+    others = {ran_by[t] for t in range(40)}
+    assert ran_by[-1] not in others and ran_by[-2] not in others, "a child ends after a task apart"
+    assert len(others) >= 2, "fresh children took the rest"
+
+
+def test_with_tasks_apart_a_child_that_fails_is_replaced_and_nothing_is_lost() -> None:
+    parent = os.getpid()
+
+    def work(t: int) -> tuple[int, int]:
+        if os.getpid() != parent and t == 5:
+            raise RuntimeError("the child breaks")
+        time.sleep(0.002)
+        return os.getpid(), t + 1
+
+    got = run_forked(work, list(range(30)), 2, apart=frozenset({0}))
+    assert got is not None and {t: v[1] for t, v in got.items()} == {t: t + 1 for t in range(30)}
+    assert got[5][0] == parent, "the task of the broken child is done here"
+    assert all(got[t][0] != parent for t in range(30) if t != 5), "children did the rest"
+    assert len({got[t][0] for t in range(30)}) >= 4, "the child of task 0 and the broken one were replaced"

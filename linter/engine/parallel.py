@@ -9,6 +9,9 @@ nothing is pickled but the findings), hands out one task per bundle rule (and th
 and policy passes) through a pipe of task numbers, and puts the findings back in the serial
 order (object, then rule), so findings are identical with and without `--jobs`. A task per
 rule, not per slice of objects, builds each rule's run-wide indexes in one process only.
+With bounded memory (a large input), the parent runs none of these tasks and each pass
+that loads a store of its own (schemas, the CEL runtime) ends its child: the parent holds
+every object and never grows by a pass, and no process holds two passes' stores at once.
 Without `fork` (Windows), a process pool parses the files instead.
 """
 
@@ -120,7 +123,7 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
     return out
 
 
-def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
+def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | None = None) -> dict[int, Any] | None:
     """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
     take tasks from one pipe until none is left (put the longest first). Returns {task:
     result}, or None when forking is not possible (the caller runs serially).
@@ -128,30 +131,74 @@ def run_forked(work: Any, tasks: list[int], jobs: int) -> dict[int, Any] | None:
     A child sends each result as soon as it has it (`_Stream`), and the parent takes in what
     has come between its own tasks: pickling and unpickling overlap the work instead of
     following it (they were a tenth of a cold corpus run), and the queue gives the child
-    more tasks while the parent unpickles."""
+    more tasks while the parent unpickles.
+
+    `apart` (bounded memory, `ailint.engine.bounded`): the parent takes no task, `jobs`
+    children do, and a child ends after any task of `apart` (a pass that loads a store of its
+    own: the schemas, the CEL runtime), a fresh child taking its place. What a task builds
+    then dies with the child that built it; the parent, which holds every object, never
+    grows by it, and no process holds two passes' stores at once."""
     procs = min(jobs, os.cpu_count() or 1)
     if procs < 2 or not _can_fork():
         return None
     rd = _queue(tasks)
-    streams = [_Stream() for _ in range(procs - 1)]
     results: dict[int, Any] = {}
+    if apart is not None:
+        _children_only(rd, work, procs, apart, results)
+    else:
+        streams = [_Stream() for _ in range(procs - 1)]
 
-    def take(t: int) -> int:  # the parent's part: one task, then what the children sent
-        results[t] = work(t)
+        def take(t: int) -> int:  # the parent's part: one task, then what the children sent
+            results[t] = work(t)
+            for stream in streams:
+                results.update(stream.received())
+            return t
+
+        for stream in streams:  # each child takes tasks until none are left
+            stream.start(rd, work)
+        _drain(rd, take)
         for stream in streams:
-            results.update(stream.received())
-        return t
-
-    for stream in streams:  # each child takes tasks until none are left
-        stream.start(rd, work)
-    _drain(rd, take)
+            results.update(stream.finish())
     os.close(rd)
-    for stream in streams:
-        results.update(stream.finish())
     for t in tasks:
         if t not in results:  # a child that failed: its tasks are done here
             results[t] = work(t)
     return results
+
+
+def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], results: dict[int, Any]) -> None:
+    """`run_forked` with `apart`: `procs` children take the tasks while this process only
+    receives; a child that ended while tasks are left is replaced by a fresh one."""
+    import select
+
+    live = [_Stream() for _ in range(procs)]
+    for stream in live:
+        stream.start(rd, work, apart)
+    while live:
+        ready, _, _ = select.select([s.notes for s in live], [], [])
+        for stream in [s for s in live if s.notes in ready]:
+            stream._pull(block=False)
+            results.update(stream._hand_over())
+            if not stream.pid:  # ended: after a task apart, or the queue is empty
+                live.remove(stream)
+                if _queued(rd):
+                    fresh = _Stream()
+                    fresh.start(rd, work, apart)
+                    live.append(fresh)
+
+
+def _queued(rd: int) -> bool:
+    """Whether the queue `rd` still holds a task (bytes left in the pipe)."""
+    import array
+    import fcntl
+    import termios
+
+    n = array.array("i", [0])
+    try:
+        fcntl.ioctl(rd, termios.FIONREAD, n, True)
+    except OSError:
+        return True  # unknown: a fresh child that finds the queue empty ends at once
+    return n[0] >= 4
 
 
 def _can_fork() -> bool:
@@ -171,14 +218,16 @@ def _queue(tasks: Iterable[int]) -> int:
 
 
 def _drain(rd: int, run: Any) -> None:
-    """`run(task)` for each task number read from the queue `rd` until it is empty."""
+    """`run(task)` for each task number read from the queue `rd` until it is empty (or until
+    `run` returns False)."""
     import struct
 
     while True:
         b = os.read(rd, 4)
         if len(b) < 4:
             return
-        run(struct.unpack("<i", b)[0])
+        if run(struct.unpack("<i", b)[0]) is False:
+            return
 
 
 class _Stream:
@@ -198,7 +247,9 @@ class _Stream:
         self.notes = -1
         self.got: dict[int, Any] = {}  # received, not handed over yet
 
-    def start(self, queue: int, work: Any) -> None:
+    def start(self, queue: int, work: Any, apart: frozenset[int] = frozenset()) -> None:
+        """Fork the child: it takes tasks from `queue` until none is left, or until it has
+        done one of the tasks `apart`."""
         import pickle
         import struct
 
@@ -212,8 +263,12 @@ class _Stream:
                     view = view[os.write(fd, view) :]
                 os.write(notes, struct.pack("<Q", len(payload)))  # < PIPE_BUF: one write
 
+            def run(t: int) -> bool:
+                send(t, work(t))
+                return t not in apart  # go on?
+
             codecache.forked()
-            _drain(queue, lambda t: send(t, work(t)))
+            _drain(queue, run)
             compiled = codecache.handed_over()
             if compiled is not None:  # for the parent to keep: the next run's children compile none of it
                 send(_COMPILED, compiled)

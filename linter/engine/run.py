@@ -455,7 +455,9 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     for part in chunks:
         findings.extend(f for f in part if f.file not in hidden)
     findings = unique(findings, objects)  # one runtime line judged for itself and for a workload merged with it
-    findings.extend(provider_passes(objects, which, settings, engine, enabled) if passes is None else passes)
+    if passes is None:
+        passes = _provider_passes_apart(objects, which, settings, engine, enabled)
+    findings.extend(passes)
     for fr in file_results:
         if fr.path in hidden:
             continue
@@ -523,6 +525,21 @@ def provider_passes(
     return out
 
 
+def _provider_passes_apart(
+    objects: list[K8sObject], which: list[int], settings: Settings, engine: Engine, enabled: set[str]
+) -> list[Finding]:
+    """`provider_passes`, in a forked child when memory is bounded: the CEL runtime and the
+    policies' state die with it instead of growing the process that holds every object."""
+    if engine.bounded and engine.jobs > 1 and registry.providers():
+        from ailint.engine.parallel import run_beside
+
+        waiters = run_beside(lambda: provider_passes(objects, which, settings, engine, enabled))
+        if waiters is not None:
+            found: list[Finding] = waiters[0]()
+            return found
+    return provider_passes(objects, which, settings, engine, enabled)
+
+
 def project_contexts(
     objects: list[K8sObject], settings: Settings, engine: Engine, make: Callable[[list[K8sObject]], C]
 ) -> tuple[list[int], list[C], list[str]]:
@@ -582,7 +599,10 @@ def _bundle_forked(
         return out
 
     first = ([_SCHEMA_PASS] if schema else []) + ([_PROVIDER_PASSES] if passes is not None else [])
-    results = run_forked(work, first + list(range(len(rules))), engine.jobs)
+    # bounded memory: the passes' stores (schemas, the CEL runtime) die with the child that
+    # loaded them, and the parent, which holds every object, runs no task
+    apart = frozenset(first) if engine.bounded else None
+    results = run_forked(work, first + list(range(len(rules))), engine.jobs, apart)
     if results is None:
         return None
     merged = sorted(((i, t, found) for t in range(len(rules)) for i, found in results[t]), key=lambda x: x[:2])

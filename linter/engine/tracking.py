@@ -298,7 +298,9 @@ def bundle_phase(
     rules = engine.bundle_rules
     position = {id(reg): t for t, reg in enumerate(rules)}
     by_code = {reg.rule.code: t for t, reg in enumerate(rules)}
-    calls: dict[tuple[int, int], tuple[tuple[str, ...], list[Any]]] = {}  # (object, rule) -> (tokens, findings)
+    # per rule, the calls reused as stored: (object, (tokens, findings)); a list per rule, not
+    # a dict per call, because a large run has hundreds of thousands of calls
+    reused_calls: list[list[tuple[int, Any]]] = [[] for _ in rules]
     kept: dict[int, dict[str, Any]] = {}  # objects in a project no change touched: every call as stored
     todo: list[list[int]] = [[] for _ in rules]
     for i, obj in enumerate(objects):
@@ -319,7 +321,7 @@ def bundle_phase(
                 if merged_stale or stale(hit[0], touched):
                     todo[t].append(i)
                 else:
-                    calls[(i, t)] = hit
+                    reused_calls[t].append((i, hit))
             continue
         for reg in engine.rules_for(obj, bundle=True):
             todo[position[id(reg)]].append(i)
@@ -363,6 +365,8 @@ def bundle_phase(
                     memo_wanted[d] = memo_key
         redo = [o for o in redo if o.file not in done_ahead]
 
+    reads: dict[tuple[str, ...], tuple[str, ...]] = {}
+
     def work(t: int) -> list[Any]:
         if t == SCHEMA_TASK:  # the schema findings of the objects to validate again
             return findings_out(validate_objects(redo, settings, codes, patches=patch_set))
@@ -375,7 +379,10 @@ def bundle_phase(
                 found = engine.run_rule(reg, objects[i], ctx)
             finally:
                 ctx.untrack()
-            out.append((i, tuple(sorted(frame)), findings_out(found)))
+            used = tuple(sorted(frame))
+            # one tuple for equal reads: most calls of a rule read the same tokens, and a
+            # task's result pickles (from a worker) and marshals (the state) each once
+            out.append((i, reads.setdefault(used, used), findings_out(found) if found else _NO_FINDINGS))
         return out
 
     tasks = ([SCHEMA_TASK] if redo else []) + [t for t in range(len(rules)) if todo[t]]
@@ -386,13 +393,11 @@ def bundle_phase(
     if engine.jobs > 1 and calls_to_run > FORK_CALLS:  # much to run: every task shared out
         from ailint.engine.parallel import run_forked
 
-        results = run_forked(work, tasks, engine.jobs)
+        # bounded memory: as in the cold run (`run._bundle_forked`), children only
+        apart = frozenset({SCHEMA_TASK}) if engine.bounded else None
+        results = run_forked(work, tasks, engine.jobs, apart)
     if results is None:
         results = {t: work(t) for t in tasks}
-    for t in tasks:
-        if t != SCHEMA_TASK:
-            for i, used, found in results[t]:
-                calls[(i, t)] = (used, found)
 
     if schema:
         fresh: dict[str, list[Any]] = {d: list(fs) for d, fs in done_ahead.items() if d in by_file}
@@ -405,28 +410,31 @@ def bundle_phase(
         for d, memo_key in memo_wanted.items():
             cache.store.put(memo_key, fresh.get(d, []))
 
-    # the findings in the serial order, and the state for the next run
-    bundle_findings: list[Finding] = []
+    # the state for the next run: each object's calls in rule order (rule by rule, so every
+    # object's entry is filled in that order), and the findings in the serial order (object,
+    # then rule: those of the few calls that found something, sorted)
     new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
     shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal reads: marshal
     # writes it once and refers back, so the state is smaller and quicker to read
-    by_object: dict[int, list[tuple[int, Any]]] = {}
-    for (i, t), call in calls.items():
-        by_object.setdefault(i, []).append((t, call))
-    for i in range(len(objects)):  # object by object, each one's calls in rule order
+    found_at: list[tuple[int, int, Any]] = []  # (object, its order among its calls, findings)
+    for i, reused in kept.items():  # stored in rule order
         d, j = where[i]
-        reused = kept.get(i)
-        if reused is not None:  # stored in rule order
-            new_bundle[d][j] = reused
-            for _, found in reused.values():
-                if found:
-                    bundle_findings.extend(findings_in(found))
-            continue
-        entry = new_bundle[d][j]
-        for t, (used, found) in sorted(by_object.get(i, ()), key=lambda tc: tc[0]):
-            entry[rules[t].rule.code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
+        new_bundle[d][j] = reused
+        found_at.extend((i, k, found) for k, (_, found) in enumerate(reused.values()) if found)
+    for t, reg in enumerate(rules):
+        code = reg.rule.code
+        for i, (used, found) in reused_calls[t]:
+            d, j = where[i]
+            new_bundle[d][j][code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
             if found:
-                bundle_findings.extend(findings_in(found))
+                found_at.append((i, t, found))
+        for i, used, found in results.get(t, ()):
+            d, j = where[i]
+            new_bundle[d][j][code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
+            if found:
+                found_at.append((i, t, found))
+    found_at.sort(key=lambda c: c[:2])
+    bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
         kinds,
