@@ -193,6 +193,13 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_di
             "ailint": [*fmt, "--no-cache", *plain],
             "checkov": [a for d in plain for a in ("-d", d)],
         },
+        {
+            "name": "plain corpus, first run with the cache (an empty one, filled)",
+            "key": "fill",
+            "ailint": [*fmt, *plain],
+            "before": lambda: empty_results(cache_dir),
+            "of": "cold",
+        },
         {"name": "plain corpus, rerun with nothing changed", "key": "warm", "ailint": [*fmt, *plain], "of": "cold"},
         {
             "name": "plain corpus, rerun after editing one file",

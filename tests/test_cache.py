@@ -642,12 +642,18 @@ def test_deferred_objects_judged_again_when_their_catalogue_changes(tmp_path: Pa
     assert len(outcomes) >= 2, "the edits changed the findings"
 
 
-def test_position_tables_parsed_again_when_their_side_entry_is_gone(
+def _pack_item(v: object) -> bool:
+    """(key, file entry): what the pack holds for a file."""
+    return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)
+
+
+def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file entry keeps its position tables in a side entry, read only where a finding
-    points; with the side entries pruned, the positions come from parsing the file again and
-    every rerun still equals a fresh run."""
+    """A file entry keeps its position tables; the pack keeps the entries without them, and
+    a rerun reads the tables from the file's entry only where a finding points. With the
+    file entries pruned and the pack left, the positions come from parsing the files again
+    and every rerun still equals a fresh run."""
     from ailint.engine import cache as cache_mod
 
     monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # unchanged files are not read
@@ -655,16 +661,39 @@ def test_position_tables_parsed_again_when_their_side_entry_is_gone(
     files = _copy_tree(FIXTURES, tree, 80)
     cache = tmp_path / "c"
     paths = [str(tree)]
-    assert _lint(paths, cache) == _lint(paths, None)
-    side = [Path(p) for p in _entries(cache) if len(Path(p).name) == 2 * (20 + len(cache_mod.TABLES_SUFFIX)) - 2]
-    assert side, "the tables are in side entries"
-    for p in side:
-        p.unlink()
+    fresh = _lint(paths, None)
+    assert _lint(paths, cache) == fresh  # the entries, tables and all
     victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
-    victim.write_text(
-        victim.read_text(encoding="utf-8").replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8"
-    )
+    original = victim.read_text(encoding="utf-8")
+    victim.write_text(original.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)  # read outside the pack: the pack is written
+    store = cache_mod.Store(str(cache))
+    file_entries, packs = [], []
+    for p in map(Path, _entries(cache)):
+        try:
+            key = bytes.fromhex(p.parent.name + p.name)
+        except ValueError:
+            continue
+        value = store.get(key)
+        if cache_mod.entry_tables(value) is not None:
+            file_entries.append(p)
+        elif isinstance(value, dict) and value and all(_pack_item(v) for v in value.values()):
+            assert all(v[1][3] is None for v in value.values()), "the pack keeps no tables"
+            packs.append(p)
+    assert len(file_entries) >= len(files) and packs, "a file entry each, with its tables, and the pack"
+    for p in file_entries:
+        p.unlink()
+    reparsed: list[int] = []
+    reparse = cache_mod.TableRefs._reparse
+
+    def counted(self: cache_mod.TableRefs) -> list[bytes]:
+        reparsed.append(1)
+        return reparse(self)
+
+    monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
+    victim.write_text(original, encoding="utf-8")
     assert _lint(paths, cache) == _lint(paths, None)
+    assert reparsed, "positions of files from the pack were needed, and parsed again"
 
 
 def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-FORMAT = 1
+FORMAT = 2  # 2: a file's position tables in its entry, not in a side entry of their own
 MAGIC = b"AILC1\n"
 MAX_BYTES = 256 * 1024 * 1024
 TOUCH_AFTER = 3600.0  # seconds: refresh the mtime of an entry read this long after it was written
@@ -453,7 +453,9 @@ def file_in(
     from ailint.engine.bounded import LazyPositions, spilled_source
 
     documents, findings, objs, tables, template_paths, has_source, crc, length, directives, starts = t
-    if tables is None and store is not None and key is not None:  # in the side entry
+    if store is not None and key is not None:
+        # read again from the entry where a span is asked for: an entry from the pack holds
+        # none, and those of the entry just read would stay in memory for every file
         tables = TableRefs(store, key, len(objs))
     source: SourceFile | None = None
     if has_source:
@@ -475,12 +477,25 @@ def file_in(
     return fr
 
 
-TABLES_SUFFIX = b"tables"
+def without_tables(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A file entry as the pack keeps it: without its position tables (most of its bytes,
+    read from the file's own entry where a finding points)."""
+    return (*entry[:3], None, *entry[4:])
+
+
+def entry_tables(entry: Any) -> list[bytes] | None:
+    """The position tables of a file entry as stored, or None (not an entry, damaged)."""
+    if not isinstance(entry, tuple) or len(entry) < 4:
+        return None
+    tables = entry[3]
+    if isinstance(tables, list) and all(isinstance(b, bytes) for b in tables):
+        return tables
+    return None
 
 
 class TableRefs:
-    """The position tables of a file entry, in their side entry: `tables[n]` is a promise
-    (`TableRef`) that `LazyPositions` keeps until a span is asked for."""
+    """The position tables of a file entry, read from the entry where a span is first asked
+    for: `tables[n]` is a promise (`TableRef`) that `LazyPositions` keeps until then."""
 
     __slots__ = ("_loaded", "count", "key", "objects", "store")
 
@@ -496,8 +511,8 @@ class TableRefs:
 
     def table(self, n: int) -> bytes:
         if self._loaded is None:
-            got = self.store.get(self.key + TABLES_SUFFIX)
-            if isinstance(got, list) and all(isinstance(b, bytes) for b in got):
+            got = entry_tables(self.store.get(self.key))
+            if got is not None:
                 self._loaded = got
             else:  # pruned or damaged: the same positions from parsing the text again
                 self._loaded = self._reparse()
@@ -577,10 +592,11 @@ class RunCache:
             value = file_out(fr)
         except (TypeError, ValueError, AttributeError):
             return
-        # the position tables (most of the bytes, needed only where a finding points) go to
-        # a side entry: a rerun reads and checks them only for the files it reports on
-        self.store.put(key + TABLES_SUFFIX, value[3])
-        self.store.put(key, (*value[:3], None, *value[4:]))
+        # one file per entry, tables and all: a first run writes thousands of entries, and
+        # making a file costs more than its bytes (a tenth to a third of a millisecond); a
+        # rerun takes the tables only for the files it reports on (`TableRefs`), and the
+        # pack keeps the entries without them
+        self.store.put(key, value)
 
     # what each file's stat said when its bytes were hashed (git's index, ruff's mtime key)
     def load_stats(self) -> dict[str, tuple[Any, ...]]:
@@ -768,6 +784,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     now_ns = _now_ns()
     seen: dict[str, tuple[Any, ...]] = {}
     unread: set[int] = set()  # files keyed by their stat alone
+    # the bytes read now are kept for the entries they may hit; with no stat known (a first
+    # run here, the cache emptied) they would hit none, and holding them only grows the run
+    keep_raw = KEEP_RAW_BYTES if known else 0
     for n, c in enumerate(candidates):
         sig = stat_signature(c)
         if sig is not None:
@@ -789,7 +808,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             if sig is not None and settled(sig, now_ns):
                 seen[c.display] = (sig, c.context, k)
         keys.append(k)
-        raws.append(raw if total <= KEEP_RAW_BYTES else None)
+        raws.append(raw if total <= keep_raw else None)
         cache.file_keys[c.display] = k
     if seen != known:
         cache.store_stats(seen)
@@ -839,7 +858,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             entry = cache.store.get(keys[n])
             stale += 1
         if entry is not None:
-            packed[c.display] = (keys[n], entry)
+            packed[c.display] = (keys[n], without_tables(entry) if isinstance(entry, tuple) else entry)
         fr = None
         if entry is not None and n in unread:  # its stat stands for its bytes: not read now
             try:

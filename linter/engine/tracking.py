@@ -91,7 +91,7 @@ def _same_objects(cache: Any, before: Any, now: Any, fr: FileResult) -> bool:
     from `1` and `1.0` (Python's == does not)."""
     import marshal
 
-    from ailint.engine.cache import TABLES_SUFFIX
+    from ailint.engine.cache import entry_tables
 
     if not (isinstance(before, tuple) and len(before) == 2 and isinstance(now, tuple) and len(now) == 2):
         return False
@@ -100,10 +100,8 @@ def _same_objects(cache: Any, before: Any, now: Any, fr: FileResult) -> bool:
     old = cache.store.get(before[0])
     if not isinstance(old, tuple) or len(old) < 4 or not isinstance(old[2], list):
         return False
-    objs, tables = old[2], old[3]
-    if tables is None:
-        tables = cache.store.get(before[0] + TABLES_SUFFIX)
-    if not isinstance(tables, list) or len(objs) != len(fr.objects):
+    objs, tables = old[2], entry_tables(old)
+    if tables is None or len(objs) != len(fr.objects):
         return False
     try:
         for (doc, data, n, base, tpl), o in zip(objs, fr.objects, strict=True):
@@ -367,12 +365,16 @@ def bundle_phase(
 
     reads: dict[tuple[str, ...], tuple[str, ...]] = {}
 
-    def work(t: int) -> list[Any]:
+    def work(t: int) -> Any:  # the schema task: finding tuples; a rule: (reads, findings)
         if t == SCHEMA_TASK:  # the schema findings of the objects to validate again
             return findings_out(validate_objects(redo, settings, codes, patches=patch_set))
+        # per call of todo[t], in order, what it read; and the findings of the calls that
+        # found any, by their number: a large run has hundreds of thousands of calls, and
+        # most find nothing
         reg = rules[t]
-        out = []
-        for i in todo[t]:
+        used_by: list[tuple[str, ...]] = []
+        found_by: dict[int, list[Any]] = {}
+        for n, i in enumerate(todo[t]):
             ctx = ctxs[which[i]]
             frame = ctx.track()
             try:
@@ -382,8 +384,10 @@ def bundle_phase(
             used = tuple(sorted(frame))
             # one tuple for equal reads: most calls of a rule read the same tokens, and a
             # task's result pickles (from a worker) and marshals (the state) each once
-            out.append((i, reads.setdefault(used, used), findings_out(found) if found else _NO_FINDINGS))
-        return out
+            used_by.append(reads.setdefault(used, used))
+            if found:
+                found_by[n] = findings_out(found)
+        return used_by, found_by
 
     tasks = ([SCHEMA_TASK] if redo else []) + [t for t in range(len(rules)) if todo[t]]
     for w in sorted({which[i] for t in tasks if t != SCHEMA_TASK for i in todo[t]}):
@@ -414,8 +418,21 @@ def bundle_phase(
     # object's entry is filled in that order), and the findings in the serial order (object,
     # then rule: those of the few calls that found something, sorted)
     new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
-    shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal reads: marshal
-    # writes it once and refers back, so the state is smaller and quicker to read
+    # one tuple for equal reads, and one (reads, no findings) pair for the calls that found
+    # nothing: marshal writes each once and refers back, so the state is smaller and quicker
+    # to read, and building it takes no tuple per call
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    clean: dict[tuple[str, ...], tuple[tuple[str, ...], Any]] = {}
+
+    def call(used: tuple[str, ...], found: Any) -> tuple[tuple[str, ...], Any]:
+        used = shared.setdefault(used, used)
+        if found:
+            return (used, found)
+        pair = clean.get(used)
+        if pair is None:
+            pair = clean[used] = (used, _NO_FINDINGS)
+        return pair
+
     found_at: list[tuple[int, int, Any]] = []  # (object, its order among its calls, findings)
     for i, reused in kept.items():  # stored in rule order
         d, j = where[i]
@@ -425,14 +442,17 @@ def bundle_phase(
         code = reg.rule.code
         for i, (used, found) in reused_calls[t]:
             d, j = where[i]
-            new_bundle[d][j][code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
+            new_bundle[d][j][code] = call(used, found)
             if found:
                 found_at.append((i, t, found))
-        for i, used, found in results.get(t, ()):
-            d, j = where[i]
-            new_bundle[d][j][code] = (shared.setdefault(used, used), found or _NO_FINDINGS)
-            if found:
-                found_at.append((i, t, found))
+        if t in results:
+            used_by, found_by = results[t]
+            for n, i in enumerate(todo[t]):
+                found = found_by.get(n)
+                d, j = where[i]
+                new_bundle[d][j][code] = call(used_by[n], found)
+                if found:
+                    found_at.append((i, t, found))
     found_at.sort(key=lambda c: c[:2])
     bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
     state = (
