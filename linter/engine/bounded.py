@@ -209,7 +209,7 @@ class LazyPositions(dict):  # type: ignore[type-arg]
         f = self._file
         if f is None:
             return self
-        fetch = getattr(f, "fetch", None)  # a table in the results cache's side entry
+        fetch = getattr(f, "fetch", None)  # a table in a results cache entry (`cache.TableRef`)
         if fetch is not None:
             f = self._file = fetch()
         if f.__class__ is bytes:

@@ -471,7 +471,7 @@ def file_in(
             K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
         ]
         if isinstance(tables, TableRefs):
-            tables.objects = fr.objects  # a missing side entry: the file is parsed again
+            tables.objects = fr.objects  # an entry gone (pruned) or damaged: the file is parsed again
         if not directives:
             fr.suppressions = []  # no `ailint:` comment in it: nothing to read it for
     return fr
@@ -529,7 +529,7 @@ class TableRefs:
 
 
 class TableRef:
-    """One position table of a file entry, read from the side entry on first use."""
+    """One position table of a file entry, read from the entry on first use."""
 
     __slots__ = ("n", "refs")
 
