@@ -82,3 +82,51 @@ def test_with_tasks_apart_a_child_that_fails_is_replaced_and_nothing_is_lost() -
     assert got[5][0] == parent, "the task of the broken child is done here"
     assert all(got[t][0] != parent for t in range(30) if t != 5), "children did the rest"
     assert len({got[t][0] for t in range(30)}) >= 4, "the child of task 0 and the broken one were replaced"
+
+
+def test_with_tasks_apart_no_fork_left_means_the_parent_does_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork that fails (no process left, no memory) is no error: the tasks no child took
+    are done in the parent."""
+    from ailint.engine import parallel
+
+    real = parallel._fork_child
+    forks: list[int] = []
+
+    def fork_once(body: object) -> tuple[int, int]:
+        forks.append(1)
+        if len(forks) > 1:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real(body)
+
+    monkeypatch.setattr(parallel, "_fork_child", fork_once)
+    parent = os.getpid()
+    got = run_forked(lambda t: (os.getpid(), t), [-1, *range(20)], 2, apart=frozenset({-1}))
+    assert got is not None and {t: v[1] for t, v in got.items()} == {t: t for t in [-1, *range(20)]}
+    assert got[-1][0] != parent, "the one child ran the task apart"
+    assert all(got[t][0] == parent for t in range(20)), "the rest was done here"
+
+
+def test_a_fork_that_fails_is_no_error_the_parent_takes_every_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ailint.engine import parallel
+
+    def no_fork(body: object) -> tuple[int, int]:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel, "_fork_child", no_fork)
+    parent = os.getpid()
+    got = run_forked(lambda t: (os.getpid(), t * 2), list(range(12)), 2)
+    assert got == {t: (parent, t * 2) for t in range(12)}
+
+
+def test_run_beside_without_a_fork_says_so_and_leaks_no_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ailint.engine import parallel
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel.os, "fork", no_fork)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    assert parallel.run_beside(lambda: 1) is None
+    assert run_forked(lambda t: t, list(range(5)), 2) == {t: t for t in range(5)}
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before, "no pipe or temporary file left open"

@@ -154,8 +154,12 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
                 results.update(stream.received())
             return t
 
-        for stream in streams:  # each child takes tasks until none are left
-            stream.start(rd, work)
+        for stream in list(streams):  # each child takes tasks until none are left
+            try:
+                stream.start(rd, work)
+            except OSError:  # no fork now: this process takes its tasks
+                stream.data.close()
+                streams.remove(stream)
         _drain(rd, take)
         for stream in streams:
             results.update(stream.finish())
@@ -171,9 +175,16 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
     receives; a child that ended while tasks are left is replaced by a fresh one."""
     import select
 
-    live = [_Stream() for _ in range(procs)]
-    for stream in live:
-        stream.start(rd, work, apart)
+    def started() -> _Stream | None:  # None: no fork now (the tasks left are done here)
+        stream = _Stream()
+        try:
+            stream.start(rd, work, apart)
+        except OSError:
+            stream.data.close()
+            return None
+        return stream
+
+    live = [s for s in (started() for _ in range(procs)) if s is not None]
     while live:
         ready, _, _ = select.select([s.notes for s in live], [], [])
         for stream in [s for s in live if s.notes in ready]:
@@ -181,9 +192,8 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
             results.update(stream._hand_over())
             if not stream.pid:  # ended: after a task apart, or the queue is empty
                 live.remove(stream)
-                if _queued(rd):
-                    fresh = _Stream()
-                    fresh.start(rd, work, apart)
+                fresh = started() if _queued(rd) else None
+                if fresh is not None:
                     live.append(fresh)
 
 
@@ -342,8 +352,13 @@ def run_beside(*works: Any) -> list[Any] | None:
         return None
     rd = _queue(range(len(works)))
     stream = _Stream()
-    stream.start(rd, lambda t: works[t]())
-    os.close(rd)
+    try:
+        stream.start(rd, lambda t: works[t]())
+    except OSError:  # no fork now (no process or memory left): the caller does the work
+        stream.data.close()
+        return None
+    finally:
+        os.close(rd)
 
     def waiter(t: int) -> Any:
         def wait() -> Any:
@@ -359,7 +374,12 @@ def _fork_child(body: Any) -> tuple[int, int]:
     """Fork a child that runs `body(write end of a pipe)` and leaves at once (`os._exit`:
     no cleanup of the parent's state runs twice; exit 1 if `body` raised): (pid, read end)."""
     r, w = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # (the caller works without the child)
+        os.close(r)
+        os.close(w)
+        raise
     if pid == 0:
         code = 1
         try:
