@@ -130,3 +130,22 @@ def test_run_beside_without_a_fork_says_so_and_leaks_no_pipe(monkeypatch: pytest
     assert run_forked(lambda t: t, list(range(5)), 2) == {t: t for t in range(5)}
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before, "no pipe or temporary file left open"
+
+
+def test_with_tasks_apart_an_unknown_queue_forks_no_endless_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the pipe cannot say what it holds, a fresh child that finds it empty ends the
+    replacing: the run ends, with every task done once."""
+    from ailint.engine import parallel
+
+    monkeypatch.setattr(parallel, "_queued", lambda rd: True)
+    forks: list[int] = []
+    real = parallel._fork_child
+
+    def counted(body: object) -> tuple[int, int]:
+        forks.append(1)
+        return real(body)
+
+    monkeypatch.setattr(parallel, "_fork_child", counted)
+    got = run_forked(lambda t: t, [-1, -2, *range(6)], 2, apart=frozenset({-1, -2}))
+    assert got == {t: t for t in [-1, -2, *range(6)]}
+    assert len(forks) <= 6

@@ -185,14 +185,18 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
         return stream
 
     live = [s for s in (started() for _ in range(procs)) if s is not None]
+    took: dict[int, int] = {}  # per child (its stream), how many results it sent
     while live:
         ready, _, _ = select.select([s.notes for s in live], [], [])
         for stream in [s for s in live if s.notes in ready]:
             stream._pull(block=False)
-            results.update(stream._hand_over())
+            got = stream._hand_over()
+            took[id(stream)] = took.get(id(stream), 0) + len(got)
+            results.update(got)
             if not stream.pid:  # ended: after a task apart, or the queue is empty
                 live.remove(stream)
-                fresh = started() if _queued(rd) else None
+                # (a child that took nothing found the queue empty: no other one will)
+                fresh = started() if took.pop(id(stream), 0) and _queued(rd) else None
                 if fresh is not None:
                     live.append(fresh)
 
