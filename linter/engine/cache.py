@@ -479,8 +479,8 @@ def file_in(
 
 def without_tables(entry: tuple[Any, ...]) -> tuple[Any, ...]:
     """A file entry as the pack keeps it: without its position tables (most of its bytes,
-    read from the file's own entry where a finding points)."""
-    return (*entry[:3], None, *entry[4:])
+    read from the file's own entry where a finding points); one from the pack as it is."""
+    return entry if len(entry) < 4 or entry[3] is None else (*entry[:3], None, *entry[4:])
 
 
 def entry_tables(entry: Any) -> list[bytes] | None:

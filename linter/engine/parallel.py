@@ -189,8 +189,7 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
     while live:
         ready, _, _ = select.select([s.notes for s in live], [], [])
         for stream in [s for s in live if s.notes in ready]:
-            stream._pull(block=False)
-            got = stream._hand_over()
+            got = stream.received()
             took[id(stream)] = took.get(id(stream), 0) + len(got)
             results.update(got)
             if not stream.pid:  # ended: after a task apart, or the queue is empty
