@@ -194,8 +194,10 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
             results.update(got)
             if not stream.pid:  # ended: after a task apart, or the queue is empty
                 live.remove(stream)
-                # (a child that took nothing found the queue empty: no other one will)
-                fresh = started() if took.pop(id(stream), 0) and _queued(rd) else None
+                # (a child that took nothing and did not fail found the queue empty: no
+                # other one will; one that fails takes a task each time, so this ends)
+                sent = took.pop(id(stream), 0)
+                fresh = started() if (sent or stream.failed) and _queued(rd) else None
                 if fresh is not None:
                     live.append(fresh)
 
@@ -257,6 +259,7 @@ class _Stream:
         self.offset = 0
         self.pending = b""
         self.pid = 0
+        self.failed = False  # the child ended with an error (its task in hand is not done)
         self.notes = -1
         self.got: dict[int, Any] = {}  # received, not handed over yet
 
@@ -327,7 +330,8 @@ class _Stream:
             self.got.update(self._load(chunk))
             return
         os.close(self.notes)
-        os.waitpid(self.pid, 0)
+        _, status = os.waitpid(self.pid, 0)
+        self.failed = status != 0
         self.pid = 0
         self.data.close()
 
