@@ -566,3 +566,22 @@ def test_a_save_keeps_each_module_with_the_stamp_of_its_own_code(tmp_path: Path,
     process()
     cc.adopt(marshal.dumps(({cc.MODULE: {("ailint.other", str(tmp_path)): new}}, {})))
     assert not cc._new[cc.MODULE]
+
+
+def test_a_pattern_built_anew_in_each_process_is_not_kept(tmp_path: Path) -> None:
+    """`tokenize` builds its pseudo-token pattern from a set, in hash order, so each process
+    compiles another string (attrs tokenizes through `inspect.signature` when jsonschema
+    builds its classes). Kept, every run would add an entry no run meets again and write the
+    whole table at exit; a pattern of any other module is kept as before."""
+    code = (
+        "import io, re, sys, tokenize\nfrom ailint.core import codecache\ncodecache.install()\n"
+        "list(tokenize.generate_tokens(io.StringIO('x = 1\\n').readline))\n"
+        "before = codecache.compiled_here('regex')\n"
+        "re.compile('ailint-test-[0-9]+' + sys.argv[1])\n"
+        "print(before, codecache.compiled_here('regex'), file=sys.stderr)\ncodecache.save()\n"
+    )
+    for seed in ("1", "2"):
+        env = {**_env(tmp_path / "c"), "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-c", code, seed], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.split()[-2:] == ["0", "1"], proc.stderr

@@ -146,11 +146,32 @@ def _re_compile(p: Any, flags: int = 0) -> Any:
             except Exception:  # a program this build cannot take: compile it, as without a table
                 return original(p, flags)
         pattern = original(p, flags)
+        if _from_unstable_source():
+            return pattern
         program = _program(p, flags, pattern)
         if program is not None:
             _keep(REGEX, key, marshal.dumps(program))
         return pattern
     return original(p, flags)
+
+
+# Modules whose patterns are built anew in each process: `tokenize` joins the string prefixes
+# from a set (hash-randomized order), so its pseudo-token pattern differs from run to run
+# (`inspect.signature` tokenizes, and attrs calls it when jsonschema builds its classes).
+# Kept, each run would add one more never-met entry and write the whole table at exit.
+_UNSTABLE_SOURCES = frozenset({"tokenize"})
+
+
+def _from_unstable_source() -> bool:
+    """Whether the pattern being compiled comes from one of `_UNSTABLE_SOURCES` (the first
+    caller outside `re`'s own modules)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name not in ("re", "re._compiler", "functools", __name__):
+            return name in _UNSTABLE_SOURCES
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def _program(p: str | bytes, flags: int, pattern: Any) -> tuple[Any, ...] | None:
