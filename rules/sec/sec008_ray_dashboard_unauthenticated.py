@@ -74,6 +74,7 @@ remove the route and use `kubectl port-forward`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -221,15 +222,30 @@ def _fix(obj: Any, base: tuple, exposures: list) -> Any:
     return make_fix("enable Ray token authentication and make the head service ClusterIP", ed, unsafe=True)
 
 
-def _ray_objects(ctx: Any, ns: str) -> list[Any]:
-    return [o for o in ctx.of_kind(*_RAY_KINDS, namespace=ns) if cluster_base(o) is not None]
+class _Ray(NamedTuple):
+    """What a Service, an Ingress or a route asks of a Ray object of its namespace."""
+
+    obj: Any
+    base: tuple
+    labels: dict[str, str]  # of its head pod
+    services: set[str]  # the names of its head Service
+    auth: bool
 
 
-def _base(ray: Any) -> tuple:
-    """The cluster base of an object `_ray_objects` returned (it keeps only those with one)."""
-    base = cluster_base(ray)
-    assert base is not None
-    return base
+def _rays(ctx: Any, ns: str) -> list[_Ray]:
+    """The Ray objects of `ns` with a cluster spec, read once per namespace and run (every
+    Service and route of the namespace asks)."""
+
+    def read() -> list[_Ray]:
+        out = []
+        for o in ctx.of_kind(*_RAY_KINDS, namespace=ns):
+            base = cluster_base(o)
+            if base is not None:
+                out.append(_Ray(o, base, head_labels(o, base), head_service_names(o), auth_enabled(o, base)))
+        return out
+
+    got: list[_Ray] = ctx.memo(("SEC008.rays", ns), read)
+    return got
 
 
 def _service_targets_dashboard(svc: Any, port_ref: Any = None) -> bool:
@@ -243,11 +259,11 @@ def _service_targets_dashboard(svc: Any, port_ref: Any = None) -> bool:
     return False
 
 
-def _rays_selected(ctx: Any, svc: Any) -> list[Any]:
+def _rays_selected(ctx: Any, svc: Any) -> list[_Ray]:
     sel = svc.get("spec", "selector")
     if not isinstance(sel, dict) or not sel:
         return []
-    return [r for r in _ray_objects(ctx, _ns(svc)) if selector_matches(sel, head_labels(r, _base(r)))]
+    return [r for r in _rays(ctx, _ns(svc)) if selector_matches(sel, r.labels)]
 
 
 def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
@@ -255,12 +271,12 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
     if st not in _EXTERNAL_TYPES or not _service_targets_dashboard(obj):
         return
     for ray in _rays_selected(ctx, obj):
-        if not auth_enabled(ray, _base(ray)):
+        if not ray.auth:
             yield RULE.finding(
                 obj,
                 ("spec", "type"),
                 f"Service {obj.name} ({st}) exposes the dashboard/Jobs API (8265) of "
-                f"{ctx.describe(ray)}, which has no token auth; use ClusterIP and port-forward, or set "
+                f"{ctx.describe(ray.obj)}, which has no token auth; use ClusterIP and port-forward, or set "
                 "authOptions.mode: token",
             )
             return
@@ -290,20 +306,20 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
     ns = _ns(obj)
     targets = []
     if port in (DASHBOARD_PORT, str(DASHBOARD_PORT), "dashboard"):
-        targets = [r for r in _ray_objects(ctx, ns) if svc_name in head_service_names(r)]
+        targets = [r for r in _rays(ctx, ns) if svc_name in r.services]
     if not targets:
         for svc in ctx.of_kind("Service", namespace=ns):
             if svc.name == svc_name and svc.group == "" and _service_targets_dashboard(svc, port):
                 targets = _rays_selected(ctx, svc)
                 break
     for ray in targets:
-        if not auth_enabled(ray, _base(ray)):
-            via = "" if svc_name.startswith(str(ray.name)) else f" (Service {svc_name})"
+        if not ray.auth:
+            via = "" if svc_name.startswith(str(ray.obj.name)) else f" (Service {svc_name})"
             yield RULE.finding(
                 obj,
                 path,
                 f"{what} {obj.name} routes to the dashboard/Jobs API (8265) of "
-                f"{ctx.describe(ray)}{via}, which has no token auth; set authOptions.mode: token "
+                f"{ctx.describe(ray.obj)}{via}, which has no token auth; set authOptions.mode: token "
                 "or drop the route",
             )
             return
