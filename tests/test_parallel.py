@@ -12,6 +12,22 @@ from ailint.engine.parallel import run_forked
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
 
 
+def _count_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each child `run_forked` forks (counted in the parent,
+    whatever the children then did)."""
+    from ailint.engine import parallel
+
+    real = parallel._fork_child
+    forks: list[int] = []
+
+    def counted(body: object) -> tuple[int, int]:
+        forks.append(1)
+        return real(body)
+
+    monkeypatch.setattr(parallel, "_fork_child", counted)
+    return forks
+
+
 def test_every_task_comes_back_once_from_whichever_process_ran_it() -> None:
     parent = os.getpid()
 
@@ -53,16 +69,7 @@ def test_with_tasks_apart_only_children_work_and_each_task_apart_ends_its_child(
 ) -> None:
     """Bounded memory: the parent (which holds every object) runs no task, and what a task
     apart loads (a schema store, the CEL runtime) dies with its child."""
-    from ailint.engine import parallel
-
-    real = parallel._fork_child
-    forks: list[int] = []
-
-    def counted(body: object) -> tuple[int, int]:
-        forks.append(1)
-        return real(body)
-
-    monkeypatch.setattr(parallel, "_fork_child", counted)
+    forks = _count_forks(monkeypatch)
     parent = os.getpid()
 
     def work(t: int) -> tuple[int, int]:
@@ -87,16 +94,7 @@ def test_with_tasks_apart_a_child_that_fails_is_replaced_and_nothing_is_lost(
     """The child of task 0 ends after it (a task apart), and the first child to take another
     task breaks on it, having sent nothing: both are replaced while tasks are left, and the
     task in the broken child's hands is done here."""
-    from ailint.engine import parallel
-
-    real = parallel._fork_child
-    forks: list[int] = []
-
-    def counted(body: object) -> tuple[int, int]:
-        forks.append(1)
-        return real(body)
-
-    monkeypatch.setattr(parallel, "_fork_child", counted)
+    forks = _count_forks(monkeypatch)
     parent = os.getpid()
     broke = tmp_path / "broke"
 
