@@ -12,7 +12,9 @@ rule, not per slice of objects, builds each rule's run-wide indexes in one proce
 With bounded memory (a large input), the parent runs none of these tasks and each pass
 that loads a store of its own (schemas, the CEL runtime) ends its child: the parent holds
 every object and never grows by a pass, and no process holds two passes' stores at once.
-Without `fork` (Windows), a process pool parses the files instead.
+A child that ends while tasks are left (after a task apart, or because it failed: its
+exit status says so) is replaced by a fresh one; one that ended without a task found the
+queue empty, and no other one would find more. Without `fork` (Windows), a process pool parses the files instead.
 """
 
 from __future__ import annotations
