@@ -14,7 +14,8 @@ that loads a store of its own (schemas, the CEL runtime) ends its child: the par
 every object and never grows by a pass, and no process holds two passes' stores at once.
 A child that ends while tasks are left (after a task apart, or because it failed: its
 exit status says so) is replaced by a fresh one; one that ended without a task found the
-queue empty, and no other one would find more. Without `fork` (Windows), a process pool parses the files instead.
+queue empty, and no other one would find more. Without `fork` (Windows), a process pool
+parses the files instead.
 """
 
 from __future__ import annotations

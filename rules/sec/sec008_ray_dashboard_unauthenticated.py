@@ -226,7 +226,6 @@ class _Ray(NamedTuple):
     """What a Service, an Ingress or a route asks of a Ray object of its namespace."""
 
     obj: Any
-    base: tuple
     labels: dict[str, str]  # of its head pod
     services: set[str]  # the names of its head Service
     auth: bool
@@ -241,7 +240,7 @@ def _rays(ctx: Any, ns: str) -> list[_Ray]:
         for o in ctx.of_kind(*_RAY_KINDS, namespace=ns):
             base = cluster_base(o)
             if base is not None:
-                out.append(_Ray(o, base, head_labels(o, base), head_service_names(o), auth_enabled(o, base)))
+                out.append(_Ray(o, head_labels(o, base), head_service_names(o), auth_enabled(o, base)))
         return out
 
     got: list[_Ray] = ctx.memo(("SEC008.rays", ns), read)
