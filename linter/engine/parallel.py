@@ -149,7 +149,8 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
     if apart is not None:
         _children_only(rd, work, procs, apart, results)
     else:
-        streams = [_Stream() for _ in range(procs - 1)]
+        # each child takes tasks until none are left (no fork now: this process takes them)
+        streams = [s for s in (_started(rd, work) for _ in range(procs - 1)) if s is not None]
 
         def take(t: int) -> int:  # the parent's part: one task, then what the children sent
             results[t] = work(t)
@@ -157,12 +158,6 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
                 results.update(stream.received())
             return t
 
-        for stream in list(streams):  # each child takes tasks until none are left
-            try:
-                stream.start(rd, work)
-            except OSError:  # no fork now: this process takes its tasks
-                stream.data.close()
-                streams.remove(stream)
         _drain(rd, take)
         for stream in streams:
             results.update(stream.finish())
@@ -178,31 +173,32 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
     receives; a child that ended while tasks are left is replaced by a fresh one."""
     import select
 
-    def started() -> _Stream | None:  # None: no fork now (the tasks left are done here)
-        stream = _Stream()
-        try:
-            stream.start(rd, work, apart)
-        except OSError:
-            stream.data.close()
-            return None
-        return stream
-
-    live = [s for s in (started() for _ in range(procs)) if s is not None]
-    took: dict[int, int] = {}  # per child (its stream), how many results it sent
+    # (no fork now: the tasks left are done by `run_forked` here)
+    live = [s for s in (_started(rd, work, apart) for _ in range(procs)) if s is not None]
     while live:
         ready, _, _ = select.select([s.notes for s in live], [], [])
         for stream in [s for s in live if s.notes in ready]:
-            got = stream.received()
-            took[id(stream)] = took.get(id(stream), 0) + len(got)
-            results.update(got)
+            results.update(stream.received())
             if not stream.pid:  # ended: after a task apart, or the queue is empty
                 live.remove(stream)
-                # (a child that took nothing and did not fail found the queue empty: no
+                # (a child that sent nothing and did not fail found the queue empty: no
                 # other one will; one that fails takes a task each time, so this ends)
-                sent = took.pop(id(stream), 0)
-                fresh = started() if (sent or stream.failed) and _queued(rd) else None
-                if fresh is not None:
-                    live.append(fresh)
+                if (stream.sent or stream.failed) and _queued(rd):
+                    fresh = _started(rd, work, apart)
+                    if fresh is not None:
+                        live.append(fresh)
+
+
+def _started(queue: int, work: Any, apart: frozenset[int] = frozenset()) -> _Stream | None:
+    """A child forked to take tasks from `queue` (`_Stream.start`), or None when no process
+    can be forked now (no process or memory left): the caller does the work itself."""
+    stream = _Stream()
+    try:
+        stream.start(queue, work, apart)
+    except OSError:
+        stream.data.close()
+        return None
+    return stream
 
 
 def _queued(rd: int) -> bool:
@@ -263,6 +259,7 @@ class _Stream:
         self.pending = b""
         self.pid = 0
         self.failed = False  # the child ended with an error (its task in hand is not done)
+        self.sent = 0  # how many results it has handed over
         self.notes = -1
         self.got: dict[int, Any] = {}  # received, not handed over yet
 
@@ -317,6 +314,7 @@ class _Stream:
         compiled = out.pop(_COMPILED, None)
         if compiled is not None:
             codecache.adopt(compiled)
+        self.sent += len(out)
         return out
 
     def _pull(self, block: bool) -> None:
@@ -361,14 +359,10 @@ def run_beside(*works: Any) -> list[Any] | None:
     if not _can_fork():
         return None
     rd = _queue(range(len(works)))
-    stream = _Stream()
-    try:
-        stream.start(rd, lambda t: works[t]())
-    except OSError:  # no fork now (no process or memory left): the caller does the work
-        stream.data.close()
+    stream = _started(rd, lambda t: works[t]())
+    os.close(rd)
+    if stream is None:  # no fork now: the caller does the work
         return None
-    finally:
-        os.close(rd)
 
     def waiter(t: int) -> Any:
         def wait() -> Any:
