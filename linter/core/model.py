@@ -135,6 +135,16 @@ class SourceFile:
     def is_stdin(self) -> bool:
         return self.path == "-"
 
+    def not_rewritten(self) -> str | None:
+        """Why `--fix` never rewrites this file: "stdin" (standard input cannot be written
+        back; `--diff` shows the fixes) or "helm" (the output of `helm template`: its fixes
+        belong in the chart); None when it may be rewritten."""
+        if self.is_stdin:
+            return "stdin"
+        if is_helm_output(self.text):
+            return "helm"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Edit:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import yaml
-from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile, is_helm_output
+from ailint.core.model import Applicability, Edit, FileResult, Finding, Fix, Pos, SourceFile
 from ailint.fix.edits import DocumentEdit
 
 TYPE_CHECKING = False
@@ -372,19 +372,22 @@ class _File:
     notes: list[str] = field(default_factory=list)
 
 
+_REFUSALS = {
+    "stdin": "standard input is never rewritten; run --fix on the file, or use --diff",
+    "helm": (
+        "Helm-rendered output (`# Source:` markers) is not rewritten; apply the fixes "
+        "to the chart's templates or values (they are in the report)"
+    ),
+}
+
+
 def _refusal(src: SourceFile) -> str | None:
-    if src.is_stdin:
-        return "standard input is never rewritten; run --fix on the file, or use --diff"
-    if is_helm_output(src.text):
-        return (
-            "Helm-rendered output (`# Source:` markers) is not rewritten; apply the fixes "
-            "to the chart's templates or values (they are in the report)"
-        )
-    return None
+    why = src.not_rewritten()
+    return _REFUSALS[why] if why is not None else None
 
 
-def _refused(src: SourceFile | None) -> bool:
-    return src is not None and _refusal(src) is not None
+def _not_rewritten(src: SourceFile | None) -> bool:
+    return src is not None and src.not_rewritten() is not None
 
 
 def _relint(base: Any, texts: dict[str, str], settings: Any) -> Any:
@@ -673,7 +676,7 @@ def _summary(fixed: int, nfiles: int, remaining: Any, final: Any, unsafe: bool, 
             for f in remaining.findings
             if f.fix is not None
             and f.fix.applicability == Applicability.UNSAFE
-            and not _refused(remaining.sources.get(f.file))  # --unsafe-fixes would not write it either
+            and not _not_rewritten(remaining.sources.get(f.file))  # --unsafe-fixes would not write it either
         )
     )
     verb = "Would fix" if would else "Fixed"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from ailint.core.model import Finding, is_helm_output
+from ailint.core.model import Finding
 from ailint.report.common import frame_source, redact_result
 
 TYPE_CHECKING = False
@@ -129,18 +129,15 @@ def summary_line(result: Any) -> str:
 
 
 def _not_rewritten(result: Any, files: set[str]) -> tuple[set[str], set[str]]:
-    """Of `files`, those `--fix` never rewrites (`ailint.fix.apply`): standard input, and the
-    output of `helm template`, whose fixes belong in the chart."""
-    stdin, helm = set(), set()
+    """Of `files`, those `--fix` never rewrites (`SourceFile.not_rewritten`): standard input,
+    and the output of `helm template`, whose fixes belong in the chart."""
+    by_reason: dict[str, set[str]] = {"stdin": set(), "helm": set()}
     for name in files:
         src = result.sources.get(name)
-        if src is None:
-            continue
-        if src.is_stdin:
-            stdin.add(name)
-        elif is_helm_output(src.text):
-            helm.add(name)
-    return stdin, helm
+        why = src.not_rewritten() if src is not None else None
+        if why is not None:
+            by_reason[why].add(name)
+    return by_reason["stdin"], by_reason["helm"]
 
 
 def fixable_note(safe: int, unsafe: int) -> str:
