@@ -99,3 +99,27 @@ def test_rule_docs_dedent_as_inspect_cleandoc_does():
     assert len(docs) > 80
     for d in docs:
         assert _dedent(d) == inspect.cleandoc(d or "")
+
+
+def test_kind_index_answers_what_each_rule_says_of_every_kind():
+    """The engine dispatches through `KindIndex`; it must pick exactly the rules, in order,
+    whose `applies_to` says yes, for every kind a rule names, in its group, in another
+    group and in none, and for a kind no rule names."""
+    from ailint.core.model import K8sObject
+    from ailint.core.rule import KindIndex
+
+    rules = [r.rule for r in RULES]
+    index = KindIndex(rules)
+    probes: set[tuple[str, str]] = {("NoRuleNamesThis", ""), ("NoRuleNamesThis", "example.com")}
+    for rule in rules:
+        for target in rule.kinds:
+            group, _, kind = target.rpartition("/")
+            for g in {group, "", "apps", "other.example.com", f"{group}.x"}:
+                probes.add((kind, g))
+    assert len(probes) > 100
+    for kind, group in sorted(probes):
+        api_version = f"{group}/v1" if group else "v1"
+        obj = K8sObject(None, 0, {"apiVersion": api_version, "kind": kind}, {})  # type: ignore[arg-type]
+        assert obj.group == group
+        want = [n for n, rule in enumerate(rules) if rule.applies_to(obj)]
+        assert index.matching(kind, group) == want, (kind, group)

@@ -196,6 +196,35 @@ class Rule:
 
 
 # -- small helpers for rules ---------------------------------------------------------------
+class KindIndex:
+    """Which of a list of rules apply to a kind and group, looked up by kind: the answer of
+    `Rule.applies_to` for each rule, without asking each rule about each new kind.
+
+    A run meets a few hundred kinds (every family's custom resources), and a pod rule lists
+    about thirty; asking 60 bundle rules in turn about each new kind was 30 ms of the plain
+    corpus's serial work before the bundle phase forks.
+    """
+
+    __slots__ = ("_any", "_by_kind")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self._any: list[int] = []  # the positions of the rules that take every kind
+        self._by_kind: dict[str, list[tuple[int, str | None]]] = {}  # kind -> (position, group; None: any)
+        for n, rule in enumerate(rules):
+            if "*" in rule.kinds:
+                self._any.append(n)
+                continue
+            for target in rule.kinds:
+                group, slash, kind = target.rpartition("/")  # "group/Kind" as `applies_to` splits it
+                self._by_kind.setdefault(kind, []).append((n, group if slash else None))
+
+    def matching(self, kind: str, group: str) -> list[int]:
+        """The positions, in order, of the rules that apply to objects of `kind` in `group`."""
+        hits = {n for n, g in self._by_kind.get(kind, ()) if g is None or g == group}
+        hits.update(self._any)
+        return sorted(hits)
+
+
 def make_fix(title: str, edits: Iterable[Edit | None], unsafe: bool = False) -> Fix | None:
     """A Fix from edits (an edit helper that declined gives None: it is skipped), or None when
     no edit could be built (then the rule offers none)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ailint.core.model import FileResult, Finding, Foreign, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
-from ailint.core.rule import Options
+from ailint.core.rule import KindIndex, Options
 from ailint.engine import registry, suppress
 from ailint.engine.boundary import Boundary, open_regular
 from ailint.engine.bounded import FileChangedError
@@ -78,6 +78,7 @@ class Engine:
     progress: Callable[[int], None] | None = None  # told how many more files are read and checked
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
+    _kind_index: dict[bool, KindIndex] = field(default_factory=dict)  # per pool (bundle or not)
 
     def __post_init__(self) -> None:
         for reg in self.rules:
@@ -95,7 +96,10 @@ class Engine:
         got = self._dispatch.get(key)
         if got is None:
             pool = self.bundle_rules if bundle else self.object_rules
-            got = self._dispatch[key] = [r for r in pool if r.rule.applies_to(obj)]
+            index = self._kind_index.get(bundle)
+            if index is None:
+                index = self._kind_index[bundle] = KindIndex([r.rule for r in pool])
+            got = self._dispatch[key] = [pool[n] for n in index.matching(key[0], key[1])]
         return got
 
     def check_object(self, obj: K8sObject, ctx: Context) -> list[Finding]:
