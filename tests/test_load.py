@@ -246,3 +246,20 @@ def test_syntax_error_after_a_crd_keeps_its_line():
     r = load(CRD + "---\n" + POD + '---\nmetadata:\n  name: "broken\n')
     assert [o.kind for o in r.objects] == ["CustomResourceDefinition", "Pod"]
     assert r.findings[0].code == "YML001" and r.findings[0].span.line >= 21
+
+
+def test_document_starts_are_the_lines_a_multiline_regex_finds():
+    """`document_starts` replaced `^---(?=[ \\t\\r\\n]|$)` (re.M) for speed: the same answer
+    on every edge (start and end of text, CR line ends, `----`, `---x`, indented markers)."""
+    import random
+    import re
+
+    from ailint.engine.load import document_starts
+
+    pattern = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+    pieces = ["---", "\n", "\r\n", "-", "--", " ", "\t", "x", "---x", "----", "--- #c", "a: 1", "  ---"]
+    rng = random.Random(7)
+    texts = ["", "---", "--", "---\n", "\n---", "a\n---", "a\n----\n---x\n--- y\n---\t\n---\r\n"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    for text in texts:
+        assert document_starts(text) == [m.start() for m in pattern.finditer(text)], repr(text)

@@ -68,13 +68,27 @@ def decode(raw: bytes, display: str) -> tuple[str | None, Finding | None]:
     return text, None
 
 
-_DOC_START_RE = lazy_re(r"^---(?=[ \t\r\n]|$)", re.M)
 _CRD_KIND_RE = lazy_re(r"^kind:[ \t]*[\"']?CustomResourceDefinition[\"']?[ \t]*(#.*)?$", re.M)
 _API_RE = lazy_re(r"^apiVersion:[ \t]*[\"']?([^\s\"'#]+)", re.M)
 _NAME_RE = lazy_re(
     r"^metadata:[ \t]*\r?\n(?:[ \t]+.*\r?\n|[ \t]*#.*\r?\n)*?([ \t]+)name:[ \t]*[\"']?([^\s\"'#]+)", re.M
 )
 _CONTENT_RE = lazy_re(r"^[ \t]*[^\s#]", re.M)
+
+
+def document_starts(text: str) -> list[int]:
+    """Where each `---` line starts (`^---(?=[ \t\r\n]|$)` in multiline mode), found with
+    `str.find`: a regular expression tries every line of a CRD's megabytes of schema (25 of
+    32 ms on the plain corpus's 132 CRD files)."""
+    out = [0] if text.startswith("---") and (len(text) == 3 or text[3] in " \t\r\n") else []
+    end = len(text)
+    i = text.find("\n---")
+    while i != -1:
+        after = i + 4
+        if after == end or text[after] in " \t\r\n":
+            out.append(i + 1)
+        i = text.find("\n---", after)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +121,7 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     if templated or "CustomResourceDefinition" not in text or not _CRD_KIND_RE.search(text):
         yield from yaml.compose_all(text, Loader=FastLoader)
         return
-    starts = [m.start() for m in _DOC_START_RE.finditer(text)]
+    starts = document_starts(text)
     bounds = ([0] if not starts or starts[0] != 0 else []) + starts + [len(text)]
     first = True
     for a, b in itertools.pairwise(bounds):
