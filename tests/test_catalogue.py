@@ -182,3 +182,30 @@ def test_a_repeated_finding_is_kept_as_the_one_of_the_object_holding_its_line() 
     kept = unique([finding(isvc), finding(runtime)], objects)
     assert [f.object_ref.kind for f in kept] == ["ServingRuntime"]
     assert [f.object_ref.kind for f in unique([finding(isvc), finding(runtime)])] == ["InferenceService"]
+
+
+def test_the_join_takes_which_objects_wait_from_their_files_object_rules(tmp_path: Path, monkeypatch) -> None:
+    """`process_file` notes which of a file's objects wait for the catalogue (FileResult.deferred),
+    and the join judges exactly those without working it out again; the finding is the same."""
+    from ailint.engine import catalogue
+    from ailint.engine.run import Engine, process_file
+    from ailint.engine.sources import Candidate
+
+    _rt, isvc = _write(tmp_path, 4)
+    both = tmp_path / "both.yaml"
+    both.write_text(isvc.read_text(encoding="utf-8") + "---\n" + RUNTIME.replace("TP", "4"), encoding="utf-8")
+    settings = Settings(root=str(tmp_path))
+    fr = process_file(Candidate(str(both), "both.yaml"), settings, Engine(settings, []))
+    assert [o.kind for o in fr.objects] == ["InferenceService", "ClusterServingRuntime"]
+    assert fr.deferred == frozenset({0})
+
+    want = _run([str(both)], None, ["SRV004"])
+    assert [(f["code"], f["line"]) for f in want] == [("SRV004", 31)]  # the runtime's args line
+    asked: list[bytes] = []
+    real = catalogue._flag
+    monkeypatch.setattr(
+        catalogue, "_flag", lambda obj, memo, what, compute: asked.append(what) or real(obj, memo, what, compute)
+    )
+    assert _run([str(both)], None, ["SRV004"]) == want
+    assert b"catalogue" in asked  # the join ran, and worked out the catalogue's members
+    assert b"deferred" not in asked  # but which objects wait came with their file

@@ -509,3 +509,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     source: SourceFile | None = None
     suppressions: list[Any] | None = None  # comment suppressions, when read before the text was spilled
+    # the positions in `objects` of those whose object rules wait for the run's catalogue
+    # (`ailint.engine.catalogue.deferred`), when the file's object rules worked it out: the
+    # join does not work it out again (None: not known)
+    deferred: frozenset[int] | None = None

@@ -44,6 +44,7 @@ def catalogue_pass(
     engine: Any,
     already: Iterable[Finding] = (),
     memo: Any = None,
+    waiting: Sequence[bool | None] | None = None,
 ) -> list[Finding]:
     """Object-rule findings of the deferred objects (not in context-only files), merged
     with the catalogue of `objects`; a finding identical to one of `already` or of this
@@ -53,9 +54,15 @@ def catalogue_pass(
     file's bytes): which objects wait for the catalogue is kept per object, and an object's
     findings under its digest and those of the run's catalogue objects, so a rerun judges
     again only the objects whose file or catalogue changed (their pods are still merged:
-    bundle rules read them)."""
+    bundle rules read them). Without it, `waiting` (per object: whether it waits, as its
+    file's object rules found, or None) spares working that out again."""
     hidden = engine.context_only
-    todo = [o for o in objects if o.file not in hidden and _flag(o, memo, b"deferred", deferred)]
+    known = waiting if waiting is not None and memo is None else [None] * len(objects)
+    todo = [
+        o
+        for o, w in zip(objects, known, strict=True)
+        if o.file not in hidden and (w if w is not None else _flag(o, memo, b"deferred", deferred))
+    ]
     if not todo:
         return []
     members = [o for o in objects if _flag(o, memo, b"catalogue", workloads.is_catalogue)]

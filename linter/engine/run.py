@@ -337,9 +337,14 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     from ailint.engine.catalogue import deferred
 
     ctx = Context(profile=settings.profile, bundle=False)
-    for obj in () if c.context else fr.objects:
-        if not deferred(obj):  # its pods depend on other files: judged in `finish`
-            fr.findings.extend(engine.check_object(obj, ctx))
+    if not c.context:
+        waiting = []
+        for n, obj in enumerate(fr.objects):
+            if deferred(obj):  # its pods depend on other files: judged in `finish`
+                waiting.append(n)
+            else:
+                fr.findings.extend(engine.check_object(obj, ctx))
+        fr.deferred = frozenset(waiting)
     if key is not None:
         engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
@@ -416,7 +421,10 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None
-    findings += catalogue_pass(objects, settings, engine, findings, memo)  # merged with the run's runtimes, claims
+    # per object, whether it waits for the catalogue, when its file's object rules said
+    waiting = [None if fr.deferred is None else n in fr.deferred for fr in file_results for n in range(len(fr.objects))]
+    # merged with the run's runtimes, claims
+    findings += catalogue_pass(objects, settings, engine, findings, memo, waiting)
     if memo is not None:
         memo.save()
     root = engine.run_root or bundle_root(settings)
