@@ -390,3 +390,27 @@ def test_definitions_of_another_layout_are_decoded_whole(tmp_path):
     assert (
         isinstance(got["$defs"], LazyDefinitions) and got["$id"] == "x" and got["$defs"]["a.B"] == doc["$defs"]["a.B"]
     )
+
+
+def test_reporting_a_field_a_later_version_adds_decodes_only_the_definitions_it_reaches(tmp_path):
+    """A failing object is reported through jsonschema and the "Kubernetes 1.34 added it"
+    hint, and neither decodes every core definition (they are 700, most never reached)."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+        "spec:\n  hostnameOverride: h\n  containers:\n    - {name: c, image: busybox}\n",
+        encoding="utf-8",
+    )
+    code = f"""
+import sys
+from ailint.engine.config import Settings
+from ailint.engine.run import lint
+from ailint.schema import validate
+found = [f for f in lint([{str(pod)!r}], Settings(kube_version="1.33")).findings if f.code == "SCH001"]
+assert len(found) == 1 and "Kubernetes 1.34 added it" in found[0].message, found
+defs = validate.core_store("1.33").defs["$defs"]
+print(len(defs._decoded), len(defs))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    decoded, total = int(out[0]), int(out[1])
+    assert total > 500 and decoded < total // 4, (decoded, total)

@@ -79,6 +79,14 @@ class LazyDefinitions(Mapping[str, "Any"]):
     def __len__(self) -> int:
         return len(self._starts)
 
+    def name_of(self, value: Any) -> str | None:
+        """The name of the definition that is `value` (the object itself), among those
+        decoded so far: a schema node a validator reached was decoded to get there."""
+        for name, decoded in self._decoded.items():
+            if decoded is value:
+                return name
+        return None
+
     def gvk_entries(self) -> Iterator[tuple[str, list[Any]]]:
         """(definition name, its `x-kubernetes-group-version-kind` list), without decoding
         the definitions."""

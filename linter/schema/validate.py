@@ -137,9 +137,13 @@ class _CoreStore:
 
     def added_later(self, schema_node: Any, key: str) -> str | None:
         """The first newer shipped Kubernetes version whose same definition has field `key`."""
-        if self._names is None:
-            self._names = {id(v): k for k, v in self.defs["$defs"].items()}
-        name = self._names.get(id(schema_node))
+        defs = self.defs["$defs"]
+        if isinstance(defs, LazyDefinitions):  # not every definition decoded to name one
+            name = defs.name_of(schema_node)
+        else:
+            if self._names is None:
+                self._names = {id(v): k for k, v in defs.items()}
+            name = self._names.get(id(schema_node))
         if name is None:
             return None
         for v in self.shipped:
@@ -163,7 +167,7 @@ class _CoreStore:
             import jsonschema
             from referencing import Registry, Resource
 
-            whole = {k: dict(v.items()) if isinstance(v, LazyDefinitions) else v for k, v in self.defs.items()}
+            whole = dict(self.defs)  # `$defs` stays lazy: a `$ref` decodes the definition it names
             registry = Registry().with_resource(self.defs["$id"], Resource.from_contents(whole))
             v = self.validators[name] = jsonschema.Draft202012Validator(
                 {"$ref": f"{self.defs['$id']}#/$defs/{name}"}, registry=registry, format_checker=_format_checker()
