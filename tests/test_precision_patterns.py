@@ -118,3 +118,36 @@ def _sto002(tmp_path: Path, first: str, second: str) -> int:
 def test_alternative_versions_of_one_object_are_not_two_workloads(tmp_path: Path) -> None:
     assert _sto002(tmp_path / "same", "llm", "llm") == 0  # tutorial variants of one Deployment
     assert _sto002(tmp_path / "two", "llm-a", "llm-b") == 2  # two workloads share the RWO claim
+
+
+def test_a_config_text_the_key_prefilter_skips_has_no_secret_line() -> None:
+    """`scan_config_text` skips a text when no value shape and no secret-ish key word is in
+    it (`may_name_a_secret`): for every text it skips, no line would have been a hit. The
+    texts mix every secret name, suffix, config word and URL name of the data with other
+    keys, in `key: value`, `KEY=value`, `export` and quoted forms."""
+    import random
+
+    from ailint.core.pkgdata import load_json
+    from ailint.domain import agents
+
+    d = load_json("ailint.data", "secrets.json")
+    secretish = [*d["names"], *d["url_names"], *d["config_keys"], *(f"DB{s}" for s in d["name_suffixes"])]
+    plain = ["name", "replicas", "max_tokens", "log_level", "model", "port", "tok", "pass", "url", "api"]
+    values = ["s3cr3t-Value-9f8e7d", "postgres://u:pw@db:5432/x", "hf_" + "a" * 34, "8080", "true", "x y"]
+    rng = random.Random(11)
+    skipped = hits_seen = 0
+    for _ in range(3000):
+        lines = []
+        for _ in range(rng.randint(1, 6)):
+            key = rng.choice(secretish if rng.random() < 0.3 else plain)
+            key = key.lower() if rng.random() < 0.5 else key
+            form = rng.choice(["{k}: {v}", "{k}={v}", "export {k}={v}", '"{k}": "{v}",', "  - {k}: '{v}'"])
+            lines.append(form.format(k=key, v=rng.choice(values)))
+        text = "\n".join(lines)
+        hits = [h for line in text.splitlines() if (h := agents._config_line_hit(line)) is not None]
+        hits_seen += bool(hits)
+        if not agents._compiled()["any_shape"].search(text) and not agents.may_name_a_secret(text):
+            skipped += 1
+            assert hits == [], (text, hits)
+            assert list(agents.scan_config_text(text)) == []
+    assert skipped > 500 and hits_seen > 500  # both kinds of text were tried

@@ -15,7 +15,7 @@ Everything tolerates any shape and never raises.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -151,7 +151,11 @@ def _compiled() -> dict[str, Any]:
             + "|".join(f"(?:{s['pattern']})" for s in d["value_shapes"])
             + r")(?![A-Za-z0-9_-])"
         ),
-        "config_keys": lazy_re(d["config_keys"]),
+        "config_keys": lazy_re("(^|_)(" + "|".join(map(re.escape, d["config_keys"])) + ")$"),
+        # A line is a secret by its key only when the key holds one of these (a config
+        # key's word, a secret name or suffix, a URL name): a text without any of them, and
+        # without a value shape, has no secret line to look for (most config files).
+        "key_hints": _cover(w.lower() for w in (*d["config_keys"], *d["names"], *d["name_suffixes"], *d["url_names"])),
         "config_not": lazy_re(d["config_key_not_secret"]),
         "placeholders": {p.lower() for p in d["placeholders"]},
         "placeholder_res": [lazy_re(p) for p in d["placeholder_patterns"]],
@@ -269,6 +273,21 @@ def _config_line_hit(line: str) -> tuple[str, str, SecretHit] | None:
     return None if hit is None else (key, value, hit)
 
 
+def _cover(words: Iterable[str]) -> tuple[str, ...]:
+    """The words none of the others is part of: a text holds one of `words` only if it
+    holds one of these (`token` stands for `hf_token` and `_token`)."""
+    distinct = set(words)
+    return tuple(sorted(w for w in distinct if not any(o != w and o in w for o in distinct)))
+
+
+def may_name_a_secret(text: str) -> bool:
+    """Whether some key in `text` could make its line a secret (`_config_line_hit` by key):
+    such a key holds a config key's word, a secret name or suffix, or a URL name, and so
+    does the text, lower-cased, wherever the key is."""
+    lowered = text.lower()
+    return any(w in lowered for w in _compiled()["key_hints"])
+
+
 def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     """Literal secrets in a config file's text (YAML, JSON, `.env`, shell `export`):
     (key, value, hit) per matching line, and value shapes anywhere."""
@@ -278,6 +297,8 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     # A shape that matches no line matches nowhere in the text either (no shape spans or
     # anchors on a line break), so one search over the text rules most shapes out at once.
     shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)] if c["any_shape"].search(text) else []
+    if not shapes and not may_name_a_secret(text):
+        return  # no line can hold a secret, by its value or by its key
     seen_values: set[str] = set()
     for line in text.splitlines():
         stripped = line.strip()
