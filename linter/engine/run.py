@@ -305,9 +305,11 @@ def context_candidates(
     """The context files of a run: `given` paths and the config's `context` globs (relative
     to the config's folder), minus the files linted anyway. Missing paths and files that are
     not manifests are passed over silently: a context glob names a part of a repository."""
+    named = list(given)
+    if not named and not settings.context:
+        return []  # (most runs: nothing to glob, not even `glob` to import)
     import glob as globmod
 
-    named = list(given)
     for pattern in settings.context:
         full = os.path.join(settings.root, pattern)
         named.extend(sorted(globmod.glob(full, recursive=True)) if globmod.has_magic(pattern) else [full])

@@ -8,7 +8,6 @@ entry point (see `ailint.engine.registry`): the engine names neither custom rule
 
 from __future__ import annotations
 
-import glob as globmod
 import os
 from collections.abc import Sequence
 
@@ -49,6 +48,8 @@ class PolicyProvider:
         if not isinstance(items, list):
             raise ValueError(f"{path}: `policies` must be a list of files, folders or globs")
         root = os.path.dirname(os.path.abspath(path))
+        import glob as globmod  # here, not at import: a run without policies never globs
+
         for i, item in enumerate(items):
             full = os.path.join(root, str(item))
             if not (globmod.glob(full, recursive=True) if globmod.has_magic(str(item)) else os.path.exists(full)):
@@ -71,6 +72,8 @@ class PolicyProvider:
             return []
         if isinstance(items, str):
             items = [items]
+        import glob as globmod
+
         out: list[str] = []
         for item in items:
             full = os.path.join(settings.root, str(item))
