@@ -74,7 +74,7 @@ remove the route and use `kubectl port-forward`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
@@ -222,7 +222,8 @@ def _fix(obj: Any, base: tuple, exposures: list) -> Any:
     return make_fix("enable Ray token authentication and make the head service ClusterIP", ed, unsafe=True)
 
 
-class _Ray(NamedTuple):
+@dataclass(frozen=True, slots=True)  # (not a NamedTuple: `typing` is no run-time import)
+class _Ray:
     """What a Service, an Ingress or a route asks of a Ray object of its namespace."""
 
     obj: Any
