@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 from ailint.engine.config import Settings
@@ -197,7 +198,14 @@ def test_the_join_takes_which_objects_wait_from_their_files_object_rules(tmp_pat
     settings = Settings(root=str(tmp_path))
     fr = process_file(Candidate(str(both), "both.yaml"), settings, Engine(settings, []))
     assert [o.kind for o in fr.objects] == ["InferenceService", "ClusterServingRuntime"]
-    assert fr.deferred == frozenset({0})
+    assert fr.deferred == (0,)
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(RUNTIME.replace("TP", "4"), encoding="utf-8")
+    none_wait = process_file(Candidate(str(alone), "alone.yaml"), settings, Engine(settings, []))
+    # most files wait for nothing: a worker's result then costs the parent no set per file
+    # (the empty tuple is one shared object, where every unpickled frozenset is a new one)
+    got = pickle.loads(pickle.dumps(none_wait)).deferred
+    assert type(got) is tuple and not got
 
     want = _run([str(both)], None, ["SRV004"])
     assert [(f["code"], f["line"]) for f in want] == [("SRV004", 31)]  # the runtime's args line

@@ -346,7 +346,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
                 waiting.append(n)
             else:
                 fr.findings.extend(engine.check_object(obj, ctx))
-        fr.deferred = frozenset(waiting)
+        fr.deferred = tuple(waiting)
     if key is not None:
         engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
