@@ -145,8 +145,28 @@ def what_runs(c: Container) -> tuple[str, str | None]:
     return _what_runs(c)
 
 
+# `sh -c`, `bash -lc`, `/bin/sh -ec` and `exec` before a command: what runs is what follows
+# (`sh -c "sleep 6000"` sleeps, as `sleep 6000` does)
+_SHELL_PREFIX = lazy_re(r"^((\S*/)?(ba|da|k|z)?sh( -[a-z]+)*? -[a-z]*c[a-z]* )?(exec )?")
+
+
+def command_segments(c: Container) -> list[str]:
+    """A container's shell commands, lower case, each without a leading `sh -c` or `exec`."""
+    return [_SHELL_PREFIX.sub("", seg.lower(), count=1) for seg in segments(list(c.tokens))]
+
+
+def only_waits(c: Container) -> bool:
+    """A container whose every command sleeps, pauses or tails /dev/null: a placeholder that
+    holds its pod's devices (a GPU claim demo, a debug pod), running no workload."""
+    segs = command_segments(c)
+    return bool(segs) and all(_IDLE_ONLY.fullmatch(seg) for seg in segs)
+
+
+_IDLE_ONLY = lazy_re(r"(\S*/)?(sleep (infinity|inf|\d+(\.\d+)?[smhd]?)|pause|tail -f /dev/null)")
+
+
 def _what_runs(c: Container) -> tuple[str, str | None]:
-    segs = [seg.lower() for seg in segments(list(c.tokens))]
+    segs = command_segments(c)
     server: str | None = None
     last: str | None = None  # the last command's verdict
     for seg in segs:
@@ -210,6 +230,14 @@ def _by_image(c: Container, image: str) -> str | None:
                     "routing-sidecar",
                     "llm-d-router",
                     "latency-predictor",
+                    # test doubles and routers that load no model: AIBrix's mock (a Flask app
+                    # answering vLLM's API), the llm-d simulator (`llm-d-inference-sim`, was
+                    # `vllm-sim`: "does not truly run inference"), the vLLM semantic router
+                    # (an Envoy ext_proc on gRPC)
+                    "vllm-mock",
+                    "vllm-sim",
+                    "inference-sim",
+                    "semantic-router",
                 )
             ):
                 return engine

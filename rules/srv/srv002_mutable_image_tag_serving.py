@@ -97,6 +97,7 @@ from ailint.domain.extract import (
     serving_engine,
 )
 from ailint.domain.kserve import preset_supplies
+from ailint.domain.roles import only_waits
 from ailint.fix import edits
 
 TYPE_CHECKING = False
@@ -209,12 +210,17 @@ _LAUNCHER = lazy_re(
 def _training(obj: Any, pod: Any) -> bool:
     """A training pod that runs ML work: an ML training kind, accelerators, or a launcher command.
 
-    Generic batch kinds (Job, JobSet, RayJob) running `busybox sleep` are not training images.
+    Generic batch kinds (Job, JobSet, RayJob) running `busybox sleep` are not training images,
+    with an accelerator or without: a pod whose containers only sleep holds its devices (a GPU
+    claim demo, a scheduler's placeholder) and trains nothing.
     """
     if not is_training_pod(pod):
         return False
-    if obj.kind in _ML_KINDS or is_accelerator_pod(pod):
+    if obj.kind in _ML_KINDS:
         return True
+    if is_accelerator_pod(pod):
+        mains = list(pod.containers(include_init=False))
+        return not mains or not all(only_waits(c) for c in mains)
     return any(_LAUNCHER.search(" ".join(c.tokens)) for c in pod.containers())
 
 
