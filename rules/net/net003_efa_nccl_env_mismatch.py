@@ -10,7 +10,10 @@ sources (`source /etc/nccl/nccl-env.sh` with that file mounted from a ConfigMap)
   on current stacks (info): `NCCL_PROTO=simple` and `FI_PROVIDER=efa` (only for
   aws-ofi-nccl <= 1.5.0), `FI_EFA_USE_DEVICE_RDMA=1` (not needed on libfabric >= 1.18 /
   aws-ofi-nccl >= 1.7), `NCCL_BUFFSIZE` and `NCCL_MIN_CHANNELS` (leave at the default),
-  and any `RDMAV_*` ("do not use"). `NCCL_ALGO` is not listed.
+  and any `RDMAV_*` ("do not use"). `NCCL_ALGO` is not listed. Those version gates are for
+  NCCL on GPUs: a Trainium or Inferentia workload (Neuron devices, no GPU) keeps
+  `FI_PROVIDER=efa` and `FI_EFA_USE_DEVICE_RDMA=1`, which the Neuron SDK's multi-node
+  recipes set for its collectives.
 
 Severity: info for a variable that is obsolete with the installed plugin or libfabric (it
 does nothing on EFA pods); a warning for a mismatch.
@@ -95,7 +98,16 @@ from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, Container, PodTemplate, pod_templates, shell_split
+from ailint.domain.extract import (
+    GPU_RESOURCES,
+    NEURON_RESOURCES,
+    POD_KINDS,
+    Container,
+    PodTemplate,
+    pod_accelerators,
+    pod_templates,
+    shell_split,
+)
 from ailint.domain.storage import mount_for_path, volume_for_mount
 from ailint.fix import edits
 
@@ -236,16 +248,19 @@ def _is_efa_intent(v: EnvVar) -> bool:
     return v.name.startswith("FI_EFA_")
 
 
-def _obsolete(v: EnvVar, ofi: tuple[int, int] | None) -> str | None:
+def _obsolete(v: EnvVar, ofi: tuple[int, int] | None, neuron: bool = False) -> str | None:
     """Why this variable should be dropped on an EFA pod (None: keep it)."""
     val = (v.value or "").strip().lower()
     old15 = ofi is not None and ofi <= (1, 5)
     old16 = ofi is not None and ofi <= (1, 6)
     if v.name == "NCCL_PROTO" and val == "simple" and not old15:
         return "is only needed for aws-ofi-nccl <= 1.5.0 and disables NCCL's LL/LL128 protocols"
-    if v.name == "FI_PROVIDER" and val == "efa" and not old15:
+    # The cheat sheet's version gates are for NVIDIA NCCL with aws-ofi-nccl on p4/p5; the
+    # Neuron SDK's own multi-node recipes (Trainium/Inferentia) still export FI_PROVIDER=efa
+    # and FI_EFA_USE_DEVICE_RDMA=1 for Neuron collectives, so those pods keep them.
+    if v.name == "FI_PROVIDER" and val == "efa" and not old15 and not neuron:
         return "is only needed for aws-ofi-nccl <= 1.5.0"
-    if v.name == "FI_EFA_USE_DEVICE_RDMA" and val == "1" and not old16:
+    if v.name == "FI_EFA_USE_DEVICE_RDMA" and val == "1" and not old16 and not neuron:
         return "is not needed on libfabric >= 1.18 / aws-ofi-nccl >= 1.7"
     if v.name in ("NCCL_BUFFSIZE", "NCCL_MIN_CHANNELS"):
         return "should be left at NCCL's default on EFA"
@@ -265,6 +280,13 @@ def _requests_efa(pod: PodTemplate) -> bool:
     return False
 
 
+def _neuron_only(pods: list[PodTemplate]) -> bool:
+    """Some pod requests AWS Neuron devices and none a GPU: a Trainium/Inferentia workload
+    (its launcher or head included)."""
+    held = {r for pod in pods for r, n in pod_accelerators(pod).items() if n}
+    return any(r in NEURON_RESOURCES for r in held) and not any(r in GPU_RESOURCES for r in held)
+
+
 def _ofi_version(c: Container) -> tuple[int, int] | None:
     m = _OFI_VERSION.search(c.image)
     return (int(m.group(1)), int(m.group(2))) if m else None
@@ -275,6 +297,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not pods:
         return
     efa_anywhere = any(_requests_efa(p) for p in pods)
+    neuron = _neuron_only(pods)
     counts = [p.replicas for p in pods]
     known = [n for n in counts if n is not None]
     total = sum(known) if len(known) == len(counts) else None
@@ -301,10 +324,10 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 continue
             ofi = _ofi_version(c)
             literal = [v for v in env if v.literal_index is not None]
-            drop = {v.literal_index for v in literal if _obsolete(v, ofi)}
+            drop = {v.literal_index for v in literal if _obsolete(v, ofi, neuron)}
             all_env = len(as_list(c.data.get("env")))
             for v in env:
-                why = _obsolete(v, ofi)
+                why = _obsolete(v, ofi, neuron)
                 if why is None:
                     continue
                 shown = f"{v.name}={v.value}" if v.value not in (None, "") else v.name
