@@ -5,8 +5,9 @@ Finds verbose collective-communication debugging left on: `NCCL_DEBUG=INFO` or `
 at container `env`, at `VAR=value` in the command (`export NCCL_DEBUG=INFO && torchrun …`),
 at ConfigMap keys pulled in with `envFrom`/`configMapKeyRef`, and at ConfigMap scripts
 that the command sources (`source /etc/nccl/nccl-env.sh`). A warning in long-running
-workloads (Deployment, StatefulSet, DaemonSet, LeaderWorkerSet, RayService, KServe),
-info in Jobs, RayClusters and other batch kinds. Workloads labeled or annotated for debugging (a label
+workloads (Deployment, StatefulSet, DaemonSet, LeaderWorkerSet, RayService, and the
+custom resources whose pods are model servers: KServe, KAITO, KubeAI, AIBrix StormService,
+Dynamo, NIM, llmaz, OME), info in Jobs, RayClusters and other batch kinds. Workloads labeled or annotated for debugging (a label
 or annotation key or value containing `debug`) and NCCL test runs (`all_reduce_perf` …)
 are skipped.
 
@@ -76,7 +77,7 @@ from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severit
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.agents import delete_seq_item, pods_of, text_occurrences
 from ailint.domain.context import Context
-from ailint.domain.extract import POD_KINDS, pod_templates
+from ailint.domain.extract import POD_KINDS, SERVING_KINDS, pod_templates
 from ailint.fix import edits
 
 TYPE_CHECKING = False
@@ -134,7 +135,13 @@ def _skip(obj: Any, pod: Any) -> bool:
 
 
 def _severity(obj: Any) -> Severity:
-    return Severity.WARNING if obj.kind in LONG_RUNNING else Severity.INFO
+    return Severity.WARNING if _long_running(obj) else Severity.INFO
+
+
+def _long_running(obj: Any) -> bool:
+    """A kind whose pods run until replaced: the core controllers', LWS, Ray Serve, and the
+    custom resources whose pods the workload adapters call model servers."""
+    return obj.kind in LONG_RUNNING or f"{obj.group}/{obj.kind}" in SERVING_KINDS
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
@@ -275,7 +282,7 @@ def _config_map(cm: Any, ctx: Any) -> Iterator[Finding]:
         readers = [(o, p) for o, p, how in users if how == kind]
         if not readers:
             continue
-        sev = Severity.WARNING if any(o.kind in LONG_RUNNING for o, _ in readers) else Severity.INFO
+        sev = Severity.WARNING if any(_long_running(o) for o, _ in readers) else Severity.INFO
         o = readers[0][0]
         new = "WARN" if name == "NCCL_DEBUG" else "OFF"
         path = ("data", key)
