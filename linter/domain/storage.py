@@ -517,10 +517,11 @@ def model_size_bytes_hint(pod: PodTemplate, mid: str | None) -> float | None:
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Scaling:
-    """An autoscaler targeting a workload: min and max replicas and who says so."""
+    """An autoscaler targeting a workload: min and max replicas (None: no upper limit) and
+    who says so (the workload itself when its own controller scales it)."""
 
     min_replicas: int
-    max_replicas: int
+    max_replicas: int | None
     source: K8sObject
 
     @property
@@ -529,8 +530,14 @@ class Scaling:
 
 
 def scaling_of(ctx: Any, obj: K8sObject) -> Scaling | None:
-    """The HPA or KEDA ScaledObject (in the run) that scales `obj`, with the API defaults
-    (HPA `minReplicas` 1; KEDA `minReplicaCount` 0 and `maxReplicaCount` 100)."""
+    """What scales `obj`: its own controller (a KubeAI Model, `workloads.own_scaling`), else
+    the HPA or KEDA ScaledObject of the run that targets it, with the API defaults (HPA
+    `minReplicas` 1; KEDA `minReplicaCount` 0 and `maxReplicaCount` 100)."""
+    from ailint.domain import workloads
+
+    own = workloads.own_scaling(obj)
+    if own is not None:
+        return Scaling(own[0], own[1], obj)
     ns = obj.namespace_or_default
     for hpa in ctx.of_kind("HorizontalPodAutoscaler"):
         spec = as_dict(hpa.data.get("spec"))

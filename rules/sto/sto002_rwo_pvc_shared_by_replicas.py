@@ -183,7 +183,7 @@ def _pods_of(ctx: Any, obj: Any, pod: PodTemplate) -> int | None:
             n = max(n or 0, hi * hosts)
     if obj.kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         sc = scaling_of(ctx, obj)
-        if sc is not None:
+        if sc is not None and sc.max_replicas is not None:
             n = max(n or 0, sc.max_replicas)
     return n
 

@@ -6,8 +6,9 @@ the pod: an init container running `aws s3 sync/cp`, `s5cmd`, `hf download` or
 vLLM/TGI/SGLang container given a Hub id (`--model org/name`) whose download directory
 (`--download-dir`, `HF_HOME`, or the default `~/.cache/huggingface`) is not on a
 PersistentVolumeClaim, hostPath or CSI volume. It is a warning when the workload scales
-(an HPA or KEDA ScaledObject with max > min, or KEDA's default `minReplicaCount: 0`) or
-can run on Spot capacity, and info with fixed replicas on on-demand nodes. Neuron serving
+(an HPA or KEDA ScaledObject with max > min, or KEDA's default `minReplicaCount: 0`; a
+KubeAI Model, which KubeAI's autoscaler scales between `minReplicas`, 0 when unset, and
+`maxReplicas` unless `autoscalingDisabled`) or can run on Spot capacity, and info with fixed replicas on on-demand nodes. Neuron serving
 pods that scale or run on Spot are also flagged when no compile cache is persisted
 (`NEURON_LIBTORCH_REMOTE_CACHE`, `NEURON_COMPILED_ARTIFACTS`, `NEURON_COMPILE_CACHE_URL`).
 
@@ -226,14 +227,17 @@ def _spot(ctx: Any, pod: PodTemplate) -> bool:
 
 
 def _scales(ctx: Any, obj: Any) -> str | None:
-    sc = scaling_of(ctx, obj) if ctx.bundle else None
+    sc = scaling_of(ctx, obj)  # (one object alone: only its own controller's range)
     if sc is None:
         return None
+    who = "its controller" if sc.source is obj else ctx.describe(sc.source)
+    zero = " from zero" if sc.min_replicas == 0 else ""
+    if sc.max_replicas is None:
+        return f"{who} scales it{zero} with no upper limit"
     if sc.max_replicas > sc.min_replicas:
-        zero = " from zero" if sc.min_replicas == 0 else ""
-        return f"{ctx.describe(sc.source)} scales it{zero} up to {sc.max_replicas}"
+        return f"{who} scales it{zero} up to {sc.max_replicas}"
     if sc.min_replicas == 0:
-        return f"{ctx.describe(sc.source)} scales it from zero"
+        return f"{who} scales it from zero"
     return None
 
 

@@ -228,6 +228,13 @@ def family_for(obj: K8sObject) -> Family | None:
     return _pick(_BY_KIND, obj)
 
 
+def own_scaling(obj: K8sObject) -> tuple[int, int | None] | None:
+    """The replica range `obj`'s own controller autoscales it within (min, max; None: no
+    upper limit), or None when its family scales nothing itself (`Family.scaling`)."""
+    fam = family_for(obj)
+    return fam.scaling(obj) if fam is not None and fam.scaling is not None else None
+
+
 def is_workload(obj: K8sObject) -> bool:
     return family_for(obj) is not None
 

@@ -64,6 +64,9 @@ class Family:
     reads: Callable[[K8sObject, list[PodTemplate]], tuple[Kind, ...]] | None = None
     # completes a pod template with what the run's catalogue holds for it (DRA: claimed devices)
     bind_pod: Callable[[PodTemplate, Catalog], None] | None = None
+    # the replica range the resource's own controller autoscales it within, (min, max; None:
+    # no upper limit), or None when it does not (KubeAI scales a Model's servers itself)
+    scaling: Callable[[K8sObject], tuple[int, int | None] | None] | None = None
 
 
 def merged_origins(

@@ -229,6 +229,20 @@ def facts(obj: K8sObject, pods: list[PodTemplate], catalog: Catalog) -> Facts | 
     return out
 
 
+def scaling(obj: K8sObject) -> tuple[int, int | None] | None:
+    """KubeAI's autoscaler keeps a Model's servers between `minReplicas` (0 when unset: the
+    field is no pointer, and 0 "is a valid value") and `maxReplicas` (unset: "no limit"),
+    unless `autoscalingDisabled` (kubeai.org_models CRD, ModelSpec)."""
+    spec = as_dict(obj.data.get("spec"))
+    if spec.get("autoscalingDisabled") is True:
+        return None
+    lo = as_int(spec.get("minReplicas")) or 0
+    hi = as_int(spec.get("maxReplicas"))
+    if hi is not None and hi <= lo and lo > 0:
+        return None  # a fixed count: nothing is scaled
+    return lo, hi
+
+
 def supplies(c: Any, field: str) -> bool | None:
     if field == "resources":
         return True  # a resource profile is the cluster's KubeAI config: requests may differ there
@@ -247,4 +261,5 @@ FAMILY = Family(
     supplies=supplies,
     role=_role,
     serving=(("kubeai.org", "Model"),),
+    scaling=scaling,
 )
