@@ -8,7 +8,9 @@ torchrun, DeepSpeed or Ray Train worker.
 
 Skipped: `pause` containers (they only hold the GPUs); GPU counts of HAMi virtual GPUs
 (`nvidia.com/gpumem`/`gpucores` set: the count is of slices); the Ray container (the first one) of RayCluster, RayJob and RayService head and
-worker pods, because KubeRay mounts a memory-backed `/dev/shm` there itself; containers
+worker pods, and of the RayCluster templates of AIBrix RayClusterFleet and
+RayClusterReplicaSet (KubeRay builds their pods too), because KubeRay mounts a
+memory-backed `/dev/shm` there itself; containers
 with `NCCL_SHM_DISABLE=1`; pods with `hostIPC: true` (they share the host's `/dev/shm`).
 
 Severity: error when the container runs tensor parallelism above 1 (GPU processes exchange
@@ -126,7 +128,6 @@ RULE = Rule(
     precision="high",
 )
 
-_RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 _TRAIN = lazy_re(r"(^|[\s/])(torchrun|deepspeed)(\s|$)|torch\.distributed\.(run|launch)|\bray\.train\b")
 _TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
 _PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
@@ -158,12 +159,23 @@ def _reason(c: Any) -> tuple[str, bool] | None:
     return None
 
 
+def _kuberay_builds(obj: K8sObject) -> bool:
+    """KubeRay builds the object's pods: a RayCluster, RayJob or RayService, or a holder of a
+    RayCluster template. (The Ray module is imported here, after the `Ray` prefix test: a
+    Deployment's run imports no Ray or AIBrix module.)"""
+    from ailint.domain import ray as ray_domain
+
+    return obj.kind in ray_domain.RAY_KINDS or ray_domain.holds_cluster_template(obj)
+
+
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         spec = pod.spec
         if spec.get("hostIPC") is True:
             continue
-        ray_pod = obj.kind in _RAY_KINDS and pod.role != "submitter"
+        # KubeRay builds the pods of a RayCluster, RayJob or RayService, and of the RayClusters an
+        # AIBrix RayClusterFleet or RayClusterReplicaSet makes from its template
+        ray_pod = obj.kind.startswith("Ray") and _kuberay_builds(obj) and pod.role != "submitter"
         for c in pod.containers(include_init=False):
             if ray_pod and c.path[-1] == 0:
                 continue  # KubeRay mounts a Memory emptyDir at /dev/shm into the Ray container
