@@ -5,8 +5,11 @@ multi-node tensor or pipeline parallelism). It fires when nothing keeps a group 
 zone: no `leaderworkerset.sigs.k8s.io/exclusive-topology` annotation on the
 LeaderWorkerSet (or its templates), no required `podAffinity` on the group key
 `leaderworkerset.sigs.k8s.io/group-key` with a zone (or narrower) `topologyKey` in every
-template, no single-zone node selection in the templates, and no single-zone NodePool
-hosting them.
+template, no Kueue Topology Aware Scheduling of the group (every template annotated
+`kueue.x-k8s.io/podset-required-topology` with a level narrower than a region and one
+`kueue.x-k8s.io/podset-group-name` shared by all templates, which places the leader and its
+workers in one domain of that level), no single-zone node selection in the templates, and no
+single-zone NodePool hosting them.
 
 ## Why is this bad?
 Each group is one model replica whose members talk constantly (NCCL all-reduce, KV or
@@ -78,6 +81,7 @@ it is not the fix: it allows only one group per topology domain (one replica per
 - https://github.com/kubernetes-sigs/lws/blob/main/api/leaderworkerset/v1/leaderworkerset_types.go (`ExclusiveKeyAnnotationKey`, `GroupUniqueHashLabelKey`, `size` default 1)
 - https://lws.sigs.k8s.io/docs/concepts/
 - https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#matchlabelkeys
+- https://kueue.sigs.k8s.io/docs/tasks/run/leaderworkerset/ (Topology Aware Scheduling: `podset-required-topology` and `podset-group-name` on both templates)
 """
 
 from __future__ import annotations
@@ -110,6 +114,12 @@ GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
 ZONE = "topology.kubernetes.io/zone"
 _ZONE_KEYS = (ZONE, "topology.k8s.aws/zone-id", "failure-domain.beta.kubernetes.io/zone")
 _TOO_WIDE = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+# Kueue Topology Aware Scheduling: a PodSet annotated with a required topology level is placed
+# in one domain of that level; PodSets sharing a group name are placed in the same domain.
+# Kueue makes one Workload per LWS group, with a leader and a worker PodSet
+# (kueue site/content/en/docs/tasks/run/leaderworkerset.md).
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 
 TERM = {
     "labelSelector": {"matchExpressions": [{"key": GROUP_KEY, "operator": "Exists"}]},
@@ -141,6 +151,17 @@ def _colocated(pod: PodTemplate) -> bool:
     return _pinned_zone(pod_node_requirements(pod))
 
 
+def _kueue_colocated(pods: list[PodTemplate]) -> bool:
+    """Kueue TAS keeps the leader and the workers of a group in one domain of the required
+    level: every template requires a level below a region and all share one group name (a
+    single template names the group of both the leader and the worker PodSet)."""
+    levels = [str(p.annotations.get(KUEUE_REQUIRED_TOPOLOGY) or "").strip() for p in pods]
+    if not all(levels) or any(level in _TOO_WIDE for level in levels):
+        return False
+    groups = {str(p.annotations.get(KUEUE_GROUP_NAME) or "").strip() for p in pods}
+    return len(groups) == 1 and "" not in groups
+
+
 def _pinned_zone(terms: Any) -> bool:
     """Every node-selection term pins one zone."""
     terms = list(terms)
@@ -156,7 +177,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if str(obj.annotations.get(EXCLUSIVE) or "").strip():
         return
     pods = [p for p in pod_templates(obj)]
-    if not pods:
+    if not pods or _kueue_colocated(pods):
         return
     missing = [p for p in pods if not _colocated(p)]
     if not missing:
