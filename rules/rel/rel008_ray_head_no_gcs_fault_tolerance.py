@@ -5,7 +5,9 @@ RayClusterFleet) that runs Ray Serve (`serve run`/`serve deploy` in a container,
 `ailint.io/role: serving`), whose cluster has no GCS fault tolerance: no
 `gcsFaultToleranceOptions` with a `redisAddress` or with `backend: rocksdb`, and not the
 older `ray.io/ft-enabled: "true"` annotation. Info by default; a warning when the object's
-namespace is listed in the profile key `productionNamespaces`.
+namespace is listed in the profile key `productionNamespaces`. A head-only cluster (no worker
+group that can run pods) is left alone: every Serve replica runs on the head, so a head
+restart takes them all down with or without GCS fault tolerance.
 
 ## Why is this bad?
 The Global Control Service lives in the head pod. Without an external store, a head
@@ -33,6 +35,15 @@ spec:
           containers:
             - name: ray-head
               image: rayproject/ray:2.46.0
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 2
+        rayStartParams: {}
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.46.0-gpu
 ```
 
 ## Use instead
@@ -61,6 +72,15 @@ spec:
           containers:
             - name: ray-head
               image: rayproject/ray:2.46.0
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 2
+        rayStartParams: {}
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.46.0-gpu
 ```
 
 ## Options
@@ -122,9 +142,15 @@ def _ft_configured(obj: Any, base: tuple) -> bool:
     return ft.get("backend") == "rocksdb"
 
 
+def _head_only(obj: Any) -> bool:
+    """No worker group can run a pod: the Serve replicas all live on the head, and GCS fault
+    tolerance has no worker to keep serving while the head comes back."""
+    return not any(g.may_scale_out() for g in ray.worker_groups(obj))
+
+
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     base = ray.cluster_spec_path(obj)
-    if base is None or not _serves(obj):
+    if base is None or not _serves(obj) or _head_only(obj):
         return
     if _ft_configured(obj, base):
         return
