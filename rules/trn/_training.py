@@ -196,8 +196,10 @@ def has_queue_label(obj: K8sObject) -> bool:
 
 def gang_mechanism(obj: K8sObject) -> str | None:
     """A gang-scheduling mechanism visible on the object: a gang scheduler's schedulerName,
-    pod-group labels or annotations, PyTorchJob/MPIJob `runPolicy.schedulingPolicy`, or KubeRay's
-    batch-scheduler labels. Returns a short description, or None."""
+    pod-group labels or annotations, PyTorchJob/MPIJob `runPolicy.schedulingPolicy`, KubeRay's
+    batch-scheduler labels, or Kubernetes' own PodGroup of a pod template (`schedulingGroup`
+    or, in 1.35, `workloadRef`: the scheduler gangs it when the group's policy is `gang`).
+    Returns a short description, or None."""
     if obj.kind in ("PyTorchJob", "MPIJob") and isinstance(obj.get("spec", "runPolicy", "schedulingPolicy"), dict):
         return "runPolicy.schedulingPolicy"
     metas = [obj.labels, obj.annotations]
@@ -205,6 +207,12 @@ def gang_mechanism(obj: K8sObject) -> str | None:
         sched = p.spec.get("schedulerName")
         if isinstance(sched, str) and GANG_SCHEDULERS.search(sched):
             return f"schedulerName {sched}"
+        group = as_dict(p.spec.get("schedulingGroup")).get("podGroupName")
+        if isinstance(group, str) and group:
+            return f"schedulingGroup {group}"
+        ref = as_dict(p.spec.get("workloadRef"))
+        if ref.get("name") and ref.get("podGroup"):
+            return f"workloadRef {ref['name']}/{ref['podGroup']}"
         metas += [p.labels, p.annotations]
     for m in metas:
         for k in m:

@@ -14,7 +14,9 @@ It fires when nothing gangs the pods: no `kueue.x-k8s.io/queue-name` label (on t
 its pod templates; a LocalQueue named `default` in the namespace counts, Kueue defaults to
 it), no gang scheduler (`schedulerName` Volcano, KAI, scheduler-plugins/coscheduling,
 YuniKorn), no pod-group label or annotation, no PyTorchJob `runPolicy.schedulingPolicy`, no
-KubeRay batch-scheduler label. Only workloads that request accelerators are checked.
+KubeRay batch-scheduler label, no Kubernetes PodGroup on the pods (`spec.schedulingGroup`, or
+`spec.workloadRef` of Kubernetes 1.35's Workload API). Only workloads that request
+accelerators are checked.
 
 Severity: a warning at warning_gpus accelerators or more (16 by default); info below that.
 
