@@ -82,6 +82,7 @@ EXAMPLES = {
     ],
     "ray-node": ["ray start --head", "/home/ray/anaconda3/bin/ray start --block", "${kuberay_gen_ray_start_cmd}"],
     "idle": ["sleep infinity", "/bin/sleep 1", "pause", "tail -f /dev/null", "while true", "until false"],
+    "diagnostic": ["/opt/gpuburn/gpu_burn 120", "gpu-burn -d 60", "gpuburn 60", "/usr/bin/dcgmproftester12 -t 1004"],
 }
 
 TABLE = [*roles._SERVER_CMD, *roles._NOT_SERVER]

@@ -85,6 +85,9 @@ _NOT_SERVER = (
     ),
     ("ray-node", lazy_re(r"^(ray|/\S*/ray) start\b|\$\{?kuberay_gen_ray_start_cmd\b")),
     ("idle", lazy_re(r"^(/bin/|/usr/bin/)?(sleep|pause)\b|^tail -f /dev/null\b|^(while|until)\b")),
+    # GPU stress tests: one CUDA process per GPU, no collective, no model (gpu-burn,
+    # DCGM's load generator)
+    ("diagnostic", lazy_re(r"(^|\s|/)(gpu_burn|gpu-burn|gpuburn|dcgmproftester\d*)(\s|$)")),
 )
 # Words each pattern above cannot match without (the segment is lower case): a segment that
 # holds none of a pattern's words is not searched with it. Most segments hold none, and the
@@ -108,6 +111,7 @@ _MUST_HOLD: dict[str, tuple[str, ...]] = {
     "download": ("download", "s3", "gsutil", "s5cmd", "tosutil", "lfs", "list-model-profiles", "pull"),
     "ray-node": ("ray",),
     "idle": ("sleep", "pause", "tail", "while", "until"),
+    "diagnostic": ("burn", "dcgmproftester"),
 }
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "do", "done", "then", "fi", "else", "elif", "{", "}"})
 _IMAGE_ONLY = (  # servers an image starts by its own entrypoint (no command in the manifest)
@@ -139,7 +143,7 @@ def segments(tokens: list[str]) -> list[str]:
 
 def what_runs(c: Container) -> tuple[str, str | None]:
     """("server", engine), (reason, None) for a command that is no model server (`client`,
-    `batch`, `router`, `download`, `idle`), or ("unknown", None)."""
+    `batch`, `router`, `download`, `idle`, `diagnostic`), or ("unknown", None)."""
     if isinstance(c, Container):
         return c._cached("what_runs", lambda: _what_runs(c))  # type: ignore[no-any-return]
     return _what_runs(c)

@@ -6,7 +6,8 @@ vLLM or SGLang with tensor or pipeline parallelism above 1 (`--tensor-parallel-s
 `--pipeline-parallel-size`/`-pp`, SGLang `--tp-size`/`--pp-size`), or when it is a
 torchrun, DeepSpeed or Ray Train worker.
 
-Skipped: `pause` containers (they only hold the GPUs); GPU counts of HAMi virtual GPUs
+Skipped: `pause` containers (they only hold the GPUs); GPU stress tests (`gpu_burn`,
+`dcgmproftester`: one CUDA process per GPU, no collective through shared memory); GPU counts of HAMi virtual GPUs
 (`nvidia.com/gpumem`/`gpucores` set: the count is of slices); the Ray container (the first one) of RayCluster, RayJob and RayService head and
 worker pods, and of the RayCluster templates of AIBrix RayClusterFleet and
 RayClusterReplicaSet (KubeRay builds their pods too), because KubeRay mounts a
@@ -111,6 +112,7 @@ from ailint.domain.extract import (
 )
 from ailint.domain.kserve import preset_supplies
 from ailint.domain.quantities import parse_quantity, to_int
+from ailint.domain.roles import what_runs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -181,6 +183,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 continue  # KubeRay mounts a Memory emptyDir at /dev/shm into the Ray container
             acc = c.accelerators()
             if not any(r in acc for r in GPU_RESOURCES + NEURON_RESOURCES) or accelerators.is_placeholder(c):
+                continue
+            if what_runs(c)[0] == "diagnostic":
                 continue
             if _mounts_shm(c) or c.env_value("NCCL_SHM_DISABLE") in ("1", "true", "True"):
                 continue
