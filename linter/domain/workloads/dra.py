@@ -3,7 +3,9 @@
 DeviceClass; a GPU class (`gpu.nvidia.com`, `mig.nvidia.com`, `neuron.aws.com`, ...) makes
 the pod an accelerator pod with the requested device count (`exactly.count` in v1beta2/v1,
 `count` on the request in v1beta1; ExactCount 1 by default; allocationMode All counts as 1
-here). These objects run no pods: they are catalogue entries.
+here). A request with `adminAccess: true` holds no device (a monitoring agent's claim: the
+API says it ignores the device's allocations). These objects run no pods: they are
+catalogue entries.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ def _requests(claim_spec: dict[str, Any]) -> dict[str, float]:
             cls = first.get("deviceClassName")
             exact = first
         res = GPU_CLASSES.get(cls) if isinstance(cls, str) else None
-        if res is None:
-            continue
+        if res is None or exact.get("adminAccess") is True:
+            continue  # an admin-access claim (a monitoring agent's) holds no device: it "ignores
+            # all ordinary claims to the device with respect to ... any resource allocations"
         count = as_int(exact.get("count")) if exact.get("allocationMode", "ExactCount") == "ExactCount" else 1
         out[res] = out.get(res, 0) + float(count or 1)
     return out
