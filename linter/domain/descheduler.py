@@ -62,6 +62,9 @@ EXTENSION_POINTS = ("deschedule", "balance")
 # Plugins that only evict failed or crash-looping pods: a running, healthy pod is never
 # touched by them, so they neither need a PDB nor care about protections of healthy pods.
 UNHEALTHY_ONLY_PLUGINS = ("RemoveFailedPods", "RemovePodsHavingTooManyRestarts")
+LIFETIME_PLUGIN = "PodLifeTime"
+NODE_AFFINITY_PLUGIN = "RemovePodsViolatingNodeAffinity"
+REQUIRED_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def _truthy(v: Any) -> bool:
@@ -295,8 +298,20 @@ class Profile:
         return out
 
     def healthy_pod_evictors(self) -> list[str]:
-        """Enabled plugins that can evict a running, healthy pod."""
-        return [p for p in self.enabled_plugins() if p not in UNHEALTHY_ONLY_PLUGINS]
+        """Enabled plugins that can evict a running, healthy pod. PodLifeTime limited to
+        `states` without `Running` (pods `Pending`, `Succeeded`, `PodInitializing`...) never
+        evicts one: the plugin filters pods by phase or container state first."""
+        return [
+            p
+            for p in self.enabled_plugins()
+            if p not in UNHEALTHY_ONLY_PLUGINS and not (p == LIFETIME_PLUGIN and self._lifetime_skips_running())
+        ]
+
+    def _lifetime_skips_running(self) -> bool:
+        _, args = self.plugin_config(LIFETIME_PLUGIN)
+        legacy = as_dict(args.get("podLifeTime"))  # v1alpha1 params
+        states = as_list(args.get("states") or legacy.get("states") or legacy.get("podStatusPhases"))
+        return bool(states) and "Running" not in [str(x) for x in states]
 
     # -- the DefaultEvictor ------------------------------------------------------------
     @property
@@ -330,7 +345,15 @@ class Profile:
 
     # -- plugin scope ------------------------------------------------------------------
     def plugin_covers(self, name: str, namespace: str, pod: PodTemplate) -> bool:
+        """The plugin's namespaces and `labelSelector` take the pod's pods; for
+        RemovePodsViolatingNodeAffinity, the pods also state a node affinity of a type it
+        checks (`nodeAffinityType`, required by default): it evicts no other pod."""
         _, args = self.plugin_config(name)
+        if name == NODE_AFFINITY_PLUGIN:
+            kinds = [str(x) for x in as_list(args.get("nodeAffinityType"))] or [REQUIRED_AFFINITY]
+            affinity = as_dict(as_dict(pod.spec.get("affinity")).get("nodeAffinity"))
+            if not any(affinity.get(k) for k in kinds):
+                return False
         ns = as_dict(args.get("namespaces") or args.get("evictableNamespaces"))
         include = [str(x) for x in as_list(ns.get("include"))]
         exclude = [str(x) for x in as_list(ns.get("exclude"))]

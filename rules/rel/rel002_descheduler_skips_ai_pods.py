@@ -4,7 +4,9 @@ Checks every DeschedulerPolicy in the run (a top-level `descheduler/v1alpha2` do
 YAML embedded in a ConfigMap as the Helm chart ships it) against the AI workloads its
 enabled plugins target: accelerator or inference-server pods of Deployments, StatefulSets,
 ReplicaSets and LeaderWorkerSets in the plugins' namespaces and `labelSelector`s (matched with
-the labels the pods' controller adds, such as `leaderworkerset.sigs.k8s.io/name`). It fires when the profile's
+the labels the pods' controller adds, such as `leaderworkerset.sigs.k8s.io/name`; a
+PodLifeTime limited to `states` without `Running`, and a RemovePodsViolatingNodeAffinity for
+pods that state no node affinity of its `nodeAffinityType`, target none). It fires when the profile's
 DefaultEvictor protects those pods, so the descheduler silently evicts none of them:
 
 - `PodsWithLocalStorage` (on by default): any `emptyDir` or `hostPath` volume, including the
