@@ -227,8 +227,8 @@ class Converter:
                     Problem(
                         "YML003",
                         mark_span(ksm, kem),
-                        f"duplicate key `{key}`: the API server rejects the object "
-                        f"(first at line {positions[path + (key,)][0]})",
+                        f"duplicate key `{key}`: one value is lost (kubectl keeps the last, silently; "
+                        f"strict readers reject the file) (first at line {positions[path + (key,)][0]})",
                     )
                 )
                 continue
