@@ -9,7 +9,8 @@ sources (`source /etc/nccl/nccl-env.sh` with that file mounted from a ConfigMap)
 - (b) EFA is requested, but the environment pins knobs the AWS EFA cheat sheet says to drop
   on current stacks (info): `NCCL_PROTO=simple` and `FI_PROVIDER=efa` (only for
   aws-ofi-nccl <= 1.5.0), `FI_EFA_USE_DEVICE_RDMA=1` (not needed on libfabric >= 1.18 /
-  aws-ofi-nccl >= 1.7), `NCCL_BUFFSIZE` and `NCCL_MIN_CHANNELS` (leave at the default),
+  aws-ofi-nccl >= 1.7), `NCCL_BUFFSIZE` and `NCCL_MIN_CHANNELS` (leave at the default; the
+  cheat sheet's spelling, read together with NCCL's own `NCCL_MIN_NCHANNELS`),
   and any `RDMAV_*` ("do not use"). `NCCL_ALGO` is not listed. Those version gates are for
   NCCL on GPUs: a Trainium or Inferentia workload (Neuron devices, no GPU) keeps
   `FI_PROVIDER=efa` and `FI_EFA_USE_DEVICE_RDMA=1`, which the Neuron SDK's multi-node
@@ -262,7 +263,7 @@ def _obsolete(v: EnvVar, ofi: tuple[int, int] | None, neuron: bool = False) -> s
         return "is only needed for aws-ofi-nccl <= 1.5.0"
     if v.name == "FI_EFA_USE_DEVICE_RDMA" and val == "1" and not old16 and not neuron:
         return "is not needed on libfabric >= 1.18 / aws-ofi-nccl >= 1.7"
-    if v.name in ("NCCL_BUFFSIZE", "NCCL_MIN_CHANNELS"):
+    if v.name in ("NCCL_BUFFSIZE", "NCCL_MIN_CHANNELS", "NCCL_MIN_NCHANNELS"):
         return "should be left at NCCL's default on EFA"
     if v.name.startswith("RDMAV_"):
         return "is an rdma-core knob the EFA cheat sheet says not to use (prefer FI_EFA_FORK_SAFE)"
