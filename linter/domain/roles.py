@@ -155,7 +155,14 @@ _SHELL_PREFIX = lazy_re(r"^((\S*/)?(ba|da|k|z)?sh( -[a-z]+)*? -[a-z]*c[a-z]* )?(
 
 
 def command_segments(c: Container) -> list[str]:
-    """A container's shell commands, lower case, each without a leading `sh -c` or `exec`."""
+    """A container's shell commands, lower case, each without a leading `sh -c` or `exec`
+    (once per container: `what_runs` and `only_waits` both read them)."""
+    if isinstance(c, Container):
+        return c._cached("command_segments", lambda: _command_segments(c))  # type: ignore[no-any-return]
+    return _command_segments(c)
+
+
+def _command_segments(c: Container) -> list[str]:
     return [_SHELL_PREFIX.sub("", seg.lower(), count=1) for seg in segments(list(c.tokens))]
 
 
