@@ -208,6 +208,51 @@ def test_a_memo_shared_by_objects_reruns_each_reader_after_an_edit(tmp_path: Pat
     assert rerun == _lint(paths, None)
 
 
+def test_an_index_every_pool_reads_reruns_each_pool_after_a_workload_moves(tmp_path: Path) -> None:
+    """KRP008 builds one index of the run's GPU workloads (`ctx.pod_owners`) and every
+    NodePool it judges reads it: the first pool's call builds it, the second's finds it
+    built. After the batch job moves from pool b to pool a, both calls run again (each
+    noted the run's pods), and pool b's finding goes."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("gpu-a", "gpu-b"):
+        (tree / f"{name}.yaml").write_text(
+            f"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: {name}\nspec:\n  template:\n"
+            "    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}\n"
+            "      requirements:\n        - key: karpenter.k8s.aws/instance-family\n          operator: In\n"
+            '          values: ["g6e"]\n      taints:\n        - key: nvidia.com/gpu\n          effect: NoSchedule\n',
+            encoding="utf-8",
+        )
+    pinned = "      nodeSelector: {karpenter.sh/nodepool: gpu-b}\n"
+    (tree / "serve.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  selector:\n"
+        "    matchLabels: {app: vllm}\n  template:\n    metadata:\n      labels: {app: vllm}\n    spec:\n"
+        + pinned
+        + "      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.9.2\n"
+        "          resources:\n            limits:\n              nvidia.com/gpu: 1\n",
+        encoding="utf-8",
+    )
+    job = tree / "job.yaml"
+    job.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: finetune\nspec:\n  template:\n    spec:\n"
+        + pinned
+        + "      restartPolicy: Never\n      containers:\n        - name: train\n          image: my/trainer:1.0\n"
+        "          resources:\n            limits:\n              nvidia.com/gpu: 4\n",
+        encoding="utf-8",
+    )
+    cache, paths = tmp_path / "c", [str(tree)]
+
+    def krp008(found: dict) -> list[str]:
+        return sorted(Path(f["file"]).name for f in found["findings"] if f["code"] == "KRP008")
+
+    first = _lint(paths, cache)
+    assert krp008(first) == ["gpu-b.yaml"] and first == _lint(paths, None)
+    job.write_text(job.read_text(encoding="utf-8").replace("gpu-b", "gpu-a"), encoding="utf-8")
+    rerun = _lint(paths, cache)
+    assert krp008(rerun) == []
+    assert rerun == _lint(paths, None)
+
+
 def test_no_run_wide_memo_is_a_container_its_readers_fill() -> None:
     """`ctx.memo(key, compute)` notes what `compute` read for every later reader (the results
     cache reruns a call when that changes). A memo created empty and filled by its readers

@@ -22,7 +22,7 @@ from functools import lru_cache
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, K8sObject, Path, as_dict, iter_dicts
-from ailint.domain.extract import Container, PodTemplate, pod_templates
+from ailint.domain.extract import Container, PodTemplate
 from ailint.domain.roles import is_agent_pod
 
 TYPE_CHECKING = False
@@ -651,12 +651,8 @@ def version_at_least(v: Any, minimum: str) -> bool | None:
 
 
 def pods_of(ctx: Any) -> Iterator[tuple[K8sObject, PodTemplate]]:
-    from ailint.domain.extract import is_pod_kind
-
-    for o in ctx.objects:
-        if is_pod_kind(o):
-            for p in pod_templates(o):
-                yield o, p
+    """Every (object, pod template) of the run (`ctx.pods_in`: read as the run's pods)."""
+    return ctx.pods_in(None)  # type: ignore[no-any-return]
 
 
 __all__ = [

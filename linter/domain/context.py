@@ -372,6 +372,23 @@ class Context:
         else:
             yield from self._pods[1].get(namespace or "default", ())
 
+    def pod_owners(self, namespace: str | None = None) -> Iterator[tuple[K8sObject, list[PodTemplate]]]:
+        """Every object of the run (of `namespace`, when given) that has pod templates, with
+        them, in object order: what a rule that looks at other workloads reads, instead of
+        every object (`objects`). Read through `pods_in`, so the results cache knows the
+        read for what it is (the run's pods) and an edit of a ConfigMap does not run the
+        rule again."""
+        owner: K8sObject | None = None
+        pods: list[PodTemplate] = []
+        for o, pod in self.pods_in(namespace):
+            if o is not owner:
+                if owner is not None:
+                    yield owner, pods
+                owner, pods = o, []
+            pods.append(pod)
+        if owner is not None:
+            yield owner, pods
+
     @cached_property
     def _pods(self) -> tuple[list[tuple[K8sObject, PodTemplate]], dict[str, list[tuple[K8sObject, PodTemplate]]]]:
         """Every (object, pod template) of the run, in object order, and by namespace."""

@@ -141,7 +141,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity
 from ailint.core.rule import Options, Rule, Scope
 from ailint.domain import karpenter
 from ailint.domain.context import Context
-from ailint.domain.extract import is_accelerator_pod, is_pod_kind, pod_templates
+from ailint.domain.extract import is_accelerator_pod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,40 +162,36 @@ SERVING_KINDS = ("Deployment", "LeaderWorkerSet", "RayService")
 BATCH_KINDS = ("Job", "CronJob", "RayJob", "PyTorchJob", "JobSet", "MPIJob")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
-_MEMO = "_krp008_pool_index"
-
 
 def _index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
     """Pool name -> (serving workloads, batch workloads) for which it is the only eligible
-    accelerator pool. Computed once per run."""
-    memo = getattr(ctx, _MEMO, None)
-    if memo is not None:
-        return memo
+    accelerator pool. Computed once per run (`ctx.memo`: the results cache notes what it read)."""
+    return ctx.memo("KRP008.pool_index", lambda: _build_index(ctx))  # type: ignore[no-any-return]
+
+
+def _build_index(ctx: Any) -> dict[str, tuple[list[str], list[str]]]:
     accel = {p.name for p in ctx.nodepools if karpenter.is_accelerator_pool(p)}
     out: dict[str, tuple[list[str], list[str]]] = {}
-    if accel:
-        for o in ctx.objects:
-            if o.kind not in SERVING_KINDS + BATCH_KINDS or not is_pod_kind(o):
+    if not accel:
+        return out
+    for o, pods in ctx.pod_owners():
+        if o.kind not in SERVING_KINDS + BATCH_KINDS:
+            continue
+        batch = o.kind in BATCH_KINDS
+        if batch and (QUEUE_LABEL in o.labels or QUEUE_LABEL in o.annotations):
+            continue
+        for pod in pods:
+            if pod.role == "submitter" or not is_accelerator_pod(pod):
                 continue
-            batch = o.kind in BATCH_KINDS
-            if batch and (QUEUE_LABEL in o.labels or QUEUE_LABEL in o.annotations):
+            eligible = [p.name for p in ctx.pools_for(pod) if p.name in accel]
+            if len(eligible) != 1:
                 continue
-            for pod in pod_templates(o):
-                if pod.role == "submitter" or not is_accelerator_pod(pod):
-                    continue
-                eligible = [p.name for p in ctx.pools_for(pod) if p.name in accel]
-                if len(eligible) != 1:
-                    continue
-                entry = out.setdefault(eligible[0], ([], []))
-                label = ctx.describe(o)
-                lst = entry[1] if batch else entry[0]
-                if label not in lst:
-                    lst.append(label)
-                break
-    try:
-        setattr(ctx, _MEMO, out)  # memoised on the run's context, not in the module
-    except AttributeError:
-        pass
+            entry = out.setdefault(eligible[0], ([], []))
+            label = ctx.describe(o)
+            lst = entry[1] if batch else entry[0]
+            if label not in lst:
+                lst.append(label)
+            break
     return out
 
 

@@ -83,7 +83,7 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.extract import pod_accelerators, pod_node_requirements, pod_templates
+from ailint.domain.extract import pod_accelerators, pod_node_requirements
 from ailint.domain.storage import pool_can_run
 from ailint.fix import edits
 
@@ -199,16 +199,16 @@ def _reserved(pool: Any) -> bool:
 def _multi_node_efa_jobs(ctx: Any) -> list[tuple[Any, int, Any]]:
     """(object, pod count, EFA pod) of every multi-node EFA object of the run, once per run."""
     out = []
-    for other in ctx.objects:
-        job = _multi_node_efa(other)
+    for other, pods in ctx.pod_owners():
+        job = _multi_node_efa(pods)
         if job is not None:
             out.append((other, job[0], job[1]))
     return out
 
 
-def _multi_node_efa(obj: Any) -> tuple[int, Any] | None:
-    """(pod count, an EFA pod template) when the object runs two or more pods and some request EFA."""
-    pods = list(pod_templates(obj))
+def _multi_node_efa(pods: list[Any]) -> tuple[int, Any] | None:
+    """(pod count, an EFA pod template) when the object of `pods` runs two or more pods and
+    some request EFA."""
     efa = [p for p in pods if pod_accelerators(p).get(EFA, 0) > 0]
     if not efa:
         return None

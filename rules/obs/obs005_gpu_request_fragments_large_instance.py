@@ -151,24 +151,19 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
 
 def _shared(obj: Any, pod: Any, kind: str, pools: set[str], types: set[str], ctx: Any) -> bool:
     """Another workload of the run asks for the same accelerator where this one lands."""
-    from ailint.domain.extract import is_pod_kind
-
-    for o in ctx.objects:
-        if not is_pod_kind(o):
+    for o, other in ctx.pods_in(None):
+        if o is obj and other.spec_path == pod.spec_path:
             continue
-        for other in pod_templates(o):
-            if o is obj and other.spec_path == pod.spec_path:
-                continue
-            k2, n2 = _need(other)
-            if n2 <= 0 or k2 != kind:
-                continue
-            other_pools = {p.name for p in ctx.pools_for(other)}
-            if pools and other_pools & pools:
+        k2, n2 = _need(other)
+        if n2 <= 0 or k2 != kind:
+            continue
+        other_pools = {p.name for p in ctx.pools_for(other)}
+        if pools and other_pools & pools:
+            return True
+        if not pools:
+            t2 = ctx.target_types(other)
+            if t2 is None or t2 & types:
                 return True
-            if not pools:
-                t2 = ctx.target_types(other)
-                if t2 is None or t2 & types:
-                    return True
     return False
 
 

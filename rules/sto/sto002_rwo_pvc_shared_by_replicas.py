@@ -212,12 +212,12 @@ def _spread(obj: Any, pod: PodTemplate) -> bool:
 
 def _mounters(ctx: Any, namespace: str, claim: str, skip: Any) -> list[Any]:
     out = []
-    for other in ctx.objects:
-        if other is skip or other.kind not in _LONG_RUNNING or other.namespace_or_default != namespace:
+    for other, pods in ctx.pod_owners(namespace):
+        if other is skip or other.kind not in _LONG_RUNNING:
             continue
         if other.kind == skip.kind and other.name == skip.name and other.file != skip.file:
             continue  # the same object in another file: an alternative version of it, not a second workload
-        if any(name == claim for p in pod_templates(other) for _, name in _claims(p)):
+        if any(name == claim for p in pods for _, name in _claims(p)):
             out.append(other)
     return out
 
