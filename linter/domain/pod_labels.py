@@ -36,6 +36,9 @@ controller's own constant:
   `training.kubeflow.org/replica-index`, `training.kubeflow.org/operator-name`,
   `training.kubeflow.org/job-role`; they override the template's.
 - KServe LLMInferenceService: `ailint.domain.kserve.controller_labels`.
+- Any other family that declares them (`Family.pod_labels`): NVIDIA Dynamo's
+  `nvidia.com/dynamo-component` and `nvidia.com/dynamo-graph-deployment-name`
+  (`ailint.domain.workloads.dynamo`).
 
 `controller_labels` gives the labels whose value is known; `varying_labels` the keys every pod
 carries with a value the manifest cannot tell (a hash, an index, a generated name).
@@ -159,6 +162,10 @@ def _compute(pod: PodTemplate) -> _Labels:
         varying = tuple("training.kubeflow.org/" + k for k in ("replica-index", "operator-name", "job-role"))
     elif kind in kserve.KINDS:
         defaults = kserve.controller_labels(pod)
+    else:  # a family that declares its controller's labels (`Family.pod_labels`)
+        from ailint.domain import workloads
+
+        forced, varying = workloads.controller_pod_labels(pod)
     return _Labels(forced, defaults, frozenset(k for k in varying if k not in forced), never)
 
 

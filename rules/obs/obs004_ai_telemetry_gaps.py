@@ -180,9 +180,10 @@ def _unscraped_servers(obj: Any, ctx: Any) -> Iterator[Finding]:
         if not servers or _scraped(obj, pod, ctx):
             continue
         c, engine = servers[0]
+        # a pod the controller builds from a component (no template metadata): the component
         yield RULE.finding(
             obj,
-            pod.meta_path or ("metadata",),
+            pod.meta_path or (pod.path() if pod.synthetic is not None else ("metadata",)),
             f"{engine} container {c.name or '?'} exposes /metrics but no ServiceMonitor, PodMonitor or "
             "prometheus.io/scrape annotation covers this pod; its dashboards stay empty",
         )

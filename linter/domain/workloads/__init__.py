@@ -235,6 +235,14 @@ def own_scaling(obj: K8sObject) -> tuple[int, int | None] | None:
     return fam.scaling(obj) if fam is not None and fam.scaling is not None else None
 
 
+def controller_pod_labels(pod: PodTemplate) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The labels the controller of `pod`'s family sets on its pods over the template's own,
+    and the keys it sets with a value the manifest does not fix (`Family.pod_labels`); empty
+    for a family that declares none."""
+    fam = family_for(pod.obj)
+    return fam.pod_labels(pod) if fam is not None and fam.pod_labels is not None else ({}, ())
+
+
 def is_workload(obj: K8sObject) -> bool:
     return family_for(obj) is not None
 

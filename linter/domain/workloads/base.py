@@ -67,6 +67,10 @@ class Family:
     # the replica range the resource's own controller autoscales it within, (min, max; None:
     # no upper limit), or None when it does not (KubeAI scales a Model's servers itself)
     scaling: Callable[[K8sObject], tuple[int, int | None] | None] | None = None
+    # the labels the family's controller puts on a template's pods: (labels it sets, over the
+    # template's own; keys it sets with a value the manifest does not fix), for the selectors
+    # of Services, monitors and budgets (`ailint.domain.pod_labels`)
+    pod_labels: Callable[[PodTemplate], tuple[dict[str, str], tuple[str, ...]]] | None = None
 
 
 def merged_origins(

@@ -137,6 +137,47 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
                 yield t2
 
 
+# the operator's pod labels (ai-dynamo/dynamo deploy/operator internal/consts: KubeLabelDynamo*;
+# graph.go sets the component's name and the graph's on each component's pods, as the planner's
+# pod lookups `nvidia.com/dynamo-component=<service key>` rely on)
+COMPONENT_LABEL = "nvidia.com/dynamo-component"
+GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
+_OPERATOR_VARYING = (
+    "nvidia.com/dynamo-namespace",  # the service's dynamoNamespace, or one the operator derives
+    "nvidia.com/dynamo-component-type",  # from componentType, as the operator resolves it
+    "nvidia.com/dynamo-sub-component-type",
+)
+
+
+def _pod_labels(pod: PodTemplate) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A DynamoGraphDeployment's component pods carry the component's name (the key under
+    `spec.services`, or `spec.components[*].name`) and the graph's name; a hand-written
+    DynamoComponentDeployment's carry the component label of its own metadata when it has
+    one (its graph is not in the file)."""
+    obj = pod.obj
+    forced: dict[str, str] = {}
+    varying = list(_OPERATOR_VARYING)
+    g = pod.group_path
+    component: Any = None
+    if obj.kind == "DynamoGraphDeployment":
+        if obj.name:
+            forced[GRAPH_LABEL] = obj.name
+        else:
+            varying.append(GRAPH_LABEL)
+        if len(g) == 3 and g[:2] == ("spec", "services"):
+            component = g[2]
+        elif len(g) == 3 and g[:2] == ("spec", "components"):
+            component = as_dict(obj.get(*g)).get("name")
+    else:
+        varying.append(GRAPH_LABEL)
+        component = obj.labels.get(COMPONENT_LABEL)
+    if isinstance(component, str) and component:
+        forced[COMPONENT_LABEL] = component
+    else:
+        varying.append(COMPONENT_LABEL)
+    return forced, tuple(varying)
+
+
 def _component_type(obj: K8sObject, pod: PodTemplate) -> str:
     comp = as_dict(obj.get(*pod.group_path))
     return str(comp.get("componentType") or comp.get("type") or "").lower()
@@ -184,4 +225,5 @@ FAMILY = Family(
     facts,
     role=_role,
     serving=((GROUP, "DynamoGraphDeployment"), (GROUP, "DynamoComponentDeployment")),
+    pod_labels=_pod_labels,
 )
