@@ -82,6 +82,19 @@ PATTERNS = [
         "startup_budget_short_for_download.yaml",
         "fail",
     ),
+    (
+        "a PodMonitor on the Dynamo operator's component label selects the component's pods",
+        "OBS004",
+        "pass_dynamo_components_scraped.yaml",
+        "pass",
+    ),
+    ("a Dynamo component no monitor selects is reported", "OBS004", "dynamo_component_unscraped.yaml", "fail"),
+    (
+        "kubebuilder's controller-manager monitor does not mean model servers are scraped here",
+        "OBS004",
+        "pass_only_controller_manager_monitor.yaml",
+        "pass",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

@@ -4,7 +4,9 @@ Finds three gaps that make broken AI telemetry look healthy:
 - (a) a vLLM, TGI, Triton or SGLang (`--enable-metrics`) server that exposes `/metrics`
   but that no ServiceMonitor, PodMonitor or `prometheus.io/scrape` annotation (on the pod
   or a Service selecting it) covers, in files that do define ServiceMonitors or
-  PodMonitors (so scraping is managed here);
+  PodMonitors (so scraping is managed here; the monitor of an operator's own controller
+  manager, which kubebuilder scaffolds selecting `control-plane: controller-manager`, says
+  nothing about model servers and does not count);
 - (b) PrometheusRules with `DCGM_FI_*` or `vllm:*` alerts while no rule in the files
   alerts on missing data (`absent(...)`, `absent_over_time(...)` or `up == 0`);
 - (c) a DCGM exporter DaemonSet that no accelerator NodePool in the files can host
@@ -158,8 +160,20 @@ def _scraped(obj: Any, pod: Any, ctx: Any) -> bool:
     return False
 
 
+def _controller_manager_monitor(m: Any) -> bool:
+    """kubebuilder's scaffolded monitor of an operator's own metrics (config/prometheus)."""
+    return as_dict(as_dict(m.get("spec", "selector")).get("matchLabels")).get("control-plane") == "controller-manager"
+
+
+def _manages_scraping(ctx: Any) -> bool:
+    """Some monitor of the run is there for workloads, not for an operator's own controller."""
+    return any(not _controller_manager_monitor(m) for m in ctx.of_kind(*_MONITORS))
+
+
 def _unscraped_servers(obj: Any, ctx: Any) -> Iterator[Finding]:
-    if not any(True for _ in ctx.of_kind(*_MONITORS)) or any(True for _ in ctx.of_kind(*_OTHER_STACKS)):
+    if not ctx.memo("OBS004.manages_scraping", lambda: _manages_scraping(ctx)) or any(
+        True for _ in ctx.of_kind(*_OTHER_STACKS)
+    ):
         return
     if obj.kind in ("RayCluster", "RayJob", "RayService"):
         return  # Ray exports its own metrics endpoint; vLLM inside Ray Serve is scraped through it
