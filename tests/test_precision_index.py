@@ -95,6 +95,7 @@ PATTERNS = [
         "pass_only_controller_manager_monitor.yaml",
         "pass",
     ),
+    ("GPU pods that only sleep are no training to lose", "TRN005", "pass_gpu_sleep_demo.yaml", "pass"),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

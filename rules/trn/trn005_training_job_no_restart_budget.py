@@ -116,6 +116,7 @@ from ailint.domain import accelerators, ray
 from ailint.domain.context import Context
 from ailint.domain.extract import flag_value, has_flag, pod_templates
 from ailint.domain.quantities import to_int
+from ailint.domain.roles import only_waits
 from ailint.domain.workloads import kubeflow as kf
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
@@ -182,9 +183,12 @@ _TRAINING = lazy_re(
 
 
 def _is_training(obj: K8sObject) -> bool:
-    """Accelerator pods, or a command that runs training (not a sleep demo)."""
+    """Accelerator pods, or a command that runs training (not a sleep demo: a container that
+    only sleeps holds its devices and trains nothing, as JobSet's DRA scheduling example)."""
     for pod in pod_templates(obj):
         for c in pod.containers(include_init=False):
+            if only_waits(c):
+                continue
             if c.accelerators() or _TRAINING.search(" ".join(c.tokens)):
                 return True
     return False
