@@ -650,11 +650,6 @@ def version_at_least(v: Any, minimum: str) -> bool | None:
     return t + (0,) * (n - len(t)) >= m + (0,) * (n - len(m))
 
 
-def pods_of(ctx: Any) -> Iterator[tuple[K8sObject, PodTemplate]]:
-    """Every (object, pod template) of the run (`ctx.pods_in`: read as the run's pods)."""
-    return ctx.pods_in(None)  # type: ignore[no-any-return]
-
-
 __all__ = [
     "AWS_STATIC",
     "CODE_EXEC_ANNOTATION",
@@ -673,7 +668,6 @@ __all__ = [
     "is_sandbox_handler",
     "is_secret_name",
     "long_lived_credentials",
-    "pods_of",
     "runtime_class_of",
     "sandbox_runtime_classes",
     "scan_config_text",

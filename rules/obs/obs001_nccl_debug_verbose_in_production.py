@@ -75,7 +75,7 @@ from collections.abc import Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain.agents import delete_seq_item, pods_of, text_occurrences
+from ailint.domain.agents import delete_seq_item, text_occurrences
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, SERVING_KINDS, pod_templates
 from ailint.fix import edits
@@ -229,7 +229,7 @@ def _consumers(cm: Any, ctx: Any) -> list[tuple[Any, Any, str]]:
     """(object, pod, how) for pods in the run that read this ConfigMap as env or source it."""
     out = []
     ns = cm.namespace_or_default
-    for o, pod in pods_of(ctx):
+    for o, pod in ctx.pods_in(None):
         if (o.namespace_or_default) != ns:
             continue
         mounts = {}
