@@ -276,6 +276,7 @@ _INFRA_AGENT_RE = lazy_re(
 )
 
 
+_AMBIGUOUS_AGENT_WORDS = frozenset({"agent", "sandbox"})  # words that name an AI agent only with an LLM client
 _AGENT_WORD = lazy_re(r"(?<![a-z])(agent|mcp|copilot|assistant|sandbox)(?![a-z])")  # every word, overlapping
 _LLM_ENV = lazy_re(
     r"^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|MISTRAL|GROQ|COHERE|TOGETHER|DEEPSEEK|OPENROUTER|FIREWORKS|LITELLM|"
@@ -397,10 +398,11 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
     words = {m.group(1) for m in _AGENT_WORD.finditer(text)}
     if not words:
         return False
-    if words != {"agent"}:
-        return True  # mcp, copilot, assistant, sandbox: AI words by themselves
-    # `*-agent` alone names many controllers (Kubeflow's persistence-agent, a build agent):
-    # the pod must also behave like an AI agent (an LLM client or an agent framework)
+    if not words <= _AMBIGUOUS_AGENT_WORDS:
+        return True  # mcp, copilot, assistant: AI words by themselves
+    # `*-agent` alone names many controllers (Kubeflow's persistence-agent, a build agent), and
+    # `sandbox` alone a runtime's isolation (KubeRay's gVisor samples): the pod must also
+    # behave like an AI agent (an LLM client or an agent framework)
     return any(_llm_client(c) for c in pod.containers())
 
 
