@@ -98,6 +98,7 @@ PATTERNS = [
     ("GPU pods that only sleep are no training to lose", "TRN005", "pass_gpu_sleep_demo.yaml", "pass"),
     ("a gVisor 'sandbox' RayCluster is not an AI agent", "SEC005", "pass_gvisor_sandbox_raycluster.yaml", "pass"),
     ("a code sandbox with a model client is an AI agent", "SEC005", "sandbox_with_llm_client.yaml", "fail"),
+    ("pause placeholders lose nothing when evicted", "REL003", "pass_pause_placeholders.yaml", "pass"),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

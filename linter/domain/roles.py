@@ -8,6 +8,7 @@ or the pod template overrides every heuristic.
 from __future__ import annotations
 
 from ailint.core.lazyre import lazy_re
+from ailint.domain.accelerators import is_placeholder
 from ailint.domain.extract import (
     KSERVE_LLM_KINDS,
     KSERVE_SERVING_ROLES,
@@ -171,6 +172,13 @@ def only_waits(c: Container) -> bool:
     holds its pod's devices (a GPU claim demo, a debug pod), running no workload."""
     segs = command_segments(c)
     return bool(segs) and all(_IDLE_ONLY.fullmatch(seg) for seg in segs)
+
+
+def runs_nothing(pod: PodTemplate) -> bool:
+    """A pod whose every container is a `pause` placeholder or only waits: it holds capacity
+    (overprovisioning, scale tests, a device demo) and loses no work when it is evicted."""
+    containers = list(pod.containers())
+    return bool(containers) and all(is_placeholder(c) or only_waits(c) for c in containers)
 
 
 _IDLE_ONLY = lazy_re(r"(\S*/)?(sleep (infinity|inf|\d+(\.\d+)?[smhd]?)|pause|tail -f /dev/null)")

@@ -4,7 +4,9 @@ Finds workloads of two or more replicas (Deployment, StatefulSet, LeaderWorkerSe
 something in the run will evict, and that have no PodDisruptionBudget selecting their pods
 (by the template's labels or those the controller adds, such as an LWS set name or
 `worker-index`). A LeaderWorkerSet of one group that restarts as a whole (the default
-`RecreateGroupOnPodRestart`) is a singleton whatever its size. Evictable means either:
+`RecreateGroupOnPodRestart`) is a singleton whatever its size, and a workload whose
+containers are all `pause` placeholders or only sleep (overprovisioning, Karpenter's scale
+examples) loses nothing when evicted. Evictable means either:
 
 - a DeschedulerPolicy in the run has an enabled plugin whose namespaces and labelSelector
   include the workload, and its DefaultEvictor does not protect the pods (see
@@ -141,6 +143,7 @@ from ailint.domain.descheduler import policies, protected_by
 from ailint.domain.disruption import disrupting_reasons
 from ailint.domain.extract import pod_accelerators, pod_templates
 from ailint.domain.pod_labels import LWS, may_select
+from ailint.domain.roles import runs_nothing
 from ailint.domain.selectors import selected
 from ailint.fix import edits
 
@@ -252,6 +255,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     replicas = _replicas(obj)
     if replicas is None or replicas < 2 or _single_group(obj):
         return
+    if all(runs_nothing(pod) for pod in pod_templates(obj)):
+        return  # pause placeholders (overprovisioning, scale tests): an eviction loses nothing
     if _pdbs_for(obj, ctx):
         return
     why = _evicted_by(obj, ctx)
