@@ -99,6 +99,18 @@ PATTERNS = [
     ("a gVisor 'sandbox' RayCluster is not an AI agent", "SEC005", "pass_gvisor_sandbox_raycluster.yaml", "pass"),
     ("a code sandbox with a model client is an AI agent", "SEC005", "sandbox_with_llm_client.yaml", "fail"),
     ("pause placeholders lose nothing when evicted", "REL003", "pass_pause_placeholders.yaml", "pass"),
+    (
+        "a `$patch: merge` fragment is not judged by admission policies",
+        "POL001",
+        "pass_merge_directive_fragment.yaml",
+        "pass",
+    ),
+    (
+        "the Training Operator's kubeflow.org/v1 MPIJob is served",
+        "SCH006",
+        "pass_training_operator_mpijob_v1.yaml",
+        "pass",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

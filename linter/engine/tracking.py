@@ -330,7 +330,8 @@ def bundle_phase(
     patches: list[str] | None = None
     if schema:
         try:
-            from ailint.schema.validate import kustomize_patches, validate_objects
+            from ailint.domain.patches import kustomize_patches
+            from ailint.schema.validate import validate_objects
         except ImportError:
             schema = False
     redo: list[K8sObject] = []

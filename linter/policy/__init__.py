@@ -170,7 +170,11 @@ class PolicyProvider:
             reg = all_rules().get(code)
             if reg is not None:
                 rules[code] = (reg.rule.name, reg.rule.severity)
-        targets = [o for o in objects if o.file not in hidden] if hidden else list(objects)
+        # a kustomize patch is a fragment the API server never receives as written: not judged
+        from ailint.domain.patches import is_partial, kustomize_patches
+
+        patch_names = kustomize_patches([*objects, *context])
+        targets = [o for o in objects if o.file not in hidden and not is_partial(o, patch_names)]
         try:
             found = admission.findings(objects, targets, rules, context, memo)
         except admission.CelUnavailable as exc:

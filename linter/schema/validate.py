@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
-from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, as_list, iter_dicts
+from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, iter_dicts
+from ailint.domain.patches import is_partial, kustomize_patches
 from ailint.schema.lazydefs import LazyDefinitions, load_definitions
 
 TYPE_CHECKING = False
@@ -68,6 +69,11 @@ _RENAMED_KINDS = {
     ("karpenter.sh", "Machine"): "NodeClaim",
     ("karpenter.k8s.aws", "AWSNodeTemplate"): "EC2NodeClass",
 }
+
+# Versions of a kind that another controller serves, with no schema shipped here: not
+# removed, only not validated. Kubeflow's Training Operator (v1) serves `kubeflow.org/v1`
+# MPIJob beside the MPI Operator's `v2beta1` (training-operator pkg/apis/kubeflow.org/v1/mpi_types.go).
+_SERVED_ELSEWHERE = {("kubeflow.org", "MPIJob"): frozenset({"v1"})}
 
 
 # ---------------------------------------------------------------------------------------
@@ -691,6 +697,8 @@ def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
 def _crd_version_finding(
     obj: K8sObject, group: str, version: str, kind: str, entry: Any, crds: _CrdStore, out: _Out
 ) -> None:
+    if version in _SERVED_ELSEWHERE.get((group, kind), ()):
+        return  # served by another operator: nothing to validate it against
     new_kind = kind
     if not entry:
         new_kind = _RENAMED_KINDS.get((group, kind), "")
@@ -824,7 +832,7 @@ def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | Non
         if (_generic(path), name) in _DEFAULTED_REQUIRED.get((obj.group, obj.kind), ()):
             continue  # a defaulter or the operator's mutating webhook fills it before validation
         if partial is None:
-            partial = _is_partial(obj, out)
+            partial = is_partial(obj, out.patch_names)
         if partial:
             continue  # a kustomize patch or a template: incomplete by design
         if (
@@ -1069,7 +1077,8 @@ _MOVED: dict[tuple[str, str, str, str], str] = {
         "RayService",
         "spec",
         "serveConfig",
-    ): "ray.io/v1 removed the structured `serveConfig`; put the Serve config in `serveConfigV2` (a YAML string)",
+    ): "KubeRay 1.1 removed the structured `serveConfig` from every ray.io version (kuberay#1790); "
+    "put the Serve config in `serveConfigV2` (a YAML string)",
 }
 # Enum values an API version renamed: (group, kind, generic path, old value) -> hint.
 _RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
@@ -1081,8 +1090,6 @@ _RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
     ): "karpenter.sh/v1 renamed it `WhenEmptyOrUnderutilized`",
 }
 _SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
-_PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
-_PATCH_NAME_RE = lazy_re(r"(?<![a-z])patch(es)?(?![a-z])")  # `x_patch.yaml`, `patches/`, not `dispatcher`
 _PLACEHOLDER_RE = lazy_re(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
 
 
@@ -1093,47 +1100,6 @@ def _generic(path: Path) -> str:
 
 def _placeholder(v: Any) -> bool:
     return isinstance(v, str) and _PLACEHOLDER_RE.search(v) is not None
-
-
-def kustomize_patches(objects: list[K8sObject]) -> set[str]:
-    """Base names of the files that Kustomizations in the run apply as patches."""
-    names: set[str] = set()
-    for o in objects:
-        if o.kind not in ("Kustomization", "Component") or not o.group.startswith("kustomize.config.k8s.io"):
-            continue
-        for p in as_list(o.data.get("patchesStrategicMerge")):
-            if isinstance(p, str) and "\n" not in p:
-                names.add(os.path.basename(p.strip()))
-        for key in ("patches", "patchesJson6902"):
-            for _, p in iter_dicts(o.data.get(key)):
-                if isinstance(p.get("path"), str):
-                    names.add(os.path.basename(p["path"].strip()))
-    names.discard("")
-    return names
-
-
-def _is_partial(obj: K8sObject, out: _Out) -> bool:
-    """A kustomize patch or a pod template file: missing required fields are expected."""
-    display = obj.file.replace("\\", "/")
-    base = display.rsplit("/", 1)[-1]
-    low = display.lower()
-    if _PATCH_NAME_RE.search(low) or any(t in base.lower() for t in ("pod-template", "pod_template", "podtemplate")):
-        return True
-    if any(base == n or base.endswith(("__" + n, "_" + n)) for n in out.patch_names):
-        return True
-    return _has_directive(obj.data, 0)
-
-
-def _has_directive(node: Any, depth: int) -> bool:
-    if depth > 12:
-        return False
-    if isinstance(node, dict):
-        return any(isinstance(k, str) and k.startswith(_PATCH_DIRECTIVES) for k in node) or any(
-            _has_directive(v, depth + 1) for v in node.values()
-        )
-    if isinstance(node, list):
-        return any(_has_directive(v, depth + 1) for v in node)
-    return False
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ expression reads (the deepest one that exists), with the policy's `message` or
 `messageExpression`. The severity follows the binding's `validationActions`: `Deny` is an
 error, `Warn` a warning, `Audit` info. A policy without a binding does nothing, as in the
 cluster; when the object's namespace is not in the run, the message says the result assumes
-it matches the `namespaceSelector`.
+it matches the `namespaceSelector`. Kustomize patches (a `$patch` directive, a file a
+Kustomization of the run names as a patch, a file named `*patch*`) and pod-template files are
+fragments the API server never receives as written, and are not judged.
 
 Severity: a warning when the binding's validationActions has Warn (and not Deny); info when
 it has only Audit. A warning at most when the match assumes that a namespace not in the run

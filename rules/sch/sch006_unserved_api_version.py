@@ -7,13 +7,15 @@ PodDisruptionBudget) for the configured `kube-version`, and custom-resource vers
 CRD no longer serves (`karpenter.sh/v1beta1` NodePool, `karpenter.sh/v1alpha5`
 Provisioner, now `karpenter.sh/v1` NodePool; `karpenter.k8s.aws/v1alpha1`
 AWSNodeTemplate, now `karpenter.k8s.aws/v1` EC2NodeClass). Versions that only a newer
-Kubernetes serves, and kinds ailint has no schema for, are not reported.
+Kubernetes serves, versions another controller serves (Kubeflow's Training Operator's
+`kubeflow.org/v1` MPIJob beside the MPI Operator's `v2beta1`), and kinds ailint has no
+schema for, are not reported.
 
 ## Why is this bad?
 `kubectl apply` fails with "no matches for kind ... in version ...", so nothing is
-created; copied examples from old blog posts and charts are the usual source. For
-Karpenter the fields changed with the version too, so the object needs migrating, not
-only a new `apiVersion`.
+created; copied examples from old blog posts and charts are the usual source. Where the
+kind was renamed too (Karpenter's Provisioner and AWSNodeTemplate), its fields changed with
+it, so the object needs migrating, not only a new `apiVersion`.
 
 ## Example
 ```yaml
@@ -71,4 +73,8 @@ RULE = Rule(
     engine=True,
     tags=("schema", "deprecation"),
     precision="very-high",
+    why_when=(  # a renamed kind needs migrating; any other version only fails to apply
+        (r"\(its fields changed too", "Where the kind was renamed too"),
+        (r".", "kubectl apply fails"),
+    ),
 )
