@@ -111,6 +111,12 @@ PATTERNS = [
         "pass_training_operator_mpijob_v1.yaml",
         "pass",
     ),
+    (
+        "Ray-backend TP beyond a pod that joins no Ray cluster cannot start",
+        "SRV004",
+        "ray_backend_without_cluster.yaml",
+        "fail",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

@@ -54,6 +54,22 @@ TEMPLATE_RULE_KINDS = tuple(f"{group}/{kind}" for group, kind in RAY_CLUSTER_TEM
 CLUSTER_RULE_KINDS = ("RayCluster", *TEMPLATE_RULE_KINDS)
 
 
+def may_join_cluster(pod: Any, c: Any) -> bool:
+    """Whether container `c` of `pod` can reach a Ray cluster beyond its own pod: a KubeRay
+    pod (or one of a RayCluster template holder), `RAY_ADDRESS` in its env (or env it takes
+    from a ConfigMap or Secret, which the linter cannot read), or a `ray start` in its command.
+    Without any, `ray.init()` starts a local Ray instance that holds only the pod's GPUs."""
+    obj = pod.obj
+    if obj.group.startswith("ray.io") or obj.kind in RAY_KINDS or holds_cluster_template(obj):
+        return True
+    if c.data.get("envFrom") or any(e.get("name") == "RAY_ADDRESS" for e in c.env):
+        return True
+    return _RAY_START.search(" ".join(c.tokens)) is not None
+
+
+_RAY_START = lazy_re(r"(^|[\s;&|(/])ray\s+start\b")
+
+
 def holds_cluster_template(obj: K8sObject) -> bool:
     """A custom resource whose spec is a RayCluster template (an AIBrix RayClusterFleet)."""
     return (obj.group, obj.kind) in RAY_CLUSTER_TEMPLATES

@@ -17,7 +17,10 @@ Compares the parallelism a vLLM or SGLang server is told to use with the GPUs it
   above the GPUs of one worker pod is a warning (TP traffic then crosses the network).
 - A pod outside a LeaderWorkerSet started with `--distributed-executor-backend ray`: its Ray
   cluster is not visible, so only what one pod knows is judged: TP above the pod's GPUs is a
-  warning (the TP group crosses the network). `vllm serve --omni` (vLLM-Omni, one
+  warning (the TP group crosses the network). When the pod can join no Ray cluster at all
+  (not a KubeRay pod, no `RAY_ADDRESS` and no `envFrom`, no `ray start` in its command),
+  `ray.init()` starts a Ray instance inside the pod that holds only its GPUs: TP × PP × DP
+  above them is an error, since the placement group never forms. `vllm serve --omni` (vLLM-Omni, one
   parallelism per stage) is skipped.
 
 Flags are read from `command`/`args`, `sh -c` scripts and `$(VAR)` references; values the
@@ -99,6 +102,7 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
+from ailint.domain import ray as ray_domain
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 
@@ -221,6 +225,19 @@ def _check_container(
                 f"{engine} in container {name}: {_formula(args, dp)} uses {need} of the {total} GPUs of its {how}; "
                 f"{total - need} sit idle",
                 severity=Severity.WARNING,
+                span=span,
+            )
+        return
+    if ray and obj.kind != "LeaderWorkerSet" and not ray_domain.may_join_cluster(pod, c):
+        # no Ray cluster to join: `ray.init()` starts one inside the pod, with its GPUs only
+        need = args.tp * args.pp * dp
+        if need > gpus:
+            yield RULE.finding(
+                obj,
+                where,
+                f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs over Ray, but the pod "
+                f"has {gpus} and joins no Ray cluster (no RAY_ADDRESS, no `ray start`, not a KubeRay pod): "
+                "the local Ray instance never has the GPUs for the placement group, and the engine fails to start",
                 span=span,
             )
         return
