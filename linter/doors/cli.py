@@ -551,7 +551,9 @@ def rule_cmd(code: str, config_file: str | None = None, no_config: bool = False)
     click.echo(f"{r.code} {r.name} ({r.severity.value}; fix: {r.fix.value}; scope: {r.scope.value}{opt})\n")
     click.echo(r.summary + "\n")
     if r.kinds and r.kinds != ("*",):
-        click.echo("Kinds: " + ", ".join(r.kinds) + "\n")
+        from ailint.engine.docs import kinds_text
+
+        click.echo("Kinds: " + kinds_text(r.kinds, code=False) + "\n")
     click.echo(reg.doc)
 
 

@@ -19,9 +19,32 @@ README_START = "<!-- rules:start -->"
 README_END = "<!-- rules:end -->"
 
 
+def kinds_text(kinds: tuple[str, ...], code: bool = True) -> str:
+    """A rule's kinds as its page and `ailint rule` show them: a rule of every pod workload
+    (42 rules, 48 kinds each) names the built-in ones and counts the custom ones, which
+    docs/families.md lists by family; any other list is shown whole."""
+    from ailint.domain.extract import POD_KINDS
+    from ailint.domain.workloads.core import FAMILY as CORE
+
+    def fmt(k: str) -> str:
+        return f"`{k}`" if code else k
+
+    if kinds == ("*",):
+        return "any"
+    if not set(POD_KINDS) <= set(kinds):
+        return ", ".join(fmt(k) for k in kinds)
+    builtin = [kind for _, kind in CORE.kinds]
+    core = ", ".join(fmt(k) for k in builtin)
+    custom = len([k for k in POD_KINDS if k not in builtin])
+    extra = [k for k in kinds if k not in POD_KINDS]
+    where = "[families.md](../families.md)" if code else "docs/families.md"
+    text = f"every pod workload: {core} and the {custom} custom kinds of {where}"
+    return text + (", plus " + ", ".join(fmt(k) for k in extra) if extra else "")
+
+
 def rule_page(reg: RegisteredRule) -> str:
     r = reg.rule
-    kinds = ", ".join(f"`{k}`" for k in r.kinds) if r.kinds != ("*",) else "any"
+    kinds = kinds_text(r.kinds)
     head = [
         f"# {r.code} `{r.name}`",
         "",
