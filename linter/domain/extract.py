@@ -420,13 +420,18 @@ def flag_value(tokens: Sequence[str], *flags: str) -> str | None:
     """The value of the last occurrence of any of `flags` (`--x v` or `--x=v`)."""
     found = None
     n = len(tokens)
+    wanted = frozenset(flags)
+    dashed = all(f.startswith("-") for f in wanted)  # then a token without a dash is a value
     for i, tok in enumerate(tokens):
-        for f in flags:
-            if tok == f:
-                if i + 1 < n:
-                    found = tokens[i + 1]
-            elif tok.startswith(f + "="):
-                found = tok[len(f) + 1 :]
+        if dashed and not tok.startswith("-"):
+            continue
+        name, eq, value = tok.partition("=")
+        if name not in wanted:
+            continue
+        if eq:
+            found = value
+        elif i + 1 < n:
+            found = tokens[i + 1]
     return found
 
 

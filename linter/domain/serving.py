@@ -136,14 +136,18 @@ def get_flag(tokens: Sequence[str], names: Sequence[str]) -> str | None:
     """The value of the last occurrence of any spelling (`--x v`, `--x=v`, underscores)."""
     found = None
     n = len(tokens)
+    wanted = frozenset(names)
+    dashed = all(f.startswith("-") for f in wanted)  # then a token without a dash is a value
     for i, raw in enumerate(tokens):
-        tok = _norm(raw)
-        for f in names:
-            if tok == f:
-                if i + 1 < n and not (tokens[i + 1].startswith("--") and len(tokens[i + 1]) > 2):
-                    found = tokens[i + 1]
-            elif tok.startswith(f + "="):
-                found = tok[len(f) + 1 :]
+        if dashed and not raw.startswith("-"):
+            continue
+        name, eq, value = _norm(raw).partition("=")
+        if name not in wanted:
+            continue
+        if eq:
+            found = value
+        elif i + 1 < n and not (tokens[i + 1].startswith("--") and len(tokens[i + 1]) > 2):
+            found = tokens[i + 1]
     return found
 
 

@@ -170,13 +170,16 @@ class PolicyProvider:
             reg = all_rules().get(code)
             if reg is not None:
                 rules[code] = (reg.rule.name, reg.rule.severity)
-        # a kustomize patch is a fragment the API server never receives as written: not judged
+        targets = [o for o in objects if o.file not in hidden] if hidden else list(objects)
+        # a kustomize patch is a fragment the API server never receives as written: its
+        # verdicts are not reported (asked only of objects with one: the walk is not free)
         from ailint.domain.patches import is_partial, kustomize_patches
 
         patch_names = kustomize_patches([*objects, *context])
-        targets = [o for o in objects if o.file not in hidden and not is_partial(o, patch_names)]
         try:
-            found = admission.findings(objects, targets, rules, context, memo)
+            found = admission.findings(
+                objects, targets, rules, context, memo, judged=lambda o: not is_partial(o, patch_names)
+            )
         except admission.CelUnavailable as exc:
             return not_evaluated(str(exc))
         found.extend(f for f in problems if f.code in enabled)

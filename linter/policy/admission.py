@@ -23,7 +23,7 @@ Semantics followed (admissionregistration.k8s.io/v1):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
@@ -643,9 +643,12 @@ def findings(
     rules: dict[str, tuple[str, Severity]],
     context_objects: Sequence[K8sObject] = (),
     memo: Any = None,
+    judged: Callable[[K8sObject], bool] | None = None,
 ) -> list[Finding]:
     """POL findings: POL003 for each policy expression that does not compile, POL001/POL002
     for each object a bound policy matches. `rules` maps the enabled codes to (name, severity).
+    `judged(obj)`, asked only of objects with a verdict, says whether they are reported (a
+    kustomize patch is not).
 
     `memo` (`get(key)`/`put(key, value)`, the results cache's) keeps the verdicts of each
     object under a digest of it and of its environment (`environment`): a rerun evaluates
@@ -689,7 +692,7 @@ def findings(
             out.append(Finding("POL003", name, sev, msg, obj.file, span, obj.ref, path))
     if not active or not ({"POL001", "POL002"} & set(rules)):
         return out
-    judged: list[tuple[K8sObject, bytes | None, list[Verdict] | None]] = []
+    pending: list[tuple[K8sObject, bytes | None, list[Verdict] | None]] = []
     for obj in targets:  # what the memo remembers first: CEL is loaded only for the rest
         key = _object_key(env, obj, memo) if env is not None else None
         known = memo.get(key) if key is not None else None
@@ -698,17 +701,17 @@ def findings(
             if isinstance(known, list)
             else None
         )
-        judged.append((obj, key, remembered))
-    if any(got is None for _, _, got in judged):
+        pending.append((obj, key, remembered))
+    if any(got is None for _, _, got in pending):
         evaluator()  # (CelUnavailable when the engine cannot be imported)
         with _cel().memory_guard():  # once for the pass, not once per evaluation
-            for n, (obj, key, got) in enumerate(judged):
+            for n, (obj, key, got) in enumerate(pending):
                 if got is None:
                     got = evaluator().evaluate(obj)
                     if key is not None:
                         memo.put(key, [(v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in got])
-                    judged[n] = (obj, key, got)
-    verdicts = [(obj, v) for obj, _, got in judged for v in got or ()]
+                    pending[n] = (obj, key, got)
+    verdicts = [(obj, v) for obj, _, got in pending if got and (judged is None or judged(obj)) for v in got]
     for obj, v in verdicts:
         if v.code in rules:
             name, _ = rules[v.code]

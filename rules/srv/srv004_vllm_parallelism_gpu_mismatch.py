@@ -102,7 +102,6 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances, serving
-from ailint.domain import ray as ray_domain
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 
@@ -172,6 +171,13 @@ def _formula(args: serving.EngineArgs, dp: int) -> str:
     return " x ".join(parts)
 
 
+def _may_join_ray_cluster(pod: Any, c: Any) -> bool:
+    # imported here: the Ray domain indexes the Ray cluster templates of every family
+    from ailint.domain.ray import may_join_cluster
+
+    return may_join_cluster(pod, c)
+
+
 def _check_container(
     obj: Any, ctx: Any, pod: Any, c: Any, engine: str, size: int, workers: list[Any]
 ) -> Iterator[Finding]:
@@ -228,7 +234,7 @@ def _check_container(
                 span=span,
             )
         return
-    if ray and obj.kind != "LeaderWorkerSet" and not ray_domain.may_join_cluster(pod, c):
+    if ray and obj.kind != "LeaderWorkerSet" and not _may_join_ray_cluster(pod, c):
         # no Ray cluster to join: `ray.init()` starts one inside the pod, with its GPUs only
         need = args.tp * args.pp * dp
         if need > gpus:
