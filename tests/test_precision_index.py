@@ -117,6 +117,13 @@ PATTERNS = [
         "ray_backend_without_cluster.yaml",
         "fail",
     ),
+    ("a model server of one rank runs no NCCL to trace", "OBS001", "pass_single_rank_server.yaml", "pass"),
+    (
+        "one rank with an NCCL KV connector still runs NCCL",
+        "OBS001",
+        "single_rank_server_nccl_kv_connector.yaml",
+        "fail",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

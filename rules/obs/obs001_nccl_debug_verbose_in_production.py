@@ -9,7 +9,8 @@ workloads (Deployment, StatefulSet, DaemonSet, LeaderWorkerSet, RayService, and 
 custom resources whose pods are model servers: KServe, KAITO, KubeAI, AIBrix StormService,
 Dynamo, NIM, llmaz, OME), info in Jobs, RayClusters and other batch kinds. Workloads labeled or annotated for debugging (a label
 or annotation key or value containing `debug`) and NCCL test runs (`all_reduce_perf` …)
-are skipped.
+are skipped, and so is a model server of one rank (vLLM, SGLang or TGI with TP × PP × DP of
+1 on at most one GPU, and no NCCL KV connector), which runs no collective to trace.
 
 ## Why is this bad?
 At `INFO`, NCCL logs every communicator init, ring and tree, per rank; with
@@ -75,6 +76,7 @@ from collections.abc import Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
+from ailint.domain import serving
 from ailint.domain.agents import delete_seq_item, text_occurrences
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, SERVING_KINDS, pod_templates
@@ -130,6 +132,21 @@ def _nccl_test(pod: Any) -> bool:
     return any(_NCCL_TESTS.search(" ".join(c.tokens)) for c in pod.containers())
 
 
+def _single_rank_server(c: Any) -> bool:
+    """A vLLM, SGLang or TGI server of one rank (TP x PP x DP = 1) on at most one GPU, with
+    no NCCL KV connector: it runs no collective (vLLM's GroupCoordinator builds a device
+    communicator only when its world size is above 1), so the debug settings trace nothing."""
+    args = serving.engine_args(c)
+    if args is None or args.unresolved or args.tp * args.pp * args.dp != 1:
+        return False
+    if (serving.gpu_limit(c) or 0) > 1:
+        return False
+    return _NCCL_CONNECTOR.search(" ".join(c.tokens)) is None
+
+
+_NCCL_CONNECTOR = lazy_re(r"nccl\w*connector", re.I)  # vLLM's PyNcclConnector, P2pNcclConnector
+
+
 def _skip(obj: Any, pod: Any) -> bool:
     return _debug_labeled(obj, pod) or _nccl_test(pod)
 
@@ -154,6 +171,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if _skip(obj, pod):
             continue
         for c in pod.containers():
+            if _single_rank_server(c):
+                continue
             env = {str(e.get("name")): (i, e) for i, e in iter_dicts(c.data.get("env"))}
             subsys = env.get("NCCL_DEBUG_SUBSYS")
             subsys_all = subsys is not None and str(subsys[1].get("value", "")).upper() == "ALL"
