@@ -32,9 +32,13 @@ spec:
       containers:
         - name: vllm
           image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "8"]
           env:
             - name: NCCL_DEBUG
               value: INFO
+          resources:
+            limits:
+              nvidia.com/gpu: 8
 ```
 
 ## Use instead
@@ -49,9 +53,13 @@ spec:
       containers:
         - name: vllm
           image: vllm/vllm-openai:v0.9.2
+          args: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "8"]
           env:
             - name: NCCL_DEBUG
               value: WARN
+          resources:
+            limits:
+              nvidia.com/gpu: 8
 ```
 
 ## Options
