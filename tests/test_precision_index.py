@@ -124,6 +124,18 @@ PATTERNS = [
         "single_rank_server_nccl_kv_connector.yaml",
         "fail",
     ),
+    (
+        "KServe auto-selects a multi-node runtime only for a multi-node predictor",
+        "SRV002",
+        "pass_kserve_single_node_runtime_selected.yaml",
+        "pass",
+    ),
+    (
+        "a predictor with a workerSpec gets the multi-node runtime",
+        "SRV002",
+        "kserve_multinode_runtime_selected.yaml",
+        "fail",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

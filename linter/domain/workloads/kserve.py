@@ -5,7 +5,8 @@ component fields (minReplicas, ...). The `predictor.model` form (and the older f
 `huggingface`, `sklearn`, `triton`, ...) names one container that KServe strategic-merges over
 the `kserve-container` of the ServingRuntime named by `model.runtime` (a namespaced
 ServingRuntime first, then a ClusterServingRuntime), or of the runtime whose
-`supportedModelFormats` serve `modelFormat.name` (autoSelect, highest priority); the runtime's
+`supportedModelFormats` serve `modelFormat.name` (autoSelect, highest priority, not disabled,
+multi-node only for a predictor with a `workerSpec`); the runtime's
 args come first and the InferenceService's are appended (kserve
 pkg/controller/v1beta1/inferenceservice/utils/utils.go `MergeRuntimeContainers`). Without the
 runtime in the run, the pod holds what the InferenceService states.
@@ -79,8 +80,13 @@ def framework(component: dict[str, Any]) -> str | None:
     return None
 
 
-def find_runtime(obj: K8sObject, model: dict[str, Any], catalog: Catalog | None) -> K8sObject | None:
-    """The ServingRuntime/ClusterServingRuntime that serves `model`, when it is in the run."""
+def find_runtime(
+    obj: K8sObject, model: dict[str, Any], catalog: Catalog | None, multinode: bool = False
+) -> K8sObject | None:
+    """The ServingRuntime/ClusterServingRuntime that serves `model`, when it is in the run.
+    Auto-selection passes over disabled runtimes and takes a multi-node one (with a
+    `workerSpec`) only for a multi-node predictor (`multinode`: it has a `workerSpec`), as
+    KServe's `getClusterServingRuntimes` does (`IsMultiNodeRuntime() == isMultinode`)."""
     if catalog is None:
         return None
     ns = obj.namespace
@@ -94,6 +100,8 @@ def find_runtime(obj: K8sObject, model: dict[str, Any], catalog: Catalog | None)
     for kind in ("ServingRuntime", "ClusterServingRuntime"):
         for rt in catalog.of_kind(GROUP, kind):
             if kind == "ServingRuntime" and (rt.namespace_or_default) != (ns or "default"):
+                continue
+            if rt.get("spec", "disabled") is True or bool(rt.get("spec", "workerSpec")) != multinode:
                 continue
             for _, f in iter_dicts(rt.get("spec", "supportedModelFormats")):
                 if f.get("name") == fmt and f.get("autoSelect") is True:
@@ -136,7 +144,7 @@ def merge_container(runtime: dict[str, Any], isvc: dict[str, Any]) -> dict[str, 
 def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catalog: Catalog | None) -> PodTemplate:
     model = as_dict(comp.get(key))
     mine = {k: v for k, v in model.items() if k not in _MODEL_ONLY}
-    runtime = find_runtime(obj, model, catalog) if key == "model" else None
+    runtime = find_runtime(obj, model, catalog, bool(comp.get("workerSpec"))) if key == "model" else None
     spec: dict[str, Any] = {}
     containers: list[dict[str, Any]] = []
     fields: list[tuple[Path, Path, bool]] = []
