@@ -136,6 +136,7 @@ PATTERNS = [
         "kserve_multinode_runtime_selected.yaml",
         "fail",
     ),
+    ("a Job that only checks its devices trains nothing", "SRV002", "device_check_and_training_jobs.yaml", "fail"),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

@@ -174,6 +174,23 @@ def only_waits(c: Container) -> bool:
     return bool(segs) and all(_IDLE_ONLY.fullmatch(seg) for seg in segs)
 
 
+def only_checks_devices(c: Container) -> bool:
+    """A container whose every command lists or checks devices (`nvidia-smi`, `hl-smi`,
+    `neuron-ls`, `rocm-smi`, `fi_info`, `ibv_devinfo`...), perhaps echoing or waiting
+    around them: a one-shot device check that trains and serves nothing."""
+    segs = command_segments(c)
+    return (
+        bool(segs)
+        and any(_DEVICE_CHECK.fullmatch(seg) for seg in segs)
+        and all(_DEVICE_CHECK.fullmatch(seg) or _IDLE_ONLY.fullmatch(seg) or seg.startswith("echo ") for seg in segs)
+    )
+
+
+_DEVICE_CHECK = lazy_re(
+    r"(\S*/)?(nvidia-smi|hl-smi|neuron-ls|neuron-top|rocm-smi|amd-smi|fi_info|ibv_devinfo|ibv_devices)\b[^;&|]*"
+)
+
+
 def runs_nothing(pod: PodTemplate) -> bool:
     """A pod whose every container is a `pause` placeholder or only waits: it holds capacity
     (overprovisioning, scale tests, a device demo) and loses no work when it is evicted."""
@@ -361,7 +378,8 @@ def _is_training_pod(pod: PodTemplate) -> bool:
     ):
         return pod.role != "submitter" or True
     if pod.obj.kind in ("Job", "CronJob") and is_accelerator_pod(pod):
-        return True
+        mains = list(pod.containers(include_init=False))
+        return not mains or not all(only_checks_devices(c) for c in mains)  # a device check trains nothing
     return any(_TRAIN_CMD.search(" ".join(c.tokens)) for c in pod.containers(include_init=False))
 
 

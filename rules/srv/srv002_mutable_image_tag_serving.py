@@ -8,7 +8,8 @@ says when `imagePullPolicy: Always` (explicit, or the default for `:latest`) re-
 image on every start.
 
 Serving pods are found by image or command (vLLM, SGLang, TGI, Triton, LMDeploy,
-llama.cpp, Ray Serve, RayService); training pods by owner kind or launcher command.
+llama.cpp, Ray Serve, RayService); training pods by owner kind or launcher command, and a
+Job whose containers only sleep or check their devices (`nvidia-smi`, `hl-smi`) trains nothing.
 
 Severity: error on a serving pod of vLLM, SGLang or an AWS Deep Learning Container engine
 (their images change flags and metrics between releases).
