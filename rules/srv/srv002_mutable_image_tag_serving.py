@@ -114,6 +114,10 @@ RULE = Rule(
     fix=FixAvailability.SOMETIMES,
     options={"pins": Option({}, "image repository -> tag or sha256 digest to pin to", "object")},
     tags=("serving", "training", "images"),
+    why_when=(  # a re-pull costs time and egress; any other floating tag deploys what was pushed last
+        (r"is re-pulled", "With imagePullPolicy: Always"),
+        (r"can change between pulls", "Inference images move fast"),
+    ),
 )
 
 
