@@ -54,6 +54,15 @@ TEMPLATE_RULE_KINDS = tuple(f"{group}/{kind}" for group, kind in RAY_CLUSTER_TEM
 CLUSTER_RULE_KINDS = ("RayCluster", *TEMPLATE_RULE_KINDS)
 
 
+def is_ray_pod_container(obj: K8sObject, c: Any, index: int) -> bool:
+    """Whether `c` (the `index`-th main container of a pod of `obj`) is where Ray runs: the
+    first container of a KubeRay pod (KubeRay's `RayContainerIndex`), or one that runs `ray
+    start`."""
+    if obj.group.startswith("ray.io") or obj.kind in RAY_KINDS or holds_cluster_template(obj):
+        return index == 0
+    return _RAY_START.search(" ".join(c.tokens)) is not None
+
+
 def may_join_cluster(pod: Any, c: Any) -> bool:
     """Whether container `c` of `pod` can reach a Ray cluster beyond its own pod: a KubeRay
     pod (or one of a RayCluster template holder), `RAY_ADDRESS` in its env (or env it takes

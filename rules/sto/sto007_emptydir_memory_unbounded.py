@@ -62,7 +62,10 @@ spec:
 
 ## Fix
 Safe: adds (or lowers) `sizeLimit` to min(`maxDefaultSizeLimit`, 50% of the pod's memory
-limits), or `maxDefaultSizeLimit` when no memory limit is set. Raise it afterwards if the
+limits), or `maxDefaultSizeLimit` when no memory limit is set. On a Ray pod (KubeRay's, or a
+container that runs `ray start`), an added `sizeLimit` is the Ray container's memory limit
+(its request when it sets no limit), the size KubeRay gives the `/dev/shm` it adds itself:
+Ray keeps its object store there, and a smaller tmpfs moves the store to disk. Raise it afterwards if the
 workload needs more shared memory, together with the container memory limit.
 
 ## References
@@ -141,11 +144,12 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                     if limited
                     else "no container sets a memory limit, so it can grow to the node's memory"
                 )
+                ray_size = _ray_shm_size(obj, pod)
                 yield RULE.finding(
                     obj,
                     ed_path,
                     f"memory-backed emptyDir '{name}' has no sizeLimit; {why}",
-                    fix=_set_size(obj, ed_path, ed, _fmt(default)),
+                    fix=_set_size(obj, ed_path, ed, _fmt(ray_size if ray_size else default)),
                 )
             elif limited and size is not None and size > total:
                 yield RULE.finding(
@@ -159,6 +163,22 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                         [edits.replace_value(obj, ed_path + ("sizeLimit",), _fmt(default))],
                     ),
                 )
+
+
+def _ray_shm_size(obj: Any, pod: PodTemplate) -> float | None:
+    """On a Ray pod, the size KubeRay gives the /dev/shm it adds itself: the Ray container's
+    memory limit, else its request (kuberay `makeEmptyDirVolume`, `findMemoryReqOrLimit`).
+    Ray keeps its object store in /dev/shm, so a smaller tmpfs moves the store to disk."""
+    mains = list(pod.containers(include_init=False))
+    if not mains or pod.role == "submitter":  # a RayJob's submitter runs no Ray node
+        return None
+    from ailint.domain.ray import is_ray_pod_container  # (only a pod with an unbounded tmpfs gets here)
+
+    ray = next((c for n, c in enumerate(mains) if is_ray_pod_container(obj, c, n)), None)
+    if ray is None:
+        return None
+    q = parse_quantity(ray.limit("memory")) or parse_quantity(ray.resources("requests").get("memory"))
+    return q if q and q > 0 else None
 
 
 def _set_size(obj: Any, ed_path: tuple, ed: dict[str, Any], value: str) -> Fix | None:
