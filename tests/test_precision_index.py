@@ -137,6 +137,7 @@ PATTERNS = [
         "fail",
     ),
     ("a Job that only checks its devices trains nothing", "SRV002", "device_check_and_training_jobs.yaml", "fail"),
+    ("a misspelled RDMAV_ variable is named as such", "NET003", "misspelled_rdmav_variable.yaml", "fail"),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

@@ -266,8 +266,18 @@ def _obsolete(v: EnvVar, ofi: tuple[int, int] | None, neuron: bool = False) -> s
     if v.name in ("NCCL_BUFFSIZE", "NCCL_MIN_CHANNELS", "NCCL_MIN_NCHANNELS"):
         return "should be left at NCCL's default on EFA"
     if v.name.startswith("RDMAV_"):
+        if v.name not in _RDMA_CORE_VARIABLES:
+            import difflib
+
+            near = difflib.get_close_matches(v.name, _RDMA_CORE_VARIABLES, n=1, cutoff=0.85)
+            if near:
+                return f"is no rdma-core variable (a misspelling of {near[0]}?), so it does nothing"
         return "is an rdma-core knob the EFA cheat sheet says not to use (prefer FI_EFA_FORK_SAFE)"
     return None
+
+
+# What libibverbs reads (rdma-core libibverbs/init.c `ibverbs_init`; libfabric's EFA provider)
+_RDMA_CORE_VARIABLES = ("RDMAV_FORK_SAFE", "RDMAV_HUGEPAGES_SAFE")
 
 
 def _requests_efa(pod: PodTemplate) -> bool:
