@@ -234,20 +234,10 @@ def _check_container(
                 span=span,
             )
         return
-    if ray and obj.kind != "LeaderWorkerSet" and not _may_join_ray_cluster(pod, c):
-        # no Ray cluster to join: `ray.init()` starts one inside the pod, with its GPUs only
-        need = args.tp * args.pp * dp
-        if need > gpus:
-            yield RULE.finding(
-                obj,
-                where,
-                f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs over Ray, but the pod "
-                f"has {gpus} and joins no Ray cluster (no RAY_ADDRESS, no `ray start`, not a KubeRay pod): "
-                "the local Ray instance never has the GPUs for the placement group, and the engine fails to start",
-                span=span,
-            )
-        return
-    if ray and obj.kind != "LeaderWorkerSet":
+    # no Ray cluster to join: `ray.init()` starts one inside the pod, with its GPUs only, so
+    # the pod is judged as a pod of its own
+    alone = ray and obj.kind != "LeaderWorkerSet" and not _may_join_ray_cluster(pod, c)
+    if ray and obj.kind != "LeaderWorkerSet" and not alone:
         # the engine may place PP stages on Ray nodes the linter cannot see, but what one
         # pod knows still holds: a TP group larger than the pod spans the network
         if args.tp > gpus:
@@ -267,7 +257,14 @@ def _check_container(
             obj,
             where,
             f"{engine} in container {name}: {_formula(args, dp)} needs {need} GPUs but is "
-            f"limited to {gpus} nvidia.com/gpu; the engine fails to start",
+            f"limited to {gpus} nvidia.com/gpu"
+            + (
+                " and joins no Ray cluster (no RAY_ADDRESS, no `ray start`, not a KubeRay pod): the Ray "
+                "instance it starts never has the GPUs for the placement group, and"
+                if alone
+                else ";"
+            )
+            + " the engine fails to start",
             fix=_fix(obj, c, args, dp, gpus, tp_path is not None),
             span=span,
         )
