@@ -54,11 +54,16 @@ TEMPLATE_RULE_KINDS = tuple(f"{group}/{kind}" for group, kind in RAY_CLUSTER_TEM
 CLUSTER_RULE_KINDS = ("RayCluster", *TEMPLATE_RULE_KINDS)
 
 
+def _kuberay_pod(obj: K8sObject) -> bool:
+    """A pod of a KubeRay resource, or of an object that keeps RayClusters from its template."""
+    return obj.group.startswith("ray.io") or obj.kind in RAY_KINDS or holds_cluster_template(obj)
+
+
 def is_ray_pod_container(obj: K8sObject, c: Any, index: int) -> bool:
     """Whether `c` (the `index`-th main container of a pod of `obj`) is where Ray runs: the
     first container of a KubeRay pod (KubeRay's `RayContainerIndex`), or one that runs `ray
     start`."""
-    if obj.group.startswith("ray.io") or obj.kind in RAY_KINDS or holds_cluster_template(obj):
+    if _kuberay_pod(obj):
         return index == 0
     return _RAY_START.search(" ".join(c.tokens)) is not None
 
@@ -68,8 +73,7 @@ def may_join_cluster(pod: Any, c: Any) -> bool:
     pod (or one of a RayCluster template holder), `RAY_ADDRESS` in its env (or env it takes
     from a ConfigMap or Secret, which the linter cannot read), or a `ray start` in its command.
     Without any, `ray.init()` starts a local Ray instance that holds only the pod's GPUs."""
-    obj = pod.obj
-    if obj.group.startswith("ray.io") or obj.kind in RAY_KINDS or holds_cluster_template(obj):
+    if _kuberay_pod(pod.obj):
         return True
     if c.data.get("envFrom") or any(e.get("name") == "RAY_ADDRESS" for e in c.env):
         return True

@@ -21,8 +21,8 @@ README_END = "<!-- rules:end -->"
 
 def kinds_text(kinds: tuple[str, ...], code: bool = True) -> str:
     """A rule's kinds as its page and `ailint rule` show them: a rule of every pod workload
-    (42 rules, 48 kinds each) names the built-in ones and counts the custom ones, which
-    docs/families.md lists by family; any other list is shown whole."""
+    (most rules about pods) names the built-in kinds and counts the custom ones, which
+    docs/families.md lists by family, instead of a wall of names; any other list is whole."""
     from ailint.domain.extract import POD_KINDS
     from ailint.domain.workloads.core import FAMILY as CORE
 

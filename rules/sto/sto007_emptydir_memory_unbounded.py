@@ -172,7 +172,9 @@ def _ray_shm_size(obj: Any, pod: PodTemplate) -> float | None:
     mains = list(pod.containers(include_init=False))
     if not mains or pod.role == "submitter":  # a RayJob's submitter runs no Ray node
         return None
-    from ailint.domain.ray import is_ray_pod_container  # (only a pod with an unbounded tmpfs gets here)
+    if "ray" not in obj.kind.lower() and not any("ray" in " ".join(c.tokens) for c in mains):
+        return None  # (no Ray kind, no Ray command: the Ray domain is not even imported)
+    from ailint.domain.ray import is_ray_pod_container
 
     ray = next((c for n, c in enumerate(mains) if is_ray_pod_container(obj, c, n)), None)
     if ray is None:
