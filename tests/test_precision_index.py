@@ -138,6 +138,12 @@ PATTERNS = [
     ),
     ("a Job that only checks its devices trains nothing", "SRV002", "device_check_and_training_jobs.yaml", "fail"),
     ("a misspelled RDMAV_ variable is named as such", "NET003", "misspelled_rdmav_variable.yaml", "fail"),
+    (
+        "a handler-less overlay probe keeps its base probe's timeout",
+        "SRV012",
+        "llm_config_overlay_keeps_base_timeout.yaml",
+        "fail",
+    ),
 ]
 
 NEW_RULES = ["SEC011", "SEC012", "SRV012", "SRV013", "GPU008"]

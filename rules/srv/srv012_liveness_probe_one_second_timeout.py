@@ -4,7 +4,9 @@ Finds model servers (vLLM, SGLang, TGI, Triton, TensorRT-LLM, NIM, llama.cpp... 
 what the container runs) whose `livenessProbe` times out after 1 second: `timeoutSeconds: 1`,
 or no `timeoutSeconds` at all, which Kubernetes defaults to 1 second (the `Probe` API:
 "Number of seconds after which the probe times out. Defaults to 1 second. Minimum value is 1").
-`exec` probes, probes of containers that are no model server, and the probes a controller
+A probe with no handler (a KServe `LLMInferenceServiceConfig` overlay that only changes the
+initial delay) keeps the timeout of the probe it overrides, which KServe's LLM template sets
+to 1 second, and the message says so. `exec` probes, probes of containers that are no model server, and the probes a controller
 writes into the pods it builds (KAITO Workspace, NIM Operator NIMService) are skipped.
 
 ## Why is this bad?
@@ -89,6 +91,9 @@ RULE = Rule(
 TIMEOUT = 10
 
 
+_HANDLERS = ("httpGet", "tcpSocket", "grpc", "exec")  # a probe without one only overrides fields of another
+
+
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     for pod in pod_templates(obj):
         if pod.synthetic is not None:
@@ -104,7 +109,18 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
             timeout = 1 if raw is None else to_int(raw)
             if timeout != 1:
                 continue
-            how = "timeoutSeconds: 1" if raw is not None else "no timeoutSeconds (Kubernetes defaults it to 1 s)"
+            overlay = not any(k in probe for k in _HANDLERS)  # over a base probe (KServe's configs)
+            misses = to_int(probe.get("failureThreshold"))
+            after = f"{misses or 3} misses" if misses or not overlay else "the misses the base probe allows"
+            if raw is not None:
+                how = "timeoutSeconds: 1"
+            elif overlay:
+                how = (
+                    "no timeoutSeconds, so it keeps the one of the probe it overrides "
+                    "(KServe's LLM template sets 1 s, the Kubernetes default)"
+                )
+            else:
+                how = "no timeoutSeconds (Kubernetes defaults it to 1 s)"
             path = c.path_of("livenessProbe", "timeoutSeconds") if raw is not None else c.path_of("livenessProbe")
             fix = make_fix(
                 f"set livenessProbe.timeoutSeconds: {TIMEOUT}",
@@ -115,6 +131,6 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 path,
                 f"container {c.name or '?'} ({engine}): the liveness probe has {how}; a loaded server answers "
                 f"its health check slower than that and the kubelet restarts it mid-traffic after "
-                f"{to_int(probe.get('failureThreshold')) or 3} misses; set timeoutSeconds to {TIMEOUT}",
+                f"{after}; set timeoutSeconds to {TIMEOUT}",
                 fix=fix,
             )
