@@ -447,21 +447,36 @@ def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch
     assert codecache._ModuleFinder.find_spec("ailint.probe", here) is None
 
 
+def _private_copy(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of ailint's source tree laid out as it installs (rules/ inside the package, the
+    schemas linked), and the PYTHONPATH that imports it ahead of the editable install. A test
+    that edits a source file edits this copy: the real tree's size and mtime key the rule index
+    of every other run, and tests running beside it (`-n 2`) would see their index go stale."""
+    import shutil
+
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "linter", src / "ailint", ignore=ignore)
+    shutil.copytree(ROOT / "rules", src / "ailint" / "rules", ignore=ignore)
+    (src / "ailint" / "schemas").symlink_to(ROOT / "schemas", target_is_directory=True)
+    return src, str(src)
+
+
 def test_a_module_edited_since_is_kept_anew_and_served_again(tmp_path: Path) -> None:
     """After its source changes (here its mtime), a module is imported from its file once,
     kept with its new size and mtime, and served from the table by the next run (a stale
     stamp kept over the new one made every later run import and save it again)."""
-    source = ROOT / "linter" / "report" / "explain.py"
-    stat = source.stat()
+    src, pythonpath = _private_copy(tmp_path)
+    source = src / "ailint" / "report" / "explain.py"
     cache = tmp_path / "c"
-    _check_counts(cache)
-    assert _check_counts(cache)[3] == 0
-    try:
-        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-        assert _check_counts(cache)[3] >= 1
-        assert _check_counts(cache)[3] == 0, "the edited module is served from the table again"
-    finally:
-        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    first = _check_counts(cache, PYTHONPATH=pythonpath)
+    assert _check_counts(cache, PYTHONPATH=pythonpath)[3] == 0
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    edited = _check_counts(cache, PYTHONPATH=pythonpath)
+    assert edited[3] >= 1
+    assert _check_counts(cache, PYTHONPATH=pythonpath)[3] == 0, "the edited module is served from the table again"
+    assert edited[0] == first[0]
 
 
 def test_a_pattern_compiled_in_a_thread_is_compiled_by_re_and_not_kept(tmp_path: Path) -> None:
