@@ -8,14 +8,13 @@ endings and the final newline (or its absence) are the file's.
 
 from __future__ import annotations
 
-import copy
 import os
 import pathlib
 import random
 from typing import Any
 
 import pytest
-from ailint.core.model import Edit, Fix, SourceFile
+from ailint.core.model import Edit, Fix, SourceFile, own_copy
 from ailint.engine.load import load_text
 from ailint.fix import edits
 from ailint.fix.apply import _documents, apply_to_text, verify
@@ -73,7 +72,7 @@ def check_edit(text: str, o, edit: Edit | None, mutate) -> str:
     old_docs = _documents(text)
     new_docs = _documents(new)
     assert len(new_docs) == len(old_docs)
-    expected = [copy.deepcopy(d.data) for d in old_docs]
+    expected = [own_copy(d.data) for d in old_docs]
     target = expected[o.doc_index]
     mutate(get_in(target, o.base) if o.base else target)
     assert [d.data for d in new_docs] == expected, new

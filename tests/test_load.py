@@ -263,3 +263,123 @@ def test_document_starts_are_the_lines_a_multiline_regex_finds():
     texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
     for text in texts:
         assert document_starts(text) == [m.start() for m in pattern.finditer(text)], repr(text)
+
+
+SHARED_SUBTREES = """apiVersion: v1
+kind: Pod
+metadata: {name: a}
+spec:
+  containers:
+    - name: c
+      image: vllm/vllm-openai:v0.8.5
+      resources: {limits: {nvidia.com/gpu: 1}, requests: {cpu: "1"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b}
+spec:
+  containers:
+    - name: c
+      image: vllm/vllm-openai:v0.8.5
+      resources: {limits: {nvidia.com/gpu: 1}, requests: {cpu: 1}}
+      args: [1, 1.0, true, "1", ~]
+"""
+
+
+@pytest.fixture
+def sharing():
+    """Equal subtrees kept once, as in a bounded run, for the test's parses."""
+    from ailint.core import yamldata
+
+    yamldata.share_subtrees(True)
+    yield yamldata
+    yamldata.share_subtrees(False)
+
+
+def test_identical_subtrees_are_kept_once_and_types_stay_apart(sharing):
+    """In a bounded run equal subtrees of two documents are one object (the memory of a
+    large run), but a quoted "1" is not the number 1, and 1, 1.0 and true stay three values."""
+    a, b = load(SHARED_SUBTREES).objects
+    ra = a.data["spec"]["containers"][0]["resources"]
+    rb = b.data["spec"]["containers"][0]["resources"]
+    assert ra["limits"] is rb["limits"]  # {nvidia.com/gpu: 1} in both
+    assert ra["requests"] is not rb["requests"] and ra["requests"] == {"cpu": "1"} and rb["requests"] == {"cpu": 1}
+    args = b.data["spec"]["containers"][0]["args"]
+    assert [type(x) for x in args] == [int, float, bool, str, type(None)]
+    # the spans stay each object's own
+    assert a.span(("spec", "containers", 0, "resources", "limits")).line == 8
+    assert b.span(("spec", "containers", 0, "resources", "limits")).line == 17
+
+
+def test_subtrees_are_shared_only_in_a_bounded_run():
+    """Below the bounded threshold memory is no limit, and sharing would cost 7% of the parse."""
+    a, b = load(SHARED_SUBTREES).objects
+    assert (
+        a.data["spec"]["containers"][0]["resources"]["limits"] == b.data["spec"]["containers"][0]["resources"]["limits"]
+    )
+    assert (
+        a.data["spec"]["containers"][0]["resources"]["limits"]
+        is not b.data["spec"]["containers"][0]["resources"]["limits"]
+    )
+
+
+def test_the_table_of_shared_subtrees_is_bounded_and_forgotten_after_a_run(sharing, tmp_path, monkeypatch):
+    yamldata = sharing
+    monkeypatch.setattr(yamldata, "SHARED_LIMIT", 8)
+    distinct = "\n---\n".join(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: m{i}}}\ndata: {{k: v{i}}}" for i in range(20)
+    )
+    load(distinct)
+    assert 0 < len(yamldata._SHARED) <= 8
+    (tmp_path / "p.yaml").write_text(SHARED_SUBTREES, encoding="utf-8")
+    result = lint([str(tmp_path)], Settings(), bounded=True)
+    assert result.files and not yamldata._SHARED  # the run's objects are not held past it
+    assert not yamldata._sharing  # and the next run, not bounded, shares nothing
+
+
+def _shared_key(value):
+    """The key `yamldata._shared` filed `value` under, computed from what it holds now."""
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    key = [value.__class__]
+    for k, v in pairs:
+        key += [k, v.__class__, id(v) if v.__class__ in (dict, list) else v]
+    return tuple(key)
+
+
+def test_nothing_in_a_run_mutates_parsed_data(monkeypatch):
+    """Equal subtrees are one object (and an alias `*x` shares its value), so a rule, adapter,
+    fix or pass that changed parsed data in place would change every object holding it. Every
+    fixture is linted with all rules in one process, the table kept, and each shared subtree
+    must still hold what it was filed under."""
+    from ailint.core import yamldata
+    from conftest import ROOT
+
+    monkeypatch.setattr(yamldata, "SHARED_LIMIT", 1 << 30)
+    monkeypatch.setattr(yamldata, "forget_shared", lambda: None)
+    monkeypatch.setattr(yamldata, "share_subtrees", lambda on: setattr(yamldata, "_sharing", on))
+    try:
+        result = lint([str(ROOT / "fixtures")], Settings(select=["ALL"]), jobs=1, cache=False, bounded=True)
+        assert len(result.files) > 900 and len(yamldata._SHARED) > 10_000
+        changed = [value for key, value in yamldata._SHARED.items() if _shared_key(value) != key]
+        assert not changed, changed[:5]
+    finally:
+        yamldata._sharing = False
+        yamldata._SHARED.clear()
+
+
+def test_a_pod_merged_from_a_shared_subtree_writes_through_nothing(sharing):
+    """A runtime's `requests` and `limits` of the same values are one dict once shared (and
+    an alias `limits: *r` is one dict in any run): overriding the limits in the merged pod
+    must leave its requests, and the parsed runtime, as they were."""
+    from ailint.core.model import get_in
+    from ailint.domain.workloads.kserve import merge_container
+
+    (pod,) = load(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n"
+        "      resources:\n        requests: {nvidia.com/gpu: 4}\n        limits: {nvidia.com/gpu: 4}\n"
+    ).objects
+    runtime = pod.data["spec"]["containers"][0]
+    assert get_in(runtime, ("resources", "requests")) is get_in(runtime, ("resources", "limits"))
+    merged = merge_container(runtime, {"resources": {"limits": {"nvidia.com/gpu": 2}}})
+    assert merged["resources"] == {"requests": {"nvidia.com/gpu": 4}, "limits": {"nvidia.com/gpu": 2}}
+    assert runtime["resources"]["requests"] == {"nvidia.com/gpu": 4}

@@ -491,6 +491,18 @@ def as_list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
+def own_copy(value: Any) -> Any:
+    """`value` with every dict and list its own, to build a merged pod from parsed data.
+    Parsed data may hold one container at two places (an alias `*x`, or equal subtrees kept
+    once in a bounded run: `requests` and `limits` of the same values), which `copy.deepcopy`
+    keeps shared, so updating the copy's `limits` would change its `requests` too."""
+    if isinstance(value, dict):
+        return {k: own_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [own_copy(v) for v in value]
+    return value
+
+
 def iter_dicts(v: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     """(index, item) for each mapping item of a list; anything else is skipped."""
     if isinstance(v, list):

@@ -8,6 +8,7 @@ the CLI and the webhook decide what to do with the result.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -233,6 +234,44 @@ def lint(
     rules only. `root` overrides the folder report paths are relative to, `run_root` the one
     messages name other objects' files against (`ailint.core.paths.run_root` by default).
     `on_files(done, total)` hears how many files are read and checked (a progress line)."""
+    try:
+        return _lint(
+            paths,
+            settings,
+            stdin_text,
+            stdin_filename,
+            debug,
+            jobs,
+            rules,
+            bounded,
+            context,
+            root,
+            cache,
+            run_root,
+            on_files,
+        )
+    finally:  # the subtrees shared in a bounded run die with its objects (a server lints
+        # again); a run that parsed nothing never imported the converter (or yaml)
+        converter = sys.modules.get("ailint.core.yamldata")
+        if converter is not None:
+            converter.share_subtrees(False)
+
+
+def _lint(
+    paths: Sequence[str],
+    settings: Settings,
+    stdin_text: str | None,
+    stdin_filename: str | None,
+    debug: bool,
+    jobs: int,
+    rules: list[RegisteredRule] | None,
+    bounded: bool | None,
+    context: Sequence[str],
+    root: str | None,
+    cache: bool,
+    run_root: str | None,
+    on_files: Callable[[int, int], None] | None,
+) -> RunResult:
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug, run_root=run_root or "", scope_paths=tuple(paths or ["."]))
@@ -267,6 +306,10 @@ def lint(
     engine.context_only = frozenset(c.display for c in extra)
     candidates += extra
     engine.bounded = bounded if bounded is not None else _bounded_by_default(candidates, jobs)
+    if engine.bounded:  # memory is the limit: equal subtrees are kept once (7% of the parse)
+        from ailint.core.yamldata import share_subtrees
+
+        share_subtrees(True)
     engine.jobs = jobs
     if on_files is not None:
         engine.progress = _counter(on_files, len(candidates))
@@ -419,6 +462,9 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     from ailint.domain.context import Context
     from ailint.engine.catalogue import catalogue_pass, unique
 
+    converter = sys.modules.get("ailint.core.yamldata")
+    if converter is not None:  # the parse is over: its table of shared subtrees is not needed
+        converter.forget_shared()  # (5 MiB on the 100 MB tree, held by every pass forked below)
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]

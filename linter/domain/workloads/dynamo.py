@@ -12,11 +12,10 @@ not verified in code here, so the synthesized pod holds only what the file state
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 
-from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import K8sObject, Path, as_dict, as_list, iter_dicts, own_copy
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized, template
 
@@ -56,7 +55,7 @@ def _service_pod(obj: K8sObject, base: Path, svc: dict[str, Any], name: str) -> 
         return None
     nodes = _node_count(svc)
     replicas = as_int(svc.get("replicas")) if "replicas" in svc else 1
-    c = copy.deepcopy(main)
+    c = own_copy(main)
     c.setdefault("name", "main")
     res = _gpu_resources(as_dict(svc.get("resources")))
     if res:

@@ -14,10 +14,9 @@ runtime in the run, the pod holds what the InferenceService states.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 
-from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts, own_copy
 from ailint.domain.extract import KSERVE_LLM_KINDS, PodTemplate
 from ailint.domain.workloads.base import (
     COMPONENT_ONLY,
@@ -114,7 +113,7 @@ def find_runtime(
 def merge_container(runtime: dict[str, Any], isvc: dict[str, Any]) -> dict[str, Any]:
     """`isvc` over `runtime` as KServe merges them: scalars and maps replaced (resources per
     key), env merged by name, args appended."""
-    out = copy.deepcopy(runtime)
+    out = own_copy(runtime)
     for k, v in isvc.items():
         if k == "args":
             out["args"] = as_list(runtime.get("args")) + as_list(v)
@@ -125,7 +124,7 @@ def merge_container(runtime: dict[str, Any], isvc: dict[str, Any]) -> dict[str, 
                     env[e.get("name")] = e
             out["env"] = list(env.values())
         elif k == "resources" and isinstance(v, dict):
-            res = copy.deepcopy(as_dict(runtime.get("resources")))
+            res = own_copy(as_dict(runtime.get("resources")))
             for which, vals in v.items():
                 if isinstance(vals, dict):
                     res.setdefault(which, {})
@@ -150,7 +149,7 @@ def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catal
     fields: list[tuple[Path, Path, bool]] = []
     if runtime is not None:
         rspec = as_dict(runtime.get("spec"))
-        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
+        spec.update({k: own_copy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
         rts = list(iter_dicts(rspec.get("containers")))
         main_i, main = next(((i, c) for i, c in rts if c.get("name") == RUNTIME_CONTAINER), rts[0] if rts else (0, {}))
         containers.append(merge_container(main, mine))
@@ -165,7 +164,7 @@ def _model_pod(obj: K8sObject, base: Path, comp: dict[str, Any], key: str, catal
                         True,
                     )
                 )
-                containers.append(copy.deepcopy(c))
+                containers.append(own_copy(c))
         for k in rspec:
             if k not in _RUNTIME_ONLY and k != "containers" and k not in comp:
                 fields.append(((k,), (Foreign(runtime, ("spec", k), base),), True))

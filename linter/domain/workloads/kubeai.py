@@ -12,10 +12,9 @@ Findings on the synthesized container point at the field that produced it (`reso
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 
-from ailint.core.model import K8sObject, Path, as_dict, as_list
+from ailint.core.model import K8sObject, Path, as_dict, as_list, own_copy
 from ailint.domain.extract import PodTemplate
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, as_int, synthesized
@@ -200,7 +199,7 @@ def templates(obj: K8sObject) -> Iterator[PodTemplate]:
     if prof is not None:
         for key in ("nodeSelector", "tolerations", "affinity", "runtimeClassName"):
             if prof.get(key):
-                pod[key] = copy.deepcopy(prof[key])
+                pod[key] = own_copy(prof[key])
     if spec.get("priorityClassName"):
         pod["priorityClassName"] = spec["priorityClassName"]
     where_profile: Path = ("spec", "resourceProfile") if "resourceProfile" in spec else ("spec",)

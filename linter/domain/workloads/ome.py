@@ -23,11 +23,10 @@ pod is the runtime's `spec.containers` (the ome-container) merged with that cont
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 
 from ailint.core.lazyre import lazy_re
-from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts
+from ailint.core.model import Foreign, K8sObject, Path, as_dict, as_list, iter_dicts, own_copy
 from ailint.domain.extract import PodTemplate
 from ailint.domain.workloads.base import (
     COMPONENT_ONLY,
@@ -242,7 +241,7 @@ def base_model(obj: K8sObject, catalog: Catalog | None) -> K8sObject | None:
 
 
 def _merge(runtime: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(runtime)
+    out = own_copy(runtime)
     for k, v in mine.items():
         if k == "runner" and isinstance(v, dict) and isinstance(runtime.get("runner"), dict):
             out["runner"] = merge_container(runtime["runner"], v)
@@ -350,7 +349,7 @@ def templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[PodTem
         replicas = as_int(mine.get("minReplicas")) if "minReplicas" in mine else 1
         comp = _merge(as_dict(rspec.get(key)), mine) if runtime is not None else mine
         if isinstance(model_path, str) and isinstance(comp.get("runner"), dict):
-            r = comp["runner"] = copy.deepcopy(comp["runner"])
+            r = comp["runner"] = own_copy(comp["runner"])
             env = [e for e in r.get("env") or [] if isinstance(e, dict)]
             if not any(e.get("name") == "MODEL_PATH" for e in env):
                 r["env"] = [*env, {"name": "MODEL_PATH", "value": model_path}]
@@ -405,7 +404,7 @@ def _predictor_pod(obj: K8sObject, catalog: Catalog | None) -> PodTemplate:
     fields: list[tuple[Path, Path, bool]] = []
     home = base + ("model",)
     if runtime is not None and rts:
-        spec.update({k: copy.deepcopy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
+        spec.update({k: own_copy(v) for k, v in rspec.items() if k not in _RUNTIME_ONLY})
         main_i, main = next(((i, c) for i, c in rts if c.get("name") == OME_CONTAINER), rts[0])
         containers.append(merge_container(main, mine))
         fields += merged_origins(("containers", 0), runtime, ("spec", "containers", main_i), main, mine, home)
@@ -414,7 +413,7 @@ def _predictor_pod(obj: K8sObject, catalog: Catalog | None) -> PodTemplate:
                 fields.append(
                     ((("containers", len(containers))), (Foreign(runtime, ("spec", "containers", i), home),), True)
                 )
-                containers.append(copy.deepcopy(c))
+                containers.append(own_copy(c))
         for k in rspec:
             if k not in _RUNTIME_ONLY and k not in pred:
                 fields.append(((k,), (Foreign(runtime, ("spec", k), base),), True))
