@@ -355,7 +355,6 @@ def test_nothing_in_a_run_mutates_parsed_data(monkeypatch):
     from conftest import ROOT
 
     monkeypatch.setattr(yamldata, "SHARED_LIMIT", 1 << 30)
-    monkeypatch.setattr(yamldata, "forget_shared", lambda: None)
     monkeypatch.setattr(yamldata, "share_subtrees", lambda on: setattr(yamldata, "_sharing", on))
     try:
         result = lint([str(ROOT / "fixtures")], Settings(select=["ALL"]), jobs=1, cache=False, bounded=True)

@@ -132,11 +132,6 @@ def _shared(value: Any, pairs: Any) -> Any:
     return _SHARED.setdefault(tuple(key), value)
 
 
-def forget_shared() -> None:
-    """Let the shared subtrees go (the parse is over: the table holds them alive)."""
-    _SHARED.clear()
-
-
 class Converter:
     """Turns one composed document into plain data and fills the position table.
 

@@ -7,6 +7,7 @@ the CLI and the webhook decide what to do with the result.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -25,11 +26,13 @@ from ailint.engine.sources import Candidate, discover, matches_any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the domain is imported where objects are checked: a cached run needs none of it
-    from typing import Any, TypeVar
+    from typing import Any, ParamSpec, TypeVar
 
     from ailint.domain.context import Context
 
     C = TypeVar("C")
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 
 @dataclass
@@ -214,6 +217,29 @@ def parse_raw(c: Candidate, raw: bytes, settings: Settings) -> FileResult:
     return load_text(SourceFile(c.path, c.display, text or ""), settings.limits)
 
 
+def _stop_sharing() -> None:
+    """Parse without sharing subtrees again (a server lints on), and let the shared ones go
+    (the table holds them alive: 5 MiB on the 100 MB tree, held by every pass forked below).
+    A run that parsed nothing never imported the converter (or yaml)."""
+    converter = sys.modules.get("ailint.core.yamldata")
+    if converter is not None:
+        converter.share_subtrees(False)
+
+
+def _sharing_ends_with_the_run(run: Callable[P, R]) -> Callable[P, R]:
+    """`run`, after which subtrees are no longer shared, however it ended."""
+
+    @functools.wraps(run)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return run(*args, **kwargs)
+        finally:
+            _stop_sharing()
+
+    return wrapper
+
+
+@_sharing_ends_with_the_run
 def lint(
     paths: Sequence[str],
     settings: Settings,
@@ -234,44 +260,6 @@ def lint(
     rules only. `root` overrides the folder report paths are relative to, `run_root` the one
     messages name other objects' files against (`ailint.core.paths.run_root` by default).
     `on_files(done, total)` hears how many files are read and checked (a progress line)."""
-    try:
-        return _lint(
-            paths,
-            settings,
-            stdin_text,
-            stdin_filename,
-            debug,
-            jobs,
-            rules,
-            bounded,
-            context,
-            root,
-            cache,
-            run_root,
-            on_files,
-        )
-    finally:  # the subtrees shared in a bounded run die with its objects (a server lints
-        # again); a run that parsed nothing never imported the converter (or yaml)
-        converter = sys.modules.get("ailint.core.yamldata")
-        if converter is not None:
-            converter.share_subtrees(False)
-
-
-def _lint(
-    paths: Sequence[str],
-    settings: Settings,
-    stdin_text: str | None,
-    stdin_filename: str | None,
-    debug: bool,
-    jobs: int,
-    rules: list[RegisteredRule] | None,
-    bounded: bool | None,
-    context: Sequence[str],
-    root: str | None,
-    cache: bool,
-    run_root: str | None,
-    on_files: Callable[[int, int], None] | None,
-) -> RunResult:
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
     engine = Engine(settings, rules, debug, run_root=run_root or "", scope_paths=tuple(paths or ["."]))
@@ -462,9 +450,7 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     from ailint.domain.context import Context
     from ailint.engine.catalogue import catalogue_pass, unique
 
-    converter = sys.modules.get("ailint.core.yamldata")
-    if converter is not None:  # the parse is over: its table of shared subtrees is not needed
-        converter.forget_shared()  # (5 MiB on the 100 MB tree, held by every pass forked below)
+    _stop_sharing()  # the parse is over
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
