@@ -741,6 +741,99 @@ def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     assert reparsed, "positions of files from the pack were needed, and parsed again"
 
 
+def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past FILE_ENTRIES_UP_TO parsed files a run writes no entry per file (making thousands
+    of files was most of a first run): the pack holds them, without tables. Reruns, with
+    nothing changed, after an edit and with --jobs 2, equal a fresh run, their positions
+    parsed again where a finding needs one; a run of a few of the files writes those entries
+    one per file again."""
+    from ailint.engine import cache as cache_mod
+    from ailint.engine import tracking
+
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 10)
+    monkeypatch.setattr(
+        tracking, "SCHEMA_MEMO_FILES", 5
+    )  # (a first run of 64 files or fewer keeps their schema findings)
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # unchanged files are not read
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 60)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    fresh = _lint(paths, None)
+    assert fresh["findings"]
+    assert _lint(paths, cache) == fresh
+    store = cache_mod.Store(str(cache))
+    values = [_value(store, Path(p)) for p in _entries(cache)]
+    assert not [v for v in values if cache_mod.entry_tables(v) is not None], "no entry per file"
+    packs = [v for v in values if isinstance(v, dict) and v and all(_pack_item(x) for x in v.values())]
+    assert len(packs) == 1 and len(packs[0]) == len(files), "the pack holds every file"
+    assert all(x[1][3] is None for x in packs[0].values()), "without tables"
+    assert len(_entries(cache)) < 12, "a handful of entries, not one per file"
+
+    reparsed: list[int] = []
+    reparse = cache_mod.TableRefs._reparse
+
+    def counted(self: cache_mod.TableRefs) -> list[bytes]:
+        reparsed.append(1)
+        return reparse(self)
+
+    monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
+    assert _lint(paths, cache) == fresh  # the run entry
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    original = victim.read_text(encoding="utf-8")
+    victim.write_text(original.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+    edited = _lint(paths, None)
+    assert _lint(paths, cache) == edited
+    assert _lint(paths, cache, jobs=2) == edited
+    assert reparsed, "spans of files kept in the pack come from parsing them again"
+    victim.write_text(original, encoding="utf-8")
+    assert _lint(paths, cache) == fresh
+
+    few = [str(p) for p in files[:3]]
+    before = _entries(cache)
+    assert _lint(few, cache) == _lint(few, None)
+    tabled = [p for p in _entries(cache) - before if cache_mod.entry_tables(_value(store, Path(p))) is not None]
+    assert len(tabled) == 3, "a run of a few files keeps an entry each"
+
+
+@pytest.mark.parametrize("entries_up_to", [10, 100_000], ids=["pack", "file-entries"])
+def test_a_file_edited_between_its_first_read_and_its_parse_is_kept_under_the_parsed_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries_up_to: int
+) -> None:
+    """A cached run reads each file first (its key), then parses it. A file edited in
+    between was judged as its new bytes: the pack, the bundle state and the memos keep it
+    under that key, and the run entry is not kept, so a rerun on the old bytes (the edit
+    undone) equals a fresh run. (The state had kept the new bytes' findings under the old
+    key: the rerun reported the edit that was undone.)"""
+    from ailint.engine import cache as cache_mod
+    from ailint.engine import run as run_mod
+    from ailint.engine import tracking
+
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", entries_up_to)
+    monkeypatch.setattr(tracking, "SCHEMA_MEMO_FILES", 5)
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 60)
+    paths = [str(tree)]
+    fresh = _lint(paths, None)
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    original = victim.read_text(encoding="utf-8")
+    real = run_mod.process_file  # (lint_cached imports it from the run module when it runs)
+
+    def editing(c, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(c.path) == victim:
+            victim.write_text(original.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+        return real(c, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "process_file", editing)
+    assert _lint(paths, tmp_path / "c") == _lint(paths, None)  # judged as the bytes it parsed
+    monkeypatch.setattr(run_mod, "process_file", real)
+    victim.write_text(original, encoding="utf-8")
+    assert _lint(paths, tmp_path / "c") == fresh
+
+
 def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A source the cache hands out unread is read back when something needs its text: if
     the file changed in between, that is FileChangedError (never a wrong span or fix), and

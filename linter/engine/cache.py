@@ -5,7 +5,10 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
 
 - a **file entry** per input file: its parse (object data, packed position tables, document
   count) and its single-object findings, keyed by the file's bytes, its display path and the
-  run key;
+  run key. Only a run that parses at most `FILE_ENTRIES_UP_TO` files writes one per file (an
+  edit, pre-commit's few files); one that parses more (a first run) keeps them in its pack
+  alone, without position tables, which a rerun parses again for the few files it needs
+  them of: making a file costs far more than writing its bytes;
 - a **state entry** per set of command-line paths: the bundle rules' findings per (object,
   rule) with the kinds of other objects each call read (`TrackingContext`), and the schema
   findings per file. After an edit, a bundle rule runs again only on the changed files'
@@ -13,9 +16,9 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
 - a **run entry** per set of command-line paths, holding the finished result with the
   digest of its exact input (every file's key, in order), so a rerun with nothing changed
   only stats the files (each run overwrites it: edits leave no stale results behind);
-- a **pack** per set of command-line paths: the file entries of its files in one entry, so
-  an edit run reads one entry and the few files changed since (it is written again once
-  more than 5% of the files have changed);
+- a **pack** per set of command-line paths: the file entries of its files in one entry
+  (without their position tables), so an edit run reads one entry and the few files changed
+  since (it is written again once more than 5% of the files have changed);
 - a **stat entry** per set of command-line paths: each file's key with the stat signature
   (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
   or hashed again (git's index; a file changed in the last two seconds is always hashed).
@@ -85,6 +88,7 @@ class Store:
         self.max_bytes = max_bytes
         self.written = 0
         self.grown = 0  # bytes of entries that were not there before
+        self._made: set[str] = set()  # entry folders known to exist (a mkdir per entry was a tenth of a fill)
         _private_dir(directory)
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.secret = _secret(directory)
@@ -127,10 +131,14 @@ class Store:
             return
         path = self._path(key)
         new = not os.path.exists(path)  # an entry written over (the state, the run) does not grow the folder
+        folder = os.path.dirname(path)
         try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            if folder not in self._made:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                self._made.add(folder)
             write_private(path, sealed(MAGIC, self.secret, payload, context=key))
         except OSError:
+            self._made.discard(folder)  # (removed meanwhile, by `ailint clean` or a prune)
             return
         self.written += len(payload)
         if new:
@@ -402,9 +410,10 @@ def findings_in(ts: Iterable[Sequence[Any]]) -> list[Finding]:
 
 
 # -- file entries ---------------------------------------------------------------------------
-def file_out(fr: FileResult) -> tuple[Any, ...]:
-    """A parsed and object-checked file as marshal data (positions packed, read on demand)."""
-    tables, numbers = _position_tables(fr.objects)
+def file_out(fr: FileResult, tables: bool = True) -> tuple[Any, ...]:
+    """A parsed and object-checked file as marshal data (positions packed, read on demand);
+    `tables` False: without its position tables, as the pack keeps it (`without_tables`)."""
+    packed, numbers = _position_tables(fr.objects) if tables else (None, _table_numbers(fr.objects))
     objs = [(o.doc_index, o.data, n, o.base, o.template) for o, n in zip(fr.objects, numbers, strict=True)]
     tp = fr.source.template_paths if fr.source is not None else {}
     text = fr.source.text if fr.source is not None else ""
@@ -419,7 +428,7 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
         fr.documents,
         findings_out(fr.findings),
         objs,
-        tables,
+        packed,
         dict(tp),
         has_source,
         crc,
@@ -427,6 +436,12 @@ def file_out(fr: FileResult) -> tuple[Any, ...]:
         "ailint:" in text,
         starts,
     )
+
+
+def _table_numbers(objects: Sequence[K8sObject]) -> list[int]:
+    """Each object's number among its file's distinct position tables (`_position_tables`)."""
+    table_no: dict[int, int] = {}
+    return [table_no.setdefault(id(o.positions), len(table_no)) for o in objects]
 
 
 def _position_tables(objects: Sequence[K8sObject]) -> tuple[list[bytes], list[int]]:
@@ -560,6 +575,9 @@ class RunCache:
         self.pack_key = _h(key, b"pack", given).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
+        # whether the files parsed now get an entry each (`store_file`); off for a run that
+        # parses many, whose pack then holds them (`lint_cached`)
+        self.file_entries = True
         self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
 
     # files
@@ -588,14 +606,14 @@ class RunCache:
             return None
 
     def store_file(self, key: bytes, fr: FileResult) -> None:
+        if not self.file_entries:
+            return
         try:
             value = file_out(fr)
         except (TypeError, ValueError, AttributeError):
             return
-        # one file per entry, tables and all: a first run writes thousands of entries, and
-        # making a file costs more than its bytes (a tenth to a third of a millisecond); a
-        # rerun takes the tables only for the files it reports on (`TableRefs`), and the
-        # pack keeps the entries without them
+        # one file per entry, tables and all: a rerun takes the tables only for the files it
+        # reports on (`TableRefs`), and the pack keeps the entries without them
         self.store.put(key, value)
 
     # what each file's stat said when its bytes were hashed (git's index, ruff's mtime key)
@@ -767,6 +785,7 @@ def settled(sig: tuple[int, ...], now_ns: int) -> bool:
 KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again on a hit
 PACK_SLACK = 8  # files read outside the pack before it is written again (or 5% of the run)
 BESIDE_FILES = 64  # edited files parsed in a child while the cache is read (more: the pool)
+FILE_ENTRIES_UP_TO = 256  # files parsed in a run that still get an entry each (more: the pack only)
 
 
 def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
@@ -889,8 +908,6 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 fr.suppressions = suppress.comment_suppressions(fr.source)
             spill(fr, settings.limits)
         file_results[n] = fr
-    if not engine.bounded and stale > max(PACK_SLACK, len(candidates) // 20):
-        cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if ahead is not None and any(n in misses for n in edited):
         beside = dict(zip(edited, take_checked(), strict=True))
         checked[:] = list(beside.values())  # (the schema work, if it must be done here)
@@ -899,6 +916,15 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 file_results[n] = fr
     todo_at = [n for n in misses if n not in beside]
     todo = [candidates[n] for n in todo_at]
+    # Many files to parse (a first run, a new branch): their entries go into the pack only,
+    # not into a file each. Making a file costs far more than its bytes (0.1 ms on a local
+    # disk, 0.5 to 1 ms on this benchmark's and on many a laptop's with a scanner), and a
+    # first run of the corpus wrote 2,280 of them: 2.7 times its cold run. A rerun of these
+    # paths reads the pack; a span it needs from one of these files comes from parsing that
+    # file again (`TableRefs`: a few files after an edit); a run of other paths (a few files
+    # from pre-commit) parses what it does not find and keeps those entries one per file.
+    entries_in_pack = not engine.bounded and len(todo) > FILE_ENTRIES_UP_TO
+    cache.file_entries = not entries_in_pack
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:
         tick(len(candidates) - len(todo))  # read from the cache
@@ -914,6 +940,16 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 tick(1)
     for n, fr in zip(todo_at, done):
         file_results[n] = fr
+    cache.file_entries = True
+    # a file edited between its first read and its parse: every entry about it (the pack, the
+    # bundle state, the schema and policy memos) is kept under its parsed bytes' key, and the
+    # run, keyed by the first reads, is not kept
+    moved = False
+    for n in misses:
+        parsed = file_results[n]
+        if parsed is not None and parsed.cache_key is not None and parsed.cache_key != keys[n]:
+            keys[n] = cache.file_keys[candidates[n].display] = parsed.cache_key
+            moved = True
     if ahead is not None:
         cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
@@ -921,11 +957,21 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.schema_ahead()
     cache.schema_ahead = None
     # a file edited while it was parsed: its results are not those of the bytes keyed above
-    steady = all(
+    steady = not moved and all(
         (raw := read_raw(candidates[n], settings)[0]) is not None
         and cache.file_key(candidates[n].display, raw, candidates[n].context) == keys[n]
         for n in misses
     )
+    if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, len(candidates) // 20)):
+        if entries_in_pack:
+            for n in todo_at:
+                fr = file_results[n]
+                if fr is not None:
+                    try:
+                        packed[candidates[n].display] = (keys[n], file_out(fr, tables=False))
+                    except (TypeError, ValueError, AttributeError):
+                        pass  # (not kept: parsed again next time)
+        cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if run_entry is not None and steady:
         cache.remember_clean_texts(out.findings)
         cache.store_run(

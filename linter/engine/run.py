@@ -379,6 +379,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
                 fr.findings.extend(engine.check_object(obj, ctx))
         fr.deferred = tuple(waiting)
     if key is not None:
+        fr.cache_key = key
         engine.cache.store_file(key, fr)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
         from ailint.engine.bounded import spill
