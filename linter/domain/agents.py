@@ -134,6 +134,10 @@ def secret_data() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def _compiled() -> dict[str, Any]:
     d = secret_data()
+    # A line is a secret by its key only when the key holds one of these (a config key's
+    # word, a secret name or suffix, a URL name): a text without any of them, and without
+    # a value shape, has no secret line to look for (most config files).
+    hints = _cover(w.lower() for w in (*d["config_keys"], *d["names"], *d["name_suffixes"], *d["url_names"]))
     return {
         "names": set(d["names"]),
         "suffixes": tuple(d["name_suffixes"]),
@@ -152,10 +156,8 @@ def _compiled() -> dict[str, Any]:
             + r")(?![A-Za-z0-9_-])"
         ),
         "config_keys": lazy_re("(^|_)(" + "|".join(map(re.escape, d["config_keys"])) + ")$"),
-        # A line is a secret by its key only when the key holds one of these (a config
-        # key's word, a secret name or suffix, a URL name): a text without any of them, and
-        # without a value shape, has no secret line to look for (most config files).
-        "key_hints": _cover(w.lower() for w in (*d["config_keys"], *d["names"], *d["name_suffixes"], *d["url_names"])),
+        "key_hints": hints,
+        "key_hint": lazy_re("|".join(map(re.escape, hints))),  # the same question of one line, in one search
         "config_not": lazy_re(d["config_key_not_secret"]),
         "placeholders": {p.lower() for p in d["placeholders"]},
         "placeholder_res": [lazy_re(p) for p in d["placeholder_patterns"]],
@@ -322,6 +324,7 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
 # ---------------------------------------------------------------------------------------
 _ENV_NAME = lazy_re(r"""^\s*(?:-\s+)?\{?\s*["']?name["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?""")
 _ENV_VALUE = lazy_re(r"""["']?value["']?\s*:\s*(["']?)([^"'\n#,}]*)\1""")
+_KEY_RUN = lazy_re(r"[A-Za-z0-9/+=]{40,}")  # where `mask_shapes.aws_secret_key` can match (`secret_spans`)
 _FAST_OUT = lazy_re(r"[A-Za-z0-9_-]{16}|://|PRIVATE KEY|name|=|:")
 
 
@@ -337,14 +340,36 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     if c["any_shape"].search(text):
         spans.extend(m.span() for m in c["any_shape"].finditer(text))
+    shaped = [start for start, _ in spans]  # where a value shape starts, in order
     if "PRIVATE KEY" in text:
         spans.extend(m.span() for m in c["mask_pem"].finditer(text))
     if "://" in text:
         spans.extend(m.span(1) for m in c["mask_url"].finditer(text))
-    spans.extend(m.span() for m in c["mask_aws"].finditer(text))
+    # an AWS-style secret key is a whole run of exactly 40 of `[A-Za-z0-9/+]` (its pattern's
+    # lookarounds also keep `=` off both ends): the pattern is tried on such runs only, not
+    # at every word of the text (a third of the masking of a whole file)
+    aws = c["mask_aws"].fullmatch
+    spans.extend(m.span() for m in _KEY_RUN.finditer(text) if len(m.group()) == 40 and aws(m.group()))
+    # A line can hold a secret by its key, or name an env entry's secret, only if it holds
+    # a key hint (`may_name_a_secret`: keys are ASCII, so its lower-cased line holds one);
+    # by its value, only if a value shape starts on it (no shape spans a line break). The
+    # other lines are passed over unless an env entry waits for its value: a code frame
+    # masks its whole file, and matching every line was most of a text report.
+    hint = c["key_hint"].search
+    lowered = text.lower().splitlines()  # (lower() keeps every line break: no break has a case)
+    next_shape = 0
     pos = 0
     pending: str | None = None  # an env entry's secret name, waiting for its `value:`
-    for line in text.splitlines(keepends=True):
+    for n, line in enumerate(text.splitlines(keepends=True)):
+        end = pos + len(line)
+        if pending is None:
+            shape_here = False
+            while next_shape < len(shaped) and shaped[next_shape] < end:
+                shape_here = shape_here or shaped[next_shape] >= pos
+                next_shape += 1
+            if not shape_here and hint(lowered[n]) is None:
+                pos = end
+                continue
         body = line.rstrip("\r\n")
         found = _config_line_hit(body) if ":" in body or "=" in body else None
         if found is not None and not found[2].placeholder:
