@@ -144,6 +144,8 @@ class Engine:
                     obj.ref,
                 )
             ]
+        if not found:
+            return found  # (most calls)
         sev = severity_override(self.settings, reg.rule.code)
         if sev is not None:
             found = [
