@@ -692,6 +692,32 @@ def _pack_item(v: object) -> bool:
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)
 
 
+def _settled_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[list[Path], list[str], dict]:
+    """`n` fixture files copied to tmp_path/tree, whose stats count as settled (an unchanged
+    file is not read again), and the report of a fresh run over them."""
+    from ailint.engine import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))
+    files = _copy_tree(FIXTURES, tmp_path / "tree", n)
+    paths = [str(tmp_path / "tree")]
+    return files, paths, _lint(paths, None)
+
+
+def _count_reparses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time a file's position tables are parsed again (`TableRefs`)."""
+    from ailint.engine import cache as cache_mod
+
+    reparsed: list[int] = []
+    reparse = cache_mod.TableRefs._reparse
+
+    def counted(self: cache_mod.TableRefs) -> list[bytes]:
+        reparsed.append(1)
+        return reparse(self)
+
+    monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
+    return reparsed
+
+
 def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -701,12 +727,8 @@ def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     and every rerun still equals a fresh run."""
     from ailint.engine import cache as cache_mod
 
-    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # unchanged files are not read
-    tree = tmp_path / "tree"
-    files = _copy_tree(FIXTURES, tree, 80)
+    files, paths, fresh = _settled_tree(tmp_path, monkeypatch, 80)
     cache = tmp_path / "c"
-    paths = [str(tree)]
-    fresh = _lint(paths, None)
     assert _lint(paths, cache) == fresh  # the entries, tables and all
     victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
     original = victim.read_text(encoding="utf-8")
@@ -728,14 +750,7 @@ def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     assert len(file_entries) >= len(files) and packs, "a file entry each, with its tables, and the pack"
     for p in file_entries:
         p.unlink()
-    reparsed: list[int] = []
-    reparse = cache_mod.TableRefs._reparse
-
-    def counted(self: cache_mod.TableRefs) -> list[bytes]:
-        reparsed.append(1)
-        return reparse(self)
-
-    monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
+    reparsed = _count_reparses(monkeypatch)
     victim.write_text(original, encoding="utf-8")
     assert _lint(paths, cache) == _lint(paths, None)
     assert reparsed, "positions of files from the pack were needed, and parsed again"
@@ -753,15 +768,10 @@ def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
     from ailint.engine import tracking
 
     monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 10)
-    monkeypatch.setattr(
-        tracking, "SCHEMA_MEMO_FILES", 5
-    )  # (a first run of 64 files or fewer keeps their schema findings)
-    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))  # unchanged files are not read
-    tree = tmp_path / "tree"
-    files = _copy_tree(FIXTURES, tree, 60)
+    # (a first run of 64 files or fewer keeps their schema findings one per file)
+    monkeypatch.setattr(tracking, "SCHEMA_MEMO_FILES", 5)
+    files, paths, fresh = _settled_tree(tmp_path, monkeypatch, 60)
     cache = tmp_path / "c"
-    paths = [str(tree)]
-    fresh = _lint(paths, None)
     assert fresh["findings"]
     assert _lint(paths, cache) == fresh
     store = cache_mod.Store(str(cache))
@@ -772,14 +782,7 @@ def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
     assert all(x[1][3] is None for x in packs[0].values()), "without tables"
     assert len(_entries(cache)) < 12, "a handful of entries, not one per file"
 
-    reparsed: list[int] = []
-    reparse = cache_mod.TableRefs._reparse
-
-    def counted(self: cache_mod.TableRefs) -> list[bytes]:
-        reparsed.append(1)
-        return reparse(self)
-
-    monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
+    reparsed = _count_reparses(monkeypatch)
     assert _lint(paths, cache) == fresh  # the run entry
     victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
     original = victim.read_text(encoding="utf-8")
@@ -813,11 +816,7 @@ def test_a_file_edited_between_its_first_read_and_its_parse_is_kept_under_the_pa
 
     monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", entries_up_to)
     monkeypatch.setattr(tracking, "SCHEMA_MEMO_FILES", 5)
-    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))
-    tree = tmp_path / "tree"
-    files = _copy_tree(FIXTURES, tree, 60)
-    paths = [str(tree)]
-    fresh = _lint(paths, None)
+    files, paths, fresh = _settled_tree(tmp_path, monkeypatch, 60)
     victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
     original = victim.read_text(encoding="utf-8")
     real = run_mod.process_file  # (lint_cached imports it from the run module when it runs)
