@@ -626,6 +626,37 @@ def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: P
     assert len(seen) >= 3, "the edits changed the POL findings"
 
 
+def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --jobs 2 and enough bundle calls to fork for, the cached bundle phase runs the
+    admission-policy pass as one of its forked tasks (as the cold run does), not after it in
+    this process; its findings, and the reruns' after an edit, equal a fresh run's."""
+    from ailint.engine import parallel, tracking
+
+    monkeypatch.setattr(tracking, "FORK_CALLS", 0)
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "POL001", tree / "pol", 100)
+    _copy_tree(FIXTURES / "REL003", tree / "rel", 100)
+    paths = [str(tree)]
+    tasks: list[list[int]] = []
+    real = parallel.run_forked
+
+    def recorded(work, run_tasks, jobs, apart=None):  # type: ignore[no-untyped-def]
+        tasks.append(list(run_tasks))
+        return real(work, run_tasks, jobs, apart)
+
+    monkeypatch.setattr(parallel, "run_forked", recorded)
+    fresh = _lint(paths, None, jobs=2)
+    assert any(f["code"].startswith("POL") for f in fresh["findings"])
+    tasks.clear()
+    assert _lint(paths, tmp_path / "c", jobs=2) == fresh
+    assert any(tracking.PASSES_TASK in t for t in tasks), tasks
+    victim = next(p for p in (tree / "pol").rglob("*.yaml") if "nvidia.com/gpu: 8" in p.read_text(encoding="utf-8"))
+    victim.write_text(victim.read_text(encoding="utf-8").replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 2"), "utf-8")
+    assert _lint(paths, tmp_path / "c", jobs=2) == _lint(paths, None, jobs=2)
+
+
 def test_an_edit_reruns_bundle_calls_only_in_its_own_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bundle rules join one project's objects, so an edit in one repository runs no bundle
     call on another's objects again; the rerun equals a fresh run."""

@@ -806,8 +806,10 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # the bytes read now are kept for the entries they may hit; with no stat known (a first
     # run here, the cache emptied) they would hit none, and holding them only grows the run
     keep_raw = KEEP_RAW_BYTES if known else 0
+    sigs: list[tuple[int, ...] | None] = []  # each file's stat before it was read
     for n, c in enumerate(candidates):
         sig = stat_signature(c)
+        sigs.append(sig)
         if sig is not None:
             hit = known.get(c.display)
             if hit is not None and hit[0] == sig and hit[1] == c.context:
@@ -956,12 +958,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     if callable(cache.schema_ahead):  # not taken (no schema pass ran): the child is waited for
         cache.schema_ahead()
     cache.schema_ahead = None
-    # a file edited while it was parsed: its results are not those of the bytes keyed above
-    steady = not moved and all(
-        (raw := read_raw(candidates[n], settings)[0]) is not None
-        and cache.file_key(candidates[n].display, raw, candidates[n].context) == keys[n]
-        for n in misses
-    )
+    # the run entry is keyed by the first reads: kept only when no file moved before its
+    # parse and none changes under the run now (a settled stat, else its bytes, says so)
+    steady = not moved and all(_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses)
     if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, len(candidates) // 20)):
         if entries_in_pack:
             for n in todo_at:
@@ -987,6 +986,22 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.store.prune_if_due()
     out.cache = cache  # the reporter's clean sources are kept after the report (`remember_clean_sources`)
     return out
+
+
+def _unchanged(c: Any, sig: tuple[int, ...] | None, key: bytes, now_ns: int, cache: RunCache, settings: Any) -> bool:
+    """Whether the file still holds the bytes keyed `key`: its stat is the settled one it was
+    read under (git's index: no read), else its bytes are read and hashed again."""
+    from ailint.engine.run import read_raw
+    from ailint.engine.sources import signature
+
+    if sig is not None and settled(sig, now_ns):
+        try:
+            if signature(os.stat(c.path)) == sig:
+                return True
+        except OSError:
+            return False
+    raw = read_raw(c, settings)[0]
+    return raw is not None and cache.file_key(c.display, raw, c.context) == key
 
 
 def _schema_ahead(cache: RunCache, results: list[FileResult], settings: Any, engine: Any) -> Any:

@@ -474,7 +474,16 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     if engine.cache is not None:  # bundle rules again only where an edit can change them
         from ailint.engine.tracking import bundle_phase
 
-        chunks, which = bundle_phase(engine.cache, file_results, objects, settings, engine, sch, schema)
+        chunks, which, passes = bundle_phase(
+            engine.cache,
+            file_results,
+            objects,
+            settings,
+            engine,
+            sch,
+            schema,
+            lambda which: provider_passes(objects, which, settings, engine, enabled),
+        )
     else:
         which, ctxs, _ = project_contexts(
             objects,

@@ -13,7 +13,7 @@ runs again, in the same order as a full run, so the findings are identical.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ailint.core.model import FileResult, Finding, K8sObject
 from ailint.domain.context import Context
@@ -79,6 +79,7 @@ def merge_tokens(obj: K8sObject) -> frozenset[str]:
 _NO_FINDINGS: tuple[Any, ...] = ()
 SCHEMA_MEMO_FILES = 64  # at most this many files to validate again: look each up by its bytes (RunCache.schema_key)
 SCHEMA_TASK = -1  # the bundle phase's task that validates the changed files (the others are rules)
+PASSES_TASK = -2  # the providers' passes (admission policies), when the phase is forked
 FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each process imports its rules
 
 
@@ -234,10 +235,13 @@ def bundle_phase(
     engine: Any,
     sch: list[Any],
     schema: bool,
-) -> tuple[list[list[Finding]], list[int]]:
+    passes: Callable[[list[int]], list[Finding]] | None = None,
+) -> tuple[list[list[Finding]], list[int], list[Finding] | None]:
     """The bundle findings (serial order: object, then rule) and the schema findings of the
     run, and per object the index of its project (`project_contexts`), reusing the
-    previous state of the same paths where nothing they read changed."""
+    previous state of the same paths where nothing they read changed. `passes(which)`, the
+    providers' passes, run as one more task when the phase is shared by forked processes
+    (as in the cold run): their findings come third, else None (the caller runs them)."""
     from ailint.engine.cache import findings_in, findings_out
     from ailint.engine.run import bundle_root, project_contexts
 
@@ -367,6 +371,8 @@ def bundle_phase(
     reads: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def work(t: int) -> Any:  # the schema task: finding tuples; a rule: (reads, findings)
+        if t == PASSES_TASK and passes is not None:
+            return passes(which)
         if t == SCHEMA_TASK:  # the schema findings of the objects to validate again
             return findings_out(validate_objects(redo, settings, codes, patches=patch_set))
         # per call of todo[t], in order, what it read; and the findings of the calls that
@@ -400,9 +406,12 @@ def bundle_phase(
 
         # bounded memory: as in the cold run (`run._bundle_forked`), children only
         apart = frozenset({SCHEMA_TASK}) if engine.bounded else None
+        if passes is not None:  # (after the schema task: both are long)
+            tasks.insert(1 if tasks[:1] == [SCHEMA_TASK] else 0, PASSES_TASK)
+            apart = apart | {PASSES_TASK} if apart is not None else None
         results = run_forked(work, tasks, engine.jobs, apart)
     if results is None:
-        results = {t: work(t) for t in tasks}
+        results = {t: work(t) for t in tasks if t != PASSES_TASK}
 
     if schema:
         fresh: dict[str, list[Any]] = {d: list(fs) for d, fs in done_ahead.items() if d in by_file}
@@ -468,4 +477,4 @@ def bundle_phase(
     parts = [bundle_findings]
     if schema:
         parts.append(sch_parts)
-    return parts, which
+    return parts, which, results.get(PASSES_TASK) if passes is not None else None
