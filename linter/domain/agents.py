@@ -15,9 +15,11 @@ Everything tolerates any shape and never raises.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
@@ -355,8 +357,14 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     # by its value, only if a value shape starts on it (no shape spans a line break). The
     # other lines are passed over unless an env entry waits for its value: a code frame
     # masks its whole file, and matching every line was most of a text report.
-    hint = c["key_hint"].search
-    lowered = text.lower().splitlines()  # (lower() keeps every line break: no break has a case)
+    # the lines a hint is on: one search of the lower-cased text (lower() keeps every line
+    # break, as no break has a case), each match found among the lowered lines' starts
+    lowered = text.lower()
+    hinted: set[int] = set()
+    found_hints = [m.start() for m in c["key_hint"].finditer(lowered)]
+    if found_hints:
+        starts = [0, *accumulate(map(len, lowered.splitlines(keepends=True)))]
+        hinted = {bisect_right(starts, p) - 1 for p in found_hints}
     next_shape = 0
     pos = 0
     pending: str | None = None  # an env entry's secret name, waiting for its `value:`
@@ -367,7 +375,7 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
             while next_shape < len(shaped) and shaped[next_shape] < end:
                 shape_here = shape_here or shaped[next_shape] >= pos
                 next_shape += 1
-            if not shape_here and hint(lowered[n]) is None:
+            if not shape_here and n not in hinted:
                 pos = end
                 continue
         body = line.rstrip("\r\n")

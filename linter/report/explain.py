@@ -90,10 +90,17 @@ def _terms(f: Finding) -> dict[str, int]:
     return weights
 
 
+@lru_cache(maxsize=4096)
+def _sentence_words(sentence: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A why sentence's words, lower-cased, and their 7-letter stems (each rule's few
+    sentences are scored against every finding of the rule)."""
+    words = frozenset(w.lower().rstrip(".") for w in _WORD.findall(sentence))
+    return words, frozenset(w[:7] for w in words if len(w) >= 7)
+
+
 def _score(sentence: str, terms: dict[str, int]) -> int:
-    words = {w.lower().rstrip(".") for w in _WORD.findall(sentence)}
     # a stem match ("deadline" / "deadlines") counts as a word match
-    stems = {w[:7] for w in words if len(w) >= 7}
+    words, stems = _sentence_words(sentence)
     total = 0
     for t, weight in terms.items():
         if t in words or (len(t) >= 7 and t[:7] in stems):
