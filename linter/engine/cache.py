@@ -919,9 +919,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     todo_at = [n for n in misses if n not in beside]
     todo = [candidates[n] for n in todo_at]
     # Many files to parse (a first run, a new branch): their entries go into the pack only,
-    # not into a file each. Making a file costs far more than its bytes (0.1 ms on a local
-    # disk, 0.5 to 1 ms on this benchmark's and on many a laptop's with a scanner), and a
-    # first run of the corpus wrote 2,280 of them: 2.7 times its cold run. A rerun of these
+    # not into a file each. Making a file costs far more than reading one (0.5 to 0.8 ms
+    # against 11 µs on the benchmark's disk; a scanner makes it dearer on other machines),
+    # and a first run of the corpus wrote 2,280 of them: 2.7 times its cold run. A rerun of these
     # paths reads the pack; a span it needs from one of these files comes from parsing that
     # file again (`TableRefs`: a few files after an edit); a run of other paths (a few files
     # from pre-commit) parses what it does not find and keeps those entries one per file.
