@@ -734,6 +734,24 @@ def _settled_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tu
     return files, paths, _lint(paths, None)
 
 
+def _first_run_past_the_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Path], list[str], dict, Path]:
+    """60 settled fixture files and a fresh run's report, with FILE_ENTRIES_UP_TO made 10,
+    and the cache folder after a first run over them (which equals the fresh run)."""
+    from ailint.engine import cache as cache_mod
+    from ailint.engine import tracking
+
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 10)
+    # (a first run of 64 files or fewer keeps their schema findings one per file)
+    monkeypatch.setattr(tracking, "SCHEMA_MEMO_FILES", 5)
+    files, paths, fresh = _settled_tree(tmp_path, monkeypatch, 60)
+    assert fresh["findings"]
+    cache = tmp_path / "c"
+    assert _lint(paths, cache) == fresh
+    return files, paths, fresh, cache
+
+
 def _count_reparses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one each time a file's position tables are parsed again (`TableRefs`)."""
     from ailint.engine import cache as cache_mod
@@ -796,15 +814,8 @@ def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
     parsed again where a finding needs one; a run of a few of the files writes those entries
     one per file again."""
     from ailint.engine import cache as cache_mod
-    from ailint.engine import tracking
 
-    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 10)
-    # (a first run of 64 files or fewer keeps their schema findings one per file)
-    monkeypatch.setattr(tracking, "SCHEMA_MEMO_FILES", 5)
-    files, paths, fresh = _settled_tree(tmp_path, monkeypatch, 60)
-    cache = tmp_path / "c"
-    assert fresh["findings"]
-    assert _lint(paths, cache) == fresh
+    files, paths, fresh, cache = _first_run_past_the_threshold(tmp_path, monkeypatch)
     store = cache_mod.Store(str(cache))
     values = [_value(store, Path(p)) for p in _entries(cache)]
     assert not [v for v in values if cache_mod.entry_tables(v) is not None], "no entry per file"
@@ -819,8 +830,25 @@ def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
     original = victim.read_text(encoding="utf-8")
     victim.write_text(original.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
     edited = _lint(paths, None)
-    assert _lint(paths, cache) == edited
+    # the edited file alone is parsed in a child beside the reading of the cache: the others
+    # are in the pack (with no entry of their own, they had all counted as edited)
+    from ailint.engine import parallel
+
+    monkeypatch.setattr(cache_mod, "BESIDE_FILES", 5)
+    beside: list[int] = []
+    real_beside = parallel.run_beside
+
+    def recorded(*works):  # type: ignore[no-untyped-def]
+        beside.append(len(works))
+        return real_beside(*works)
+
+    monkeypatch.setattr(parallel, "run_beside", recorded)
+    for p in files[:10]:  # touched, not changed: read and hashed again, found in the pack
+        if p != victim:
+            os.utime(p)
     assert _lint(paths, cache, jobs=2) == edited
+    assert beside, "the edited file is parsed beside"
+    assert _lint(paths, cache) == edited
     assert reparsed, "spans of files kept in the pack come from parsing them again"
     victim.write_text(original, encoding="utf-8")
     assert _lint(paths, cache) == fresh
@@ -830,6 +858,55 @@ def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(
     assert _lint(few, cache) == _lint(few, None)
     tabled = [p for p in _entries(cache) - before if cache_mod.entry_tables(_value(store, Path(p))) is not None]
     assert len(tabled) == 3, "a run of a few files keeps an entry each"
+
+
+def test_a_bounded_run_that_parses_many_files_keeps_them_in_pack_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bounded run (over 32 MB: `ailint.engine.bounded`) keeps no entry of the whole run:
+    past FILE_ENTRIES_UP_TO parsed files its entries go into segments of SEGMENT_FILES files
+    with an index, not into a file each. Reruns with nothing changed, after an edit, after
+    editing many files (new segments beside the old), with --jobs 2, after the edits are
+    undone and with a segment gone each equal a fresh bounded run."""
+    from ailint.engine import cache as cache_mod
+
+    monkeypatch.setenv("AILINT_BOUNDED", "1")
+    monkeypatch.setattr(cache_mod, "SEGMENT_FILES", 7)
+    files, paths, fresh, cache = _first_run_past_the_threshold(tmp_path, monkeypatch)
+    store = cache_mod.Store(str(cache))
+
+    def segments() -> list[dict]:
+        values = [_value(store, Path(p)) for p in _entries(cache)]
+        return [v for v in values if isinstance(v, dict) and v and all(_pack_item(x) for x in v.values())]
+
+    tabled = [p for p in _entries(cache) if cache_mod.entry_tables(_value(store, Path(p))) is not None]
+    assert not tabled, "no entry per file"
+    first = segments()
+    assert len(first) == -(-len(files) // 7) and all(len(seg) <= 7 for seg in first), [len(x) for x in first]
+    assert sum(map(len, first)) == len(files) and all(x[1][3] is None for seg in first for x in seg.values())
+    assert len(_entries(cache)) < len(first) + 8, "the segments and a handful of entries"
+    assert _lint(paths, cache) == fresh  # the run entry
+
+    originals = {p: p.read_text(encoding="utf-8") for p in files}
+    victim = next(p for p in files if "nvidia.com/gpu" in originals[p])
+    victim.write_text(originals[victim].replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)
+    for p in files[::4]:  # more files than FILE_ENTRIES_UP_TO: new segments beside the old ones
+        p.write_text(p.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = _lint(paths, None)
+    assert _lint(paths, cache) == edited
+    assert len(segments()) > len(first)
+    assert _lint(paths, cache, jobs=2) == edited
+    for p, text in originals.items():
+        p.write_text(text, encoding="utf-8")
+    assert _lint(paths, cache) == fresh
+    for p in map(Path, _entries(cache)):
+        value = _value(store, p)
+        if isinstance(value, dict) and value and all(_pack_item(x) for x in value.values()):
+            p.unlink()  # a segment pruned: its files are parsed again
+            break
+    files[0].write_text(originals[files[0]] + "\n# again\n", encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)
 
 
 @pytest.mark.parametrize("entries_up_to", [10, 100_000], ids=["pack", "file-entries"])

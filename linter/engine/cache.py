@@ -18,7 +18,11 @@ config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
   only stats the files (each run overwrites it: edits leave no stale results behind);
 - a **pack** per set of command-line paths: the file entries of its files in one entry
   (without their position tables), so an edit run reads one entry and the few files changed
-  since (it is written again once more than 5% of the files have changed);
+  since (it is written again once more than 5% of the files have changed). A bounded run
+  (over 32 MB, `ailint.engine.bounded`) keeps its pack in **segments** of `SEGMENT_FILES`
+  files, with an index naming each file's segment: no entry holds a large run whole, one
+  segment or a few are read at a time, and a run that parses many files adds segments for
+  them beside those that still stand;
 - a **stat entry** per set of command-line paths: each file's key with the stat signature
   (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
   or hashed again (git's index; a file changed in the last two seconds is always hashed).
@@ -573,11 +577,14 @@ class RunCache:
         self.masks_key = _h(key, b"masks", given).digest()
         self.run_slot = _h(key, b"run", given).digest()
         self.pack_key = _h(key, b"pack", given).digest()
+        self.segments_key = _h(key, b"segments", given).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
         # whether the files parsed now get an entry each (`store_file`); off for a run that
-        # parses many, whose pack then holds them (`lint_cached`)
+        # parses many, whose pack then holds them (`lint_cached`); with `entries_on_results`
+        # (a bounded run's pack segments), each result carries its entry instead
         self.file_entries = True
+        self.entries_on_results = False
         self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
 
     # files
@@ -607,6 +614,11 @@ class RunCache:
 
     def store_file(self, key: bytes, fr: FileResult) -> None:
         if not self.file_entries:
+            if self.entries_on_results:  # made now: a bounded run drops the text right after
+                try:
+                    fr.pack_entry = file_out(fr, tables=False)
+                except (TypeError, ValueError, AttributeError):
+                    pass  # (not kept: parsed again next time)
             return
         try:
             value = file_out(fr)
@@ -673,6 +685,27 @@ class RunCache:
     def store_pack(self, entries: dict[str, tuple[bytes, Any]]) -> None:
         self.store.put(self.pack_key, entries)
 
+    # a bounded run's pack: no entry may hold a large run whole, so its entries are kept in
+    # segments of SEGMENT_FILES files, and an index says which segment holds which file
+    def load_segments(self) -> SegmentedPack:
+        got = self.store.get(self.segments_key)
+        return SegmentedPack(self.store, got if isinstance(got, dict) else {})
+
+    def store_segments(
+        self, kept: dict[str, tuple[bytes, bytes]], groups: Sequence[dict[str, tuple[bytes, Any]]]
+    ) -> None:
+        """Write each group of (display -> (key, entry)) as a segment, named by its files'
+        keys, and the index (display -> (segment, file key)): `kept`, the files whose
+        segments stand, and the new ones."""
+        index = dict(kept)
+        for group in groups:
+            if not group:
+                continue
+            seg = _h(self.key, b"segment", *(k for k, _ in group.values())).digest()
+            self.store.put(seg, group)
+            index.update((d, (seg, k)) for d, (k, _) in group.items())
+        self.store.put(self.segments_key, index)
+
     # what a pass over the run (a provider's) may reuse
     def pass_memo(self, n: int | str) -> PassMemo:
         key = _h(self.key, b"pass", str(n).encode(), self.state_key).digest()
@@ -698,6 +731,39 @@ class RunCache:
         for display, k in keyed:
             h.update(display.encode("utf-8", "surrogateescape") + b"\0" + k)  # type: ignore[operator]
         return h.digest()
+
+
+class SegmentedPack:
+    """A bounded run's pack as `lint_cached` reads it, each file once, in the run's order:
+    the segment holding a file is read when it is first asked for, and a file's entry leaves
+    it when it is taken. Segments follow the order of the run that wrote them; after an edit
+    of many files the old and the new ones alternate, so the last few read are kept."""
+
+    HELD = 4  # segments kept at once
+
+    def __init__(self, store: Store, index: dict[str, Any]) -> None:
+        self.store = store
+        self.index = index  # display -> (segment key, file key)
+        self._held: dict[bytes, dict[str, Any]] = {}  # oldest first
+
+    def holds(self, display: str, key: bytes) -> bool:
+        """Whether a segment holds the entry of these bytes of `display` (nothing is read)."""
+        where = self.index.get(display)
+        return isinstance(where, tuple) and len(where) == 2 and where[1] == key
+
+    def get(self, display: str) -> Any:
+        where = self.index.get(display)
+        if not (isinstance(where, tuple) and len(where) == 2 and isinstance(where[0], bytes)):
+            return None
+        seg = where[0]
+        entries = self._held.pop(seg, None)
+        if entries is None:
+            got = self.store.get(seg)
+            entries = got if isinstance(got, dict) else {}
+            while len(self._held) >= self.HELD:
+                del self._held[next(iter(self._held))]
+        self._held[seg] = entries  # (the newest)
+        return entries.pop(display, None)
 
 
 class PassMemo:
@@ -786,6 +852,7 @@ KEEP_RAW_BYTES = 32 * 1024 * 1024  # above this much input, files are read again
 PACK_SLACK = 8  # files read outside the pack before it is written again (or 5% of the run)
 BESIDE_FILES = 64  # edited files parsed in a child while the cache is read (more: the pool)
 FILE_ENTRIES_UP_TO = 256  # files parsed in a run that still get an entry each (more: the pack only)
+SEGMENT_FILES = 512  # files per segment of a bounded run's pack (`RunCache.store_segments`)
 
 
 def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
@@ -847,10 +914,20 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
             pass
     file_results: list[FileResult | None] = [None] * len(candidates)
     misses: list[int] = []
-    # the files read now that have no entry (the edited ones) are validated against their
-    # schemas in a forked child while this process reads the cache and checks them: the
-    # validator's import (a twentieth of a second) overlaps everything up to the bundle phase
-    edited = [n for n in range(len(candidates)) if n not in early and n not in unread and not cache.store.has(keys[n])]
+    # (a large run: no entry that big, its pack is in segments)
+    pack: dict[str, Any] | SegmentedPack = cache.load_pack() if not engine.bounded else cache.load_segments()
+    # the files read now that have no entry, in the pack or of their own (the edited ones),
+    # are validated against their schemas in a forked child while this process reads the
+    # cache and checks them: the validator's import (a twentieth of a second) overlaps
+    # everything up to the bundle phase
+    edited = [
+        n
+        for n in range(len(candidates))
+        if n not in early
+        and n not in unread
+        and not _in_pack(pack, candidates[n].display, keys[n])
+        and not cache.store.has(keys[n])
+    ]
     ahead = None
     beside: dict[int, FileResult] = {}  # the edited files as the child parsed and checked them
     if engine.jobs > 1 and 0 < len(edited) <= BESIDE_FILES:
@@ -865,8 +942,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         waiters = run_beside(check_edited, lambda: _schema_ahead(cache, checked, settings, engine))
         if waiters is not None:
             take_checked, ahead = waiters
-    pack = cache.load_pack() if not engine.bounded else {}  # (a large run: no entry that big)
-    packed: dict[str, tuple[bytes, Any]] = {}  # this run's entries, for the next pack
+    packed: dict[str, tuple[bytes, Any]] = {}  # this run's entries, for the next pack (not bounded)
+    in_segments: dict[str, tuple[bytes, bytes]] = {}  # (bounded) the files whose entry a segment holds
     stale = 0  # entries not found in the pack
     for n, c in enumerate(candidates):
         if n in early:
@@ -875,10 +952,12 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         held = pack.get(c.display)
         if isinstance(held, tuple) and len(held) == 2 and held[0] == keys[n]:
             entry = held[1]
+            if isinstance(pack, SegmentedPack):
+                in_segments[c.display] = pack.index[c.display]  # (its segment stands)
         else:
             entry = cache.store.get(keys[n])
             stale += 1
-        if entry is not None:
+        if entry is not None and not engine.bounded:
             packed[c.display] = (keys[n], without_tables(entry) if isinstance(entry, tuple) else entry)
         fr = None
         if entry is not None and n in unread:  # its stat stands for its bytes: not read now
@@ -925,8 +1004,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # paths reads the pack; a span it needs from one of these files comes from parsing that
     # file again (`TableRefs`: a few files after an edit); a run of other paths (a few files
     # from pre-commit) parses what it does not find and keeps those entries one per file.
-    entries_in_pack = not engine.bounded and len(todo) > FILE_ENTRIES_UP_TO
+    entries_in_pack = len(todo) > FILE_ENTRIES_UP_TO
     cache.file_entries = not entries_in_pack
+    cache.entries_on_results = entries_in_pack and engine.bounded
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:
         tick(len(candidates) - len(todo))  # read from the cache
@@ -952,6 +1032,18 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         if parsed is not None and parsed.cache_key is not None and parsed.cache_key != keys[n]:
             keys[n] = cache.file_keys[candidates[n].display] = parsed.cache_key
             moved = True
+    if cache.entries_on_results:  # a bounded run's new segments, in the run's order, before the joins
+        cache.entries_on_results = False
+        groups: list[dict[str, tuple[bytes, Any]]] = [{}]
+        for n in todo_at:
+            parsed = file_results[n]
+            if parsed is None or parsed.pack_entry is None:
+                continue
+            if len(groups[-1]) >= SEGMENT_FILES:
+                groups.append({})
+            groups[-1][candidates[n].display] = (keys[n], parsed.pack_entry)
+            parsed.pack_entry = None
+        cache.store_segments(in_segments, groups)
     if ahead is not None:
         cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
@@ -986,6 +1078,14 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.store.prune_if_due()
     out.cache = cache  # the reporter's clean sources are kept after the report (`remember_clean_sources`)
     return out
+
+
+def _in_pack(pack: dict[str, Any] | SegmentedPack, display: str, key: bytes) -> bool:
+    """Whether the pack holds the entry of these bytes of `display`."""
+    if isinstance(pack, SegmentedPack):
+        return pack.holds(display, key)
+    held = pack.get(display)
+    return isinstance(held, tuple) and len(held) == 2 and held[0] == key
 
 
 def _unchanged(c: Any, sig: tuple[int, ...] | None, key: bytes, now_ns: int, cache: RunCache, settings: Any) -> bool:
