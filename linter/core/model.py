@@ -530,6 +530,6 @@ class FileResult:
     # the results cache's key of the bytes parsed (`RunCache.file_key`), when a cached run
     # parsed them: the bytes may have changed since the run first read the file
     cache_key: bytes | None = None
-    # a bounded run's entry for its pack segments (`RunCache.store_file`), made while the
-    # text is at hand and dropped once the segment is written
+    # the file's entry for the pack (or a bounded run's segments) when a cached run parses
+    # too many files to give each an entry of its own (`RunCache.store_file`)
     pack_entry: tuple[Any, ...] | None = None

@@ -581,10 +581,9 @@ class RunCache:
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
         self.hits = 0
         # whether the files parsed now get an entry each (`store_file`); off for a run that
-        # parses many, whose pack then holds them (`lint_cached`); with `entries_on_results`
-        # (a bounded run's pack segments), each result carries its entry instead
+        # parses many, whose pack (or a bounded run's segments) then holds them: each result
+        # carries its entry to `lint_cached` instead
         self.file_entries = True
-        self.entries_on_results = False
         self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
 
     # files
@@ -613,12 +612,11 @@ class RunCache:
             return None
 
     def store_file(self, key: bytes, fr: FileResult) -> None:
-        if not self.file_entries:
-            if self.entries_on_results:  # made now: a bounded run drops the text right after
-                try:
-                    fr.pack_entry = file_out(fr, tables=False)
-                except (TypeError, ValueError, AttributeError):
-                    pass  # (not kept: parsed again next time)
+        if not self.file_entries:  # made here, in the worker, while the text is at hand
+            try:
+                fr.pack_entry = file_out(fr, tables=False)
+            except (TypeError, ValueError, AttributeError):
+                pass  # (not kept: parsed again next time)
             return
         try:
             value = file_out(fr)
@@ -1006,7 +1004,6 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # from pre-commit) parses what it does not find and keeps those entries one per file.
     entries_in_pack = len(todo) > FILE_ENTRIES_UP_TO
     cache.file_entries = not entries_in_pack
-    cache.entries_on_results = entries_in_pack and engine.bounded
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:
         tick(len(candidates) - len(todo))  # read from the cache
@@ -1032,8 +1029,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         if parsed is not None and parsed.cache_key is not None and parsed.cache_key != keys[n]:
             keys[n] = cache.file_keys[candidates[n].display] = parsed.cache_key
             moved = True
-    if cache.entries_on_results:  # a bounded run's new segments, in the run's order, before the joins
-        cache.entries_on_results = False
+    if entries_in_pack and engine.bounded:  # its new segments, in the run's order, before the joins
         groups: list[dict[str, tuple[bytes, Any]]] = [{}]
         for n in todo_at:
             parsed = file_results[n]
@@ -1057,11 +1053,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         if entries_in_pack:
             for n in todo_at:
                 fr = file_results[n]
-                if fr is not None:
-                    try:
-                        packed[candidates[n].display] = (keys[n], file_out(fr, tables=False))
-                    except (TypeError, ValueError, AttributeError):
-                        pass  # (not kept: parsed again next time)
+                if fr is not None and fr.pack_entry is not None:
+                    packed[candidates[n].display] = (keys[n], fr.pack_entry)
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if run_entry is not None and steady:
         cache.remember_clean_texts(out.findings)
