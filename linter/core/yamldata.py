@@ -10,6 +10,7 @@ tags plain scalars lazily (`resolve_plain` resolves them during conversion).
 
 from __future__ import annotations
 
+import operator
 import sys
 from dataclasses import dataclass
 
@@ -44,11 +45,11 @@ class _LazyResolver:
     whose first character can start a non-string.
     """
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
-
-    def ascend_resolver(self) -> None:
-        return None
+    # The composer calls these two around every node, for path resolvers nobody uses here.
+    # Builtins that take the same arguments and do nothing cost less than a Python method:
+    # 5% of the compose time of the corpus (0.180 -> 0.171 s, best of 9, non-CRD files).
+    descend_resolver = staticmethod(operator.is_)  # (current_node, current_index) -> ignored
+    ascend_resolver = staticmethod(tuple)  # () -> ignored
 
     def resolve(self, kind: Any, value: str, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode:
