@@ -186,10 +186,12 @@ def test_importing_the_module_loads_no_validator():
 
 
 def _all_findings(paths, force_slow: bool):
-    """SCH findings with the compiled checker, or with jsonschema on every object."""
+    """SCH findings with the compiled checker (and `ailint.schema.errors`), or with jsonschema
+    on every object."""
     if force_slow:
-        saved = sch._Compiler.compile
+        saved = sch._Compiler.compile, sch._Judge.iter_errors
         sch._Compiler.compile = lambda self, node: sch._never_unless_null  # type: ignore[assignment]
+        sch._Judge.iter_errors = lambda self, data: self.make().iter_errors(data)  # type: ignore[method-assign]
         sch._CORE.clear()
         sch._CRDS = None
     try:
@@ -197,7 +199,7 @@ def _all_findings(paths, force_slow: bool):
         return sorted((f.file, f.span.line, f.code, f.message) for f in res.findings if f.code.startswith("SCH"))
     finally:
         if force_slow:
-            sch._Compiler.compile = saved  # type: ignore[assignment]
+            sch._Compiler.compile, sch._Judge.iter_errors = saved  # type: ignore[method-assign]
             sch._CORE.clear()
             sch._CRDS = None
 

@@ -138,12 +138,16 @@ class PodTemplate(_Memo):
     claimed: dict[str, dict[str, float]] | None = None
     _containers: list[Container] | None = field(default=None, repr=False, compare=False)  # containers_of
     _memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # derived facts (_Memo)
+    _spec: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)  # `spec`, read once
 
     @property
     def spec(self) -> dict[str, Any]:
         if self.synthetic is not None:
             return self.synthetic
-        return as_dict(self.obj.get(*self.spec_path))
+        found = self._spec
+        if found is None:  # (18,000 reads a corpus run; the data is never mutated)
+            found = self._spec = as_dict(self.obj.get(*self.spec_path))
+        return found
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -169,14 +173,25 @@ class PodTemplate(_Memo):
         return self.spec_path + rest
 
     def containers(self, include_init: bool = True) -> Iterator[Container]:
-        yield from containers_of(self, include_init)
+        return containers_of(self, include_init)  # (not a generator of its own: 85,000 calls a corpus run)
 
 
 def pod_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     """Every pod template of `obj`, from its family's workload adapter (ailint.domain.workloads)."""
+    return (_adapters_pod_templates or _bind_adapters())(obj)
+
+
+# `ailint.domain.workloads` imports this module, so it is bound on first use, not imported
+# here. Once bound, a call costs no `from ... import` (44,000 calls a corpus run: 13 ms).
+_adapters_pod_templates: Callable[[K8sObject], Iterator[PodTemplate]] | None = None
+
+
+def _bind_adapters() -> Callable[[K8sObject], Iterator[PodTemplate]]:
+    global _adapters_pod_templates
     from ailint.domain import workloads
 
-    return workloads.pod_templates(obj)
+    _adapters_pod_templates = workloads.pod_templates
+    return workloads.pod_templates
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,7 +246,10 @@ class Container(_Memo):
         return self.path + rest
 
     def resources(self, which: str) -> dict[str, Any]:
-        return as_dict(get_in(self.data, ("resources", which)))
+        # (`as_dict(get_in(self.data, ("resources", which)))`, spelled out: 40,000 calls a corpus run)
+        res = self.data.get("resources")
+        got = res.get(which) if isinstance(res, dict) else None
+        return got if isinstance(got, dict) else {}
 
     def request(self, name: str) -> Any:
         """The effective request: `requests`, else the limit (Kubernetes copies it)."""

@@ -95,7 +95,13 @@ def mutable_tag_reason(ref: ImageRef) -> str | None:
 
 
 def is_dlc(ref: ImageRef) -> bool:
-    full = ref.full_repository
+    return _dlc_repository(ref.full_repository)
+
+
+@lru_cache(maxsize=4096)
+def _dlc_repository(full: str) -> bool:
+    """Whether a repository is an AWS DLC one (once per repository: a run asks about the same
+    few images thousands of times)."""
     return any(
         re.match(p, full + ("/" if not full.endswith("/") else "")) or re.match(p, full)
         for p in data()["dlc_registries"]
@@ -132,8 +138,17 @@ def _norm(tok: str) -> str:
     return tok
 
 
-def get_flag(tokens: Sequence[str], names: Sequence[str]) -> str | None:
-    """The value of the last occurrence of any spelling (`--x v`, `--x=v`, underscores)."""
+def flag_parts(tokens: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Each token as (name, `=` or "", value), names normalised (`_norm`): what `get_flag`
+    reads, worked out once per container (`engine_args`) instead of once per flag asked."""
+    return [_norm(t).partition("=") for t in tokens]
+
+
+def get_flag(
+    tokens: Sequence[str], names: Sequence[str], parts: Sequence[tuple[str, str, str]] | None = None
+) -> str | None:
+    """The value of the last occurrence of any spelling (`--x v`, `--x=v`, underscores).
+    `parts`: `flag_parts(tokens)`, when the caller keeps it."""
     found = None
     n = len(tokens)
     wanted = frozenset(names)
@@ -141,7 +156,7 @@ def get_flag(tokens: Sequence[str], names: Sequence[str]) -> str | None:
     for i, raw in enumerate(tokens):
         if dashed and not raw.startswith("-"):
             continue
-        name, eq, value = _norm(raw).partition("=")
+        name, eq, value = parts[i] if parts is not None else _norm(raw).partition("=")
         if name not in wanted:
             continue
         if eq:
@@ -187,12 +202,13 @@ class EngineArgs:
     engine: str
     tokens: list[str]
     flags: dict[str, list[str]] = field(default_factory=dict)
+    parts: list[tuple[str, str, str]] | None = None  # `flag_parts(tokens)`, the container's
 
     def raw(self, key: str) -> str | None:
         names = self.flags.get(key)
         if not names:
             return None
-        return get_flag(self.tokens, names)
+        return get_flag(self.tokens, names, self.parts)
 
     def has(self, key: str) -> bool:
         names = self.flags.get(key)
@@ -252,7 +268,8 @@ def engine_args(c: Container, engine: str | None = None) -> EngineArgs | None:
     key = {"vllm": "vllm_flags", "sglang": "sglang_flags", "tgi": "tgi_flags"}.get(engine or "")
     if key is None or engine is None:  # (a key implies an engine)
         return None
-    return EngineArgs(engine, c.tokens, data()[key])
+    tokens = c.tokens
+    return EngineArgs(engine, tokens, data()[key], c._cached("flag_parts", lambda: flag_parts(tokens)))
 
 
 def served_model(c: Container, args: EngineArgs | None) -> str | None:

@@ -157,17 +157,29 @@ def refuse_write(path: str, boundary: Boundary | None = None) -> str | None:
     return "it lies outside the project (reached through a linked folder); not written"
 
 
-def open_regular(path: str, limit: int) -> bytes:
-    """Read at most `limit` bytes of a regular file; OSError for anything else.
+class FileTooLarge(Exception):
+    """A file over the size `open_regular` was told to refuse (its stat's size)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def open_regular(path: str, limit: int, refuse_over: int | None = None) -> bytes:
+    """Read at most `limit` bytes of a regular file; OSError for anything else, and
+    `FileTooLarge` when its size is over `refuse_over` (nothing is read then).
 
     `O_NONBLOCK` keeps a FIFO (swapped in after discovery) from blocking the open, and
-    the opened descriptor is checked to be a regular file before a byte is read."""
+    the opened descriptor is checked to be a regular file before a byte is read. The size
+    is the opened file's (`fstat`): no `stat` of the path before the open."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file (FIFO, socket or device)")
+        if refuse_over is not None and st.st_size > refuse_over:
+            raise FileTooLarge(st.st_size)
         chunks: list[bytes] = []
         left = limit
         while left > 0:

@@ -115,11 +115,13 @@ class _LazyCheck:
         self.module = module
         self._fn: Callable[..., Iterator[Finding]] | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[Finding]:
+    def __call__(self, obj: Any, ctx: Any, opts: Any) -> Iterator[Finding]:
+        # (the three arguments of every check, named: a call with `*args, **kwargs` packs
+        # and unpacks them, 46,000 times a corpus run)
         fn = self._fn
         if fn is None:
             fn = self._fn = importlib.import_module(self.module).check
-        return fn(*args, **kwargs)
+        return fn(obj, ctx, opts)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_LazyCheck, (self.module,))

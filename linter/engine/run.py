@@ -17,7 +17,7 @@ from ailint.core.model import FileResult, Finding, Foreign, K8sObject, SourceFil
 from ailint.core.paths import run_root
 from ailint.core.rule import KindIndex, Options
 from ailint.engine import registry, suppress
-from ailint.engine.boundary import Boundary, open_regular
+from ailint.engine.boundary import Boundary, FileTooLarge, open_regular
 from ailint.engine.bounded import FileChangedError
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
@@ -190,21 +190,21 @@ def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult
     if c.problem:
         problem = yml_finding(c.code, c.display, Span(1, 1, 1, 2), c.problem)
         return None, FileResult(path=c.display, findings=[problem])
+    limit = settings.limits.max_file_bytes
     try:
-        size = os.path.getsize(c.path)
-        if size > settings.limits.max_file_bytes:
-            return None, FileResult(
-                path=c.display,
-                findings=[
-                    yml_finding(
-                        "YML006",
-                        c.display,
-                        Span(1, 1, 1, 2),
-                        f"{size} bytes is over the limit of {settings.limits.max_file_bytes} (limits.max-file-size); not parsed",
-                    )
-                ],
-            )
-        return open_regular(c.path, settings.limits.max_file_bytes + 1), None  # never a FIFO or device
+        return open_regular(c.path, limit + 1, refuse_over=limit), None  # never a FIFO or device
+    except FileTooLarge as big:
+        return None, FileResult(
+            path=c.display,
+            findings=[
+                yml_finding(
+                    "YML006",
+                    c.display,
+                    Span(1, 1, 1, 2),
+                    f"{big.size} bytes is over the limit of {limit} (limits.max-file-size); not parsed",
+                )
+            ],
+        )
     except OSError as exc:
         return None, FileResult(
             path=c.display,
