@@ -159,23 +159,22 @@ class Engine:
         return [relocate(f, obj, self.context_only) if f.path and type(f.path[0]) is Foreign else f for f in found]
 
 
+def _unread(display: str, code: str, message: str) -> FileResult:
+    """A file that is not parsed, with the YML finding (at its first line) that says why."""
+    return FileResult(path=display, findings=[yml_finding(code, display, Span(1, 1, 1, 2), message)])
+
+
 def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = None) -> FileResult:
     """Read, decode and parse one input; every failure is a YML finding on it."""
     if c.problem:
-        return FileResult(path=c.display, findings=[yml_finding(c.code, c.display, Span(1, 1, 1, 2), c.problem)])
+        return _unread(c.display, c.code, c.problem)
     if c.path == "-":
         text = stdin_text or ""
         if len(text.encode("utf-8", "surrogateescape")) > settings.limits.max_file_bytes:
-            return FileResult(
-                path=c.display,
-                findings=[
-                    yml_finding(
-                        "YML006",
-                        c.display,
-                        Span(1, 1, 1, 2),
-                        f"standard input is larger than the limit of {settings.limits.max_file_bytes} bytes",
-                    )
-                ],
+            return _unread(
+                c.display,
+                "YML006",
+                f"standard input is larger than the limit of {settings.limits.max_file_bytes} bytes",
             )
         source = SourceFile("-", c.display, text)
         return load_text(source, settings.limits)
@@ -188,28 +187,15 @@ def read_candidate(c: Candidate, settings: Settings, stdin_text: str | None = No
 def read_raw(c: Candidate, settings: Settings) -> tuple[bytes | None, FileResult | None]:
     """The bytes of a file candidate, or the YML finding that says why there are none."""
     if c.problem:
-        problem = yml_finding(c.code, c.display, Span(1, 1, 1, 2), c.problem)
-        return None, FileResult(path=c.display, findings=[problem])
+        return None, _unread(c.display, c.code, c.problem)
     limit = settings.limits.max_file_bytes
     try:
         return open_regular(c.path, limit + 1, refuse_over=limit), None  # never a FIFO or device
     except FileTooLarge as big:
-        return None, FileResult(
-            path=c.display,
-            findings=[
-                yml_finding(
-                    "YML006",
-                    c.display,
-                    Span(1, 1, 1, 2),
-                    f"{big.size} bytes is over the limit of {limit} (limits.max-file-size); not parsed",
-                )
-            ],
-        )
+        message = f"{big.size} bytes is over the limit of {limit} (limits.max-file-size); not parsed"
+        return None, _unread(c.display, "YML006", message)
     except OSError as exc:
-        return None, FileResult(
-            path=c.display,
-            findings=[yml_finding("YML009", c.display, Span(1, 1, 1, 2), f"cannot read: {exc.strerror or exc}")],
-        )
+        return None, _unread(c.display, "YML009", f"cannot read: {exc.strerror or exc}")
 
 
 def parse_raw(c: Candidate, raw: bytes, settings: Settings) -> FileResult:

@@ -97,8 +97,12 @@ class SchemaError:
     relative_path: Path = ()
 
 
-def _is_type(x: Any, t: str) -> bool:
-    """jsonschema's Draft 2020-12 type checker on parsed YAML values."""
+JSON_TYPES = frozenset({"string", "object", "array", "boolean", "integer", "number", "null"})
+
+
+def is_type(x: Any, t: str) -> bool:
+    """jsonschema's Draft 2020-12 type checker on parsed YAML values (False for a type name it
+    does not know); the fast checker's too (`validate._Compiler`)."""
     if t == "string":
         return isinstance(x, str)
     if t == "object":
@@ -113,7 +117,13 @@ def _is_type(x: Any, t: str) -> bool:
         return isinstance(x, int | float) and not isinstance(x, bool)
     if t == "null":
         return x is None
-    raise Declined(f"unknown type {t!r}")  # jsonschema raises UnknownType
+    return False
+
+
+def _is_type(x: Any, t: str) -> bool:
+    if t not in JSON_TYPES:
+        raise Declined(f"unknown type {t!r}")  # jsonschema raises UnknownType
+    return is_type(x, t)
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -34,6 +34,8 @@ from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, iter_dicts
 from ailint.domain.patches import is_partial, kustomize_patches
+from ailint.schema.errors import Declined, schema_errors
+from ailint.schema.errors import is_type as _is_type
 from ailint.schema.lazydefs import LazyDefinitions, load_definitions
 
 TYPE_CHECKING = False
@@ -320,24 +322,6 @@ _IGNORED = {
     "$comment",
     "nullable",
 }
-
-
-def _is_type(x: Any, t: str) -> bool:
-    if t == "string":
-        return isinstance(x, str)
-    if t == "object":
-        return isinstance(x, dict)
-    if t == "array":
-        return isinstance(x, list)
-    if t == "boolean":
-        return isinstance(x, bool)
-    if t == "integer":
-        return (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, float) and x.is_integer())
-    if t == "number":
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-    if t == "null":
-        return x is None
-    return False
 
 
 _CLASSES = {"string": str, "object": dict, "array": list, "boolean": bool}
@@ -839,8 +823,6 @@ class _Judge:
 
     def iter_errors(self, data: Any) -> Iterable[Any]:
         if self.compiler is not None:
-            from ailint.schema.errors import Declined, schema_errors
-
             try:
                 return schema_errors(self.root, data, self.compiler.resolve, _is_quantity)
             except (Declined, RecursionError):
