@@ -717,3 +717,28 @@ def test_no_planted_secret_in_any_output_format(hostile):
     # the masked frame still points at the value: lines and columns are unchanged
     text = ailint(repo, "app.yaml", "--format", "text", "--no-schema").stdout
     assert 'value: "*****' in text and "^^^^" in text
+
+
+def test_a_folders_answer_is_each_of_its_entries_answer(tmp_path):
+    """The walk asks `reads_entries_of` once per folder instead of `refuse_read` per file:
+    wherever it says yes, `refuse_read` says yes for every entry that is no link."""
+    from ailint.engine.boundary import Boundary
+
+    inside, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    for d in (inside / "sub", outside):
+        d.mkdir(parents=True)
+        (d / "a.yaml").write_text("kind: Pod\n")
+    folders = [str(inside), str(inside / "sub"), str(outside), os.sep, "/dev", "/proc/self", "/sys"]
+    for follow in (False, True):
+        b = Boundary.for_paths([str(inside)], follow_external=follow)
+        answers = {d: b.reads_entries_of(os.path.realpath(d)) for d in folders}
+        assert answers[str(inside)] and answers[str(inside / "sub")]
+        assert answers[str(outside)] is follow  # (a walk reaches it only through a link)
+        assert not any(answers[d] for d in (os.sep, "/dev", "/proc/self", "/sys"))
+        for d, yes in answers.items():
+            if not yes or not os.path.isdir(d):
+                continue
+            for name in os.listdir(d):
+                full = os.path.join(d, name)
+                if not os.path.islink(full):
+                    assert b.refuse_read(full, os.path.join(os.path.realpath(d), name)) is None, full

@@ -112,6 +112,16 @@ class Boundary:
             known = memo[folder] = any(_under(folder, r) for r in roots)
         return known
 
+    def reads_entries_of(self, real_dir: str) -> bool:
+        """Whether every entry of the folder `real_dir` (a real path) that is no link may be
+        read: such an entry's real path is `real_dir/name`, so `refuse_read` would answer the
+        same for each of them. A folder walk asks this once per folder instead of asking
+        `refuse_read` once per file (a tenth of a rerun's folder walk). False for `/` (an
+        entry of it may be `/proc`) and wherever the answer may differ: ask per entry then."""
+        if real_dir == os.sep or not os.path.isabs(real_dir) or special_tree(real_dir):
+            return False
+        return self.follow_external or self.inside(os.path.join(real_dir, ""))
+
     def refuse_read(self, path: str, real: str | None = None, named: bool = False) -> tuple[str, str] | None:
         """(code, why) when `path` must not be read, else None. `named`: given on the command line."""
         real = real or os.path.realpath(path)

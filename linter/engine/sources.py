@@ -17,6 +17,7 @@ was skipped, by reason, for the JSON report.
 from __future__ import annotations
 
 import fnmatch
+import operator
 import os
 import re
 import stat
@@ -76,6 +77,7 @@ def _json_not_manifest(path: str) -> str | None:
     return "JSON without apiVersion and kind"
 
 
+_BY_NAME = operator.attrgetter("name")  # a folder's entries in name order (no Python call per entry)
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 
 
@@ -271,10 +273,12 @@ def _walk(
             continue  # a symlink loop or a folder reached twice
         seen_dirs.add(key)
         real_dir = os.path.realpath(d)  # once per folder: an entry that is no link is real_dir/name
+        readable = boundary.reads_entries_of(real_dir)  # the same answer for each such entry
+        real_prefix = os.path.join(real_dir, "")  # (`os.path.join` per entry: a tenth of the walk)
         if respect_gitignore:
             ignore.add_file(d, os.path.join(d, ".gitignore"))
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            entries = sorted(os.scandir(d), key=_BY_NAME)
         except OSError as exc:
             yield Candidate(d, display_path(d, root), f"cannot list folder: {exc.strerror or exc}")
             continue
@@ -309,8 +313,8 @@ def _walk(
                 linked = entry.is_symlink()
             except OSError:
                 linked = True
-            real = os.path.realpath(full) if linked else os.path.join(real_dir, entry.name)
-            refused = boundary.refuse_read(full, real)
+            real = os.path.realpath(full) if linked else real_prefix + entry.name
+            refused = None if readable and not linked else boundary.refuse_read(full, real)
             if refused:  # checked before any stat or sniff of the target
                 yield Candidate(full, shown, refused[1], code=refused[0])
                 continue
