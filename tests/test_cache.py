@@ -752,15 +752,16 @@ def _first_run_past_the_threshold(
     return files, paths, fresh, cache
 
 
-def _count_reparses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A list that grows by one each time a file's position tables are parsed again (`TableRefs`)."""
+def _count_reparses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """A list that grows by the file entry's key each time a file's position tables are
+    parsed again (`TableRefs`)."""
     from ailint.engine import cache as cache_mod
 
-    reparsed: list[int] = []
+    reparsed: list[bytes] = []
     reparse = cache_mod.TableRefs._reparse
 
     def counted(self: cache_mod.TableRefs) -> list[bytes]:
-        reparsed.append(1)
+        reparsed.append(self.key)
         return reparse(self)
 
     monkeypatch.setattr(cache_mod.TableRefs, "_reparse", counted)
@@ -803,6 +804,15 @@ def test_position_tables_parsed_again_when_the_file_entries_are_gone(
     victim.write_text(original, encoding="utf-8")
     assert _lint(paths, cache) == _lint(paths, None)
     assert reparsed, "positions of files from the pack were needed, and parsed again"
+    # kept once parsed: the next reruns that need them read them, and are still right
+    for key in reparsed:
+        assert cache_mod._tables(store.get(cache_mod.tables_key(key))) is not None
+    first = set(reparsed)
+    for text in (original.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), original):
+        reparsed.clear()
+        victim.write_text(text, encoding="utf-8")
+        assert _lint(paths, cache) == _lint(paths, None)
+        assert not first & set(reparsed), "tables parsed again although kept"
 
 
 def test_a_run_that_parses_many_files_keeps_them_in_the_pack_only(

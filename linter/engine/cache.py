@@ -531,10 +531,12 @@ class TableRefs:
     def table(self, n: int) -> bytes:
         if self._loaded is None:
             got = entry_tables(self.store.get(self.key))
-            if got is not None:
-                self._loaded = got
-            else:  # pruned or damaged: the same positions from parsing the text again
-                self._loaded = self._reparse()
+            if got is None:  # no entry of its own (the pack's only, or pruned): tables kept apart?
+                got = _tables(self.store.get(tables_key(self.key)))
+            if got is None:  # the same positions from parsing the text again, kept for next time
+                got = self._reparse()
+                self.store.put(tables_key(self.key), got)
+            self._loaded = got
         return self._loaded[n]
 
     def _reparse(self) -> list[bytes]:
@@ -545,6 +547,21 @@ class TableRefs:
             raise OSError("no source to parse the positions from")
         fr = load_text(SourceFile(src.path, src.display, src.text))
         return _position_tables(fr.objects)[0]  # the same numbering as `file_out`
+
+
+def tables_key(key: bytes) -> bytes:
+    """Where the position tables of the file entry `key` are kept when a rerun had to parse
+    the file again for them (its entry is the pack's, which holds none): a later rerun that
+    needs them again (findings of the edited file's namespace that point into it) reads them
+    instead of parsing the file once more. Keyed by the file's bytes, as the entry is."""
+    return _h(key, b"tables").digest()
+
+
+def _tables(value: Any) -> list[bytes] | None:
+    """`value` when it is a list of position tables (what `tables_key` keeps), else None."""
+    if isinstance(value, list) and all(isinstance(b, bytes) for b in value):
+        return value
+    return None
 
 
 class TableRef:
