@@ -525,8 +525,10 @@ def test_clean_env_and_config_dir(tmp_path: Path) -> None:
     cleaned = _cli(["clean"], tmp_path / "env2", cwd=proj)
     assert cleaned.returncode == 0
     assert not _entries(proj / ".mycache")
+    assert {p.name.split("-")[0] for p in (tmp_path / "env").iterdir()} >= {"rules", "docs", "code", "secret"}
     assert _cli(["clean"], tmp_path / "env").returncode == 0
     assert not _entries(tmp_path / "env")
+    assert not list((tmp_path / "env").iterdir()), "the indexes and the code table go too"
 
 
 # -- the stat index -------------------------------------------------------------------------

@@ -31,3 +31,33 @@ def test_discovery_writes_an_index_that_loads_back(tmp_path, monkeypatch):
     loaded = registry._load_index(path)
     assert loaded is not None, "the index was not written or does not load"
     assert {c: r.rule for c, r in loaded.items()} == {c: r.rule for c, r in found.items()}
+
+
+def test_docs_kept_beside_the_index_are_served_without_importing_a_rule(tmp_path, monkeypatch):
+    """A SARIF report describes every rule: the docs come from the file written with the
+    index (the same code's), not from importing 110 rule modules."""
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("AILINT_NO_CACHE", raising=False)
+    monkeypatch.setattr(registry, "_DOCS", None)
+    found = registry._discover()
+    registry._write_index(registry._index_file(), found)
+    loaded = registry._load_index(registry._index_file())
+    assert loaded is not None
+    assert registry._kept_docs() == {r.module: r._doc for r in found.values()}
+
+    def no_import(name, *a, **k):
+        raise AssertionError(f"{name} imported for its doc")
+
+    monkeypatch.setattr(registry.importlib, "import_module", no_import)
+    for code, reg in loaded.items():
+        assert reg.doc == found[code].doc and reg.doc, code
+    # no docs file (removed, unreadable): each doc is read from its module again
+    monkeypatch.undo()
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(registry, "_DOCS", None)
+    docs = registry._docs_file()
+    assert docs is not None
+    with open(docs, "w") as fh:
+        fh.write("{torn")
+    reloaded = registry._load_index(registry._index_file())
+    assert reloaded is not None and all(reloaded[c].doc == found[c].doc for c in found)

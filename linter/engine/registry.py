@@ -54,10 +54,13 @@ class RegisteredRule:
 
     @property
     def doc(self) -> str:
-        """The module docstring (imports the rule module when the registry came from the index)."""
+        """The module docstring: from the docs index when the registry came from the rule
+        index (`_kept_docs`), else read from the rule module (importing it)."""
         d = self._doc
         if d is None:
-            d = _dedent(importlib.import_module(self.module).__doc__)
+            d = _kept_docs().get(self.module)
+            if not isinstance(d, str):
+                d = _dedent(importlib.import_module(self.module).__doc__)
             object.__setattr__(self, "_doc", d)
         return d
 
@@ -140,6 +143,40 @@ def _index_file() -> str | None:
     from ailint.core.sourcekey import code_index_file
 
     return code_index_file("rules", _INDEX_VERSION)
+
+
+# The rules' docs beside the index, in a file of their own (the index is read by every run,
+# the docs only by the runs that print them): a SARIF report describes every rule, and
+# reading each docstring from its module imported all 110 rule modules and what they import
+# (a third of a SARIF rerun); the text report's `why:` lines read the docs of the rules that
+# found something. Keyed by the installed code like the index, so never stale.
+_DOCS: dict[str, Any] | None = None
+
+
+def _docs_file() -> str | None:
+    from ailint.core.sourcekey import code_index_file
+
+    return code_index_file("docs", _INDEX_VERSION)
+
+
+def _kept_docs() -> dict[str, Any]:
+    """module -> docstring (dedented) of every built-in rule, as discovery read them; empty
+    when the file is missing or unreadable (each doc is then read from its module)."""
+    global _DOCS
+    if _DOCS is None:
+        _DOCS = {}
+        path = _docs_file()
+        if path is not None:
+            import json
+
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    got = json.load(fh)
+                if isinstance(got, dict):
+                    _DOCS = got
+            except (OSError, ValueError):
+                pass
+    return _DOCS
 
 
 def _rule_to_json(r: Rule) -> dict[str, Any]:
@@ -259,6 +296,10 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
     from ailint.core.cachedir import keep
     from ailint.core.sourcekey import KEPT_INDEXES
 
+    docs = _docs_file()
+    if docs is not None:  # first: an index found always has its docs beside it (or none at all)
+        text = {reg.module: reg._doc for reg in found.values() if reg._doc is not None}
+        keep(docs, [json.dumps(text).encode("utf-8")], older=KEPT_INDEXES)
     keep(path, [json.dumps(entries).encode("utf-8")], older=KEPT_INDEXES)  # owner-only (issue 19)
 
 

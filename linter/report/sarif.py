@@ -38,25 +38,42 @@ _PRECISION = {"very-high", "high", "medium", "low"}
 
 def to_json(value: Any) -> Any:
     """sarif-om objects -> plain JSON values (schema names; explicit `level` kept)."""
-    if attr.has(type(value)):
+    plan = _PLANS.get(value.__class__)
+    if plan is None and attr.has(value.__class__):
+        plan = _plan(value.__class__)
+    if plan is not None:
         out: dict[str, Any] = {}
-        cls = type(value).__name__
-        for a in attr.fields(type(value)):
-            v = getattr(value, a.name)
-            if v is None:
+        for name, schema_name, default in plan:
+            v = getattr(value, name)
+            if v is None or (default is not _ANY and v == default):
                 continue
-            default = a.default
-            if isinstance(default, attr.Factory):  # type: ignore[arg-type]
-                default = default.factory()
-            if (cls, a.name) not in _KEEP and default is not attr.NOTHING and v == default:
-                continue
-            out[a.metadata.get("schema_property_name", a.name)] = to_json(v)
+            out[schema_name] = to_json(v)
         return out
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
     return value
+
+
+_ANY = object()  # a field whose every value is written (no default, or one GitHub reads)
+_PLANS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """Per field of a sarif-om class: its name, its schema name, and the default a value
+    equal to is left out (`_ANY`: none). Worked out once per class, not once per object: a
+    report makes about ten objects a finding."""
+    fields = []
+    for a in attr.fields(cls):
+        default = a.default
+        if isinstance(default, attr.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        if (cls.__name__, a.name) in _KEEP or default is attr.NOTHING:
+            default = _ANY
+        fields.append((a.name, a.metadata.get("schema_property_name", a.name), default))
+    plan = _PLANS[cls] = tuple(fields)
+    return plan
 
 
 def _uri(path: str) -> str:
