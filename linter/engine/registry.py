@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -54,11 +55,13 @@ class RegisteredRule:
 
     @property
     def doc(self) -> str:
-        """The module docstring: from the docs index when the registry came from the rule
-        index (`_kept_docs`), else read from the rule module (importing it)."""
+        """The module docstring: from the module when the run imported it (its rule ran),
+        else from the docs kept beside the rule index (`_kept_docs`: no import), else read
+        from the module, imported now."""
         d = self._doc
         if d is None:
-            d = _kept_docs().get(self.module)
+            loaded = sys.modules.get(self.module)
+            d = _dedent(loaded.__doc__) if loaded is not None else _kept_docs().get(self.module)
             if not isinstance(d, str):
                 d = _dedent(importlib.import_module(self.module).__doc__)
             object.__setattr__(self, "_doc", d)
