@@ -600,3 +600,53 @@ def test_a_pattern_built_anew_in_each_process_is_not_kept(tmp_path: Path) -> Non
         proc = subprocess.run([sys.executable, "-c", code, seed], cwd=ROOT, env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr.split()[-2:] == ["0", "1"], proc.stderr
+
+
+# sarif-om's classes, made by attrs: each generated method's code as `code_of` above reads it
+_ATTRS_FINGERPRINT = r"""
+import os, sys, json
+if not os.environ.get("PLAIN"):
+    from ailint.core import codecache
+    codecache.install()
+    codecache.serve_attrs()
+import attr
+import sarif_om as om
+
+def code_of(fn):
+    c = fn.__code__
+    return [c.co_code.hex(), repr([k for k in c.co_consts if not hasattr(k, "co_code")]), c.co_names,
+            c.co_varnames, c.co_freevars, c.co_flags, repr(getattr(fn, "__annotations__", None)),
+            repr(fn.__defaults__), repr(fn.__kwdefaults__), fn.__qualname__, c.co_filename]
+
+out = {}
+for name in sorted(n for n in dir(om) if attr.has(getattr(om, n))):
+    cls = getattr(om, name)
+    out[name] = {m: code_of(vars(cls)[m]) for m in ("__init__", "__repr__", "__eq__") if m in vars(cls)}
+r = om.Region(start_line=3, end_line=4)
+out["behaviour"] = [repr(r), r == om.Region(start_line=3, end_line=4), repr(om.Result(message=om.Message(text="m")))]
+compiled = codecache.compiled_here() if not os.environ.get("PLAIN") else -1
+if not os.environ.get("PLAIN"):
+    codecache.save()
+print(json.dumps({"fingerprint": out, "compiled": compiled}))
+"""
+
+
+def test_attrs_classes_from_the_table_are_the_classes_compiled_afresh(tmp_path: Path) -> None:
+    """sarif-om's attrs classes made with the methods' code from the table are the classes
+    attrs compiles itself: the same code, flags (attrs' `from __future__ import
+    annotations`), annotations, defaults and file names, and the same behaviour."""
+    plain = _run_json(_ATTRS_FINGERPRINT, tmp_path / "c", PLAIN="1")
+    first = _run_json(_ATTRS_FINGERPRINT, tmp_path / "c")
+    second = _run_json(_ATTRS_FINGERPRINT, tmp_path / "c")
+    assert first["compiled"] > 30 and second["compiled"] == 0
+    assert plain["fingerprint"] == first["fingerprint"] == second["fingerprint"]
+    assert len(plain["fingerprint"]) > 30
+
+
+def test_a_second_sarif_report_compiles_nothing(tmp_path: Path) -> None:
+    """The SARIF report's first run keeps what attrs compiled; the second compiles none of
+    it and writes the same bytes."""
+    out1, compiled1, _, _ = _check_counts(tmp_path / "c", "--format", "sarif")
+    out2, compiled2, _, _ = _check_counts(tmp_path / "c", "--format", "sarif")
+    assert compiled1 > 30 and compiled2 == 0
+    assert out1 == out2 and '"version": "2.1.0"' in out1

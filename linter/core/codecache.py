@@ -13,6 +13,9 @@ by one has a cost of its own (see "modules" below):
   about 110 patterns (ailint's rules, PyYAML's reader and resolver, the schema checks): 13 of
   82 ms.
 
+(attrs, which sarif-om's 60 classes are made with, does the same with `compile`:
+`serve_attrs()` gives it one that takes each text's code from the table, as below.)
+
 `install()` gives `dataclasses` an `exec` that takes each text's code object from a table
 that earlier runs compiled, and gives `re` a compiler that builds each pattern it has met from
 its stored program (`_sre.compile`, the last step of `re`'s own compiler); anything not in the
@@ -130,6 +133,57 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any
             code = marshal.loads(stored)
         source = code
     _builtin_exec(source, globals, locals, **kwargs)
+
+
+def serve_attrs() -> None:
+    """Give attrs (imported now, if it is not yet) a `compile` that takes the code of each
+    text it writes for a class from the table, as `dataclasses` gets its `exec`: sarif-om
+    defines 60 attrs classes, and compiling their methods was a sixth of a one-file run with
+    `--format sarif`. Call it before the classes are defined (before `import sarif_om`);
+    nothing when the table is off, or attrs no longer compiles through a module global."""
+    global _attrs_inherited
+    if _state["dir"] is None:
+        return
+    try:
+        from attr import _make
+    except ImportError:
+        return
+    caller: Any = getattr(_make, "_compile_and_eval", None)
+    code = getattr(caller, "__code__", None)
+    if getattr(_make, "compile", None) is _attrs_compile or code is None:
+        return
+    # what `compile` called from attrs' module inherits: its future statements (its
+    # `from __future__ import annotations`), as the flags of its code say
+    import __future__
+
+    mask = 0
+    for name in __future__.all_feature_names:
+        mask |= getattr(__future__, name).compiler_flag
+    _attrs_inherited = code.co_flags & mask
+    setattr(_make, "compile", _attrs_compile)  # noqa: B010 (a module global, found before the builtin)
+
+
+_attrs_inherited = 0
+_builtin_compile = builtins.compile
+
+
+def _attrs_compile(
+    source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False, optimize: int = -1, **kw: Any
+) -> Any:
+    """`compile` for attrs' module: the flags it would inherit there made explicit, and the
+    code of an `exec` text taken from the table (keyed by its flags, file name and text:
+    the code holds the name its tracebacks show); anything else goes to the builtin."""
+    if not dont_inherit:
+        flags |= _attrs_inherited
+    if source.__class__ is str and filename.__class__ is str and mode == "exec" and optimize == -1 and not kw:
+        key = f"\0attrs\0{flags}\0{filename}\0{source}"
+        stored = _stored(DATACLASS, key)
+        if stored is not None:
+            return marshal.loads(stored)
+        code = _builtin_compile(source, filename, mode, flags, True, optimize)
+        _keep(DATACLASS, key, marshal.dumps(code))
+        return code
+    return _builtin_compile(source, filename, mode, flags, True, optimize, **kw)
 
 
 def _re_compile(p: Any, flags: int = 0) -> Any:

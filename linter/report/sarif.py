@@ -17,14 +17,17 @@ import re
 from urllib.parse import quote
 
 import attr
-import sarif_om as om
 from ailint import __version__
+from ailint.core import codecache
 from ailint.core.model import Finding
 from ailint.core.paths import root_relative, run_root
 from ailint.engine.baseline import fingerprint, fingerprints
 from ailint.engine.registry import all_rules
 from ailint.report.common import edit_region, redact_result
 from ailint.report.explain import severity_reason
+
+codecache.serve_attrs()  # before sarif-om defines its classes: their methods' code from the table
+import sarif_om as om  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
