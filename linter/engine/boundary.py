@@ -116,7 +116,7 @@ class Boundary:
         """Whether every entry of the folder `real_dir` (a real path) that is no link may be
         read: such an entry's real path is `real_dir/name`, so `refuse_read` would answer the
         same for each of them. A folder walk asks this once per folder instead of asking
-        `refuse_read` once per file (a tenth of a rerun's folder walk). False for `/` (an
+        `refuse_read` once per file (a third of a rerun's folder walk). False for `/` (an
         entry of it may be `/proc`) and wherever the answer may differ: ask per entry then."""
         if real_dir == os.sep or not os.path.isabs(real_dir) or special_tree(real_dir):
             return False

@@ -506,10 +506,7 @@ def entry_tables(entry: Any) -> list[bytes] | None:
     """The position tables of a file entry as stored, or None (not an entry, damaged)."""
     if not isinstance(entry, tuple) or len(entry) < 4:
         return None
-    tables = entry[3]
-    if isinstance(tables, list) and all(isinstance(b, bytes) for b in tables):
-        return tables
-    return None
+    return _tables(entry[3])
 
 
 class TableRefs:
@@ -558,7 +555,8 @@ def tables_key(key: bytes) -> bytes:
 
 
 def _tables(value: Any) -> list[bytes] | None:
-    """`value` when it is a list of position tables (what `tables_key` keeps), else None."""
+    """`value` when it is a list of position tables (an entry's, or what `tables_key`
+    keeps), else None."""
     if isinstance(value, list) and all(isinstance(b, bytes) for b in value):
         return value
     return None
