@@ -115,7 +115,7 @@ def probe(code):
     from ailint.core import codecache
     if os.getpid() == parent:  # a forked worker leaves by os._exit too
         print("COMPILED", codecache.compiled_here(), codecache.compiled_here("regex"),
-              codecache.compiled_here("module"), file=sys.stderr)
+              codecache.compiled_here("module"), codecache.compiled_here("class"), file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -124,9 +124,9 @@ main()
 """
 
 
-def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int, int]:
-    """The demo's JSON report, and how many dataclass texts, patterns and modules the run
-    compiled (or read from their `.pyc`) and kept."""
+def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int, int, int]:
+    """The demo's JSON report, and how many dataclass texts, patterns, modules and class
+    plans the run compiled (or read from their `.pyc`, or recorded) and kept."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -148,23 +148,24 @@ def _check_counts(cache: Path, *flags: str, **extra: str) -> tuple[str, int, int
     )
     assert proc.returncode == 1 and proc.stdout, proc.stderr
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("COMPILED"))
-    _, texts, patterns, modules = line.split()
-    return proc.stdout, int(texts), int(patterns), int(modules)
+    _, texts, patterns, modules, plans = line.split()
+    return proc.stdout, int(texts), int(patterns), int(modules), int(plans)
 
 
 def _check(cache: Path, **extra: str) -> tuple[str, int]:
-    out, texts, _, _ = _check_counts(cache, **extra)
+    out, texts, *_ = _check_counts(cache, **extra)
     return out, texts
 
 
 def test_a_second_check_compiles_nothing(tmp_path: Path) -> None:
     """`--no-cache` keeps the table (ailint's own code, like the rule index): the second
     check of the demo compiles nothing and reports the same bytes."""
-    out1, compiled1, patterns1, modules1 = _check_counts(tmp_path / "c")
-    out2, compiled2, patterns2, modules2 = _check_counts(tmp_path / "c")
+    out1, compiled1, patterns1, modules1, plans1 = _check_counts(tmp_path / "c")
+    out2, compiled2, patterns2, modules2, plans2 = _check_counts(tmp_path / "c")
     assert compiled1 > 50 and compiled2 == 0
     assert patterns1 > 50 and patterns2 == 0, "every pattern of the second run came from the table"
     assert modules1 > 50 and modules2 == 0, "every module of the second run came from the table"
+    assert plans1 > 50 and plans2 == 0, "every dataclass of the second run was made from its plan"
     assert out1 == out2
     names = os.listdir(tmp_path / "c")
     assert any(n.startswith("code-") for n in names), names
@@ -177,10 +178,10 @@ def test_what_forked_workers_compile_is_kept_by_their_parent(tmp_path: Path) -> 
     compile patterns (and dataclass methods) of their own; they hand them to the parent,
     which saves them with its own: a `--jobs 1` run afterwards, doing all the work in one
     process, compiles nothing."""
-    out2, _, patterns, _ = _check_counts(tmp_path / "c", "--jobs", "2")
+    out2, _, patterns, _, _ = _check_counts(tmp_path / "c", "--jobs", "2")
     assert patterns > 50
-    out1, texts, patterns, modules = _check_counts(tmp_path / "c", "--jobs", "1")
-    assert (texts, patterns, modules) == (0, 0, 0)
+    out1, texts, patterns, modules, plans = _check_counts(tmp_path / "c", "--jobs", "1")
+    assert (texts, patterns, modules, plans) == (0, 0, 0, 0)
     assert out1 == out2
 
 
@@ -205,13 +206,13 @@ def test_a_torn_foreign_or_unreadable_table_is_compiled_again(tmp_path: Path) ->
     table.write_bytes(good[: len(good) * 2 // 3])
     out, *counts = _check_counts(cache)
     assert out == baseline and 0 < sum(counts) < 400
-    assert _check_counts(cache)[1:] == (0, 0, 0)
+    assert _check_counts(cache)[1:] == (0, 0, 0, 0)
     # one entry changed after its header was written: that entry alone is compiled again
     good = table.read_bytes()
     table.write_bytes(good[:-3] + bytes(b ^ 0xFF for b in good[-3:]))
     out, *counts = _check_counts(cache)
     assert out == baseline and sum(counts) == 1
-    assert _check_counts(cache)[1:] == (0, 0, 0)
+    assert _check_counts(cache)[1:] == (0, 0, 0, 0)
     table.unlink()
     table.mkdir()  # unreadable (a folder in its place): compiled, and nothing raises
     out, compiled = _check(cache)
@@ -258,7 +259,9 @@ def test_a_table_past_its_bound_keeps_only_what_a_run_met(tmp_path: Path) -> Non
     assert compiled > 50
     count = (
         "from ailint.core import codecache\ncodecache.install()\n"
-        "codes = codecache._tables['dataclass']\nprint(len(codes), sum(t.startswith('x = ') for t in codes))\n"
+        "codes = codecache._tables['dataclass']\n"
+        "junk = {codecache._text_key(f'x = {n}') for n in range(codecache.MAX_ENTRIES + 10)}\n"
+        "print(len(codes), sum(k in junk for k in codes))\n"
     )
     proc = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=_env(cache), capture_output=True, text=True)
     total, old = map(int, proc.stdout.split())
@@ -646,7 +649,7 @@ def test_attrs_classes_from_the_table_are_the_classes_compiled_afresh(tmp_path: 
 def test_a_second_sarif_report_compiles_nothing(tmp_path: Path) -> None:
     """The SARIF report's first run keeps what attrs compiled; the second compiles none of
     it and writes the same bytes."""
-    out1, compiled1, _, _ = _check_counts(tmp_path / "c", "--format", "sarif")
-    out2, compiled2, _, _ = _check_counts(tmp_path / "c", "--format", "sarif")
+    out1, compiled1, *_ = _check_counts(tmp_path / "c", "--format", "sarif")
+    out2, compiled2, *_ = _check_counts(tmp_path / "c", "--format", "sarif")
     assert compiled1 > 30 and compiled2 == 0
     assert out1 == out2 and '"version": "2.1.0"' in out1

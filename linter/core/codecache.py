@@ -16,6 +16,12 @@ by one has a cost of its own (see "modules" below):
 (attrs, which sarif-om's 60 classes are made with, does the same with `compile`:
 `serve_attrs()` gives it one that takes each text's code from the table, as below.)
 
+The methods' code was only part of what `@dataclass` costs: reading the fields and writing
+the texts took as long again. The table also keeps a plan of each of ailint's dataclasses
+(`ailint.core.classplan`: what `dataclasses` did to it, checked by replaying it on a copy
+before it is kept), and `dataclasses._process_class` makes a class from its plan when the
+table has one for its module's source (10 to 5 ms of a one-file run).
+
 `install()` gives `dataclasses` an `exec` that takes each text's code object from a table
 that earlier runs compiled, and gives `re` a compiler that builds each pattern it has met from
 its stored program (`_sre.compile`, the last step of `re`'s own compiler); anything not in the
@@ -60,11 +66,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAGIC = b"AILC6\n"  # 6: tables of 5 may pair a module's stamp with older code (fixed in save)
+# 7: a text is kept under its digest (the header had every text whole: 0.2 MB read each run);
+# 6: tables of 5 may pair a module's stamp with older code (fixed in save)
+MAGIC = b"AILC7\n"
 # per kind; 2.5 versions of ailint's texts (a version makes about 400), past it a save keeps what the run met
 MAX_ENTRIES = 1024
-DATACLASS, REGEX, MODULE = "dataclass", "regex", "module"
-KINDS = (DATACLASS, REGEX, MODULE)
+DATACLASS, REGEX, MODULE, CLASS = "dataclass", "regex", "module", "class"
+KINDS = (DATACLASS, REGEX, MODULE, CLASS)
 
 # The table file: MAGIC, the keyed MAC of the header, the header's length, the header (per
 # kind, each key's entry: its offset after the header, its length and its CRC-32; a module's
@@ -121,14 +129,23 @@ def _digest(entry: bytes) -> int:
     return _crc32(entry)
 
 
+def _text_key(text: str) -> bytes:
+    """What the code of a text is kept under: its BLAKE2b digest (16 bytes), not the text,
+    which made the table's header, read whole by every run, four times as large."""
+    from ailint.core.digest import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _exec(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> None:
     """`exec` for `dataclasses`: a text runs as the code the table holds for it (compiled
     now, and saved at exit, when the table has none); anything else goes to the builtin."""
     if source.__class__ is str and not kwargs:
-        stored = _stored(DATACLASS, source)
+        key = _text_key(source)
+        stored = _stored(DATACLASS, key)
         if stored is None:
             code = compile(source, "<string>", "exec", dont_inherit=True)
-            _keep(DATACLASS, source, marshal.dumps(code))
+            _keep(DATACLASS, key, marshal.dumps(code))
         else:
             code = marshal.loads(stored)
         source = code
@@ -176,7 +193,7 @@ def _attrs_compile(
     if not dont_inherit:
         flags |= _attrs_inherited
     if source.__class__ is str and filename.__class__ is str and mode == "exec" and optimize == -1 and not kw:
-        key = f"\0attrs\0{flags}\0{filename}\0{source}"
+        key = _text_key(f"\0attrs\0{flags}\0{filename}\0{source}")
         stored = _stored(DATACLASS, key)
         if stored is not None:
             return marshal.loads(stored)
@@ -286,6 +303,7 @@ def install() -> None:
     import dataclasses
 
     setattr(dataclasses, "exec", _exec)  # noqa: B010 (a module global, found before the builtin)
+    _install_plans(dataclasses)
     _install_re()
     if _ModuleFinder not in sys.meta_path:
         _before.update(n for n in sys.modules if n.startswith("ailint."))  # the entry point's own
@@ -293,6 +311,87 @@ def install() -> None:
         import atexit
 
         atexit.register(save)  # which also keeps the modules this run imported the usual way
+
+
+def _install_plans(dataclasses: Any) -> None:
+    """Hand `dataclasses` a `_process_class` that replays the plans of ailint's classes
+    (`ailint.core.classplan`) and records those it lacks; a `dataclasses` without one, or of
+    another signature, is left alone."""
+    original = getattr(dataclasses, "_process_class", None)
+    code = getattr(original, "__code__", None)
+    if original is _planned or code is None or code.co_argcount != 11 or code.co_varnames[:1] != ("cls",):
+        return
+    _originals["dataclass"] = original
+    dataclasses._process_class = _planned
+
+
+def _planned(cls: Any, *params: Any) -> Any:
+    """`dataclasses._process_class` for this process: a class of ailint's whose plan the
+    table keeps is made from it; any other is made by `dataclasses`, and its plan kept for
+    the next run when `classplan.record` could check it.
+
+    A plan recorded while `typing` was loaded holds whether or not it is (with `typing`,
+    `dataclasses` looks for `ClassVar` annotations, and a planned class has none); one
+    recorded without it holds only without it, and a run with `typing` records it anew."""
+    original = _originals["dataclass"]
+    key = _plan_key(cls)
+    if key is None:
+        return original(cls, *params)
+    from ailint.core import classplan
+
+    typing_loaded = "typing" in sys.modules
+    stored = _stored(CLASS, key)
+    if stored is not None:
+        try:
+            with_typing, plan = marshal.loads(stored)
+        except (ValueError, EOFError, TypeError):
+            with_typing, plan = False, None
+        if isinstance(plan, tuple) and (with_typing or not typing_loaded):
+            made = classplan.replay(cls, params, plan)
+            if made is not None:
+                _replayed[0] += 1
+                return made
+    if not classplan.plannable(cls):
+        return original(cls, *params)
+    before = dict(cls.__dict__)
+    fingerprint = classplan.fingerprint(cls, params)
+    made = original(cls, *params)
+    if fingerprint is not None:
+        plan = classplan.record(cls, before, made, params, fingerprint)
+        if plan is not None:
+            try:
+                _keep(CLASS, key, marshal.dumps((typing_loaded, plan)))
+            except ValueError:  # a value marshal cannot write: no plan
+                pass
+    return made
+
+
+_replayed = [0]
+
+
+def _plan_key(cls: Any) -> tuple[Any, ...] | None:
+    """What the plan of `cls` is kept under: its module, qualified name and the module's
+    source file with its size and mtime; None for a class outside ailint's modules or not
+    at a module's top level."""
+    module = cls.__module__
+    if not isinstance(module, str) or not module.startswith("ailint.") or "<locals>" in cls.__qualname__:
+        return None
+    stamp = _served.get(module)
+    if stamp is None:  # imported the usual way: its file's own stamp
+        origin = getattr(getattr(sys.modules.get(module), "__spec__", None), "origin", None)
+        if not isinstance(origin, str):
+            return None
+        try:
+            st = os.stat(origin)
+        except (OSError, ValueError):
+            return None
+        stamp = (origin, st.st_size, st.st_mtime_ns)
+    return (module, cls.__qualname__, *stamp)
+
+
+def replayed_here() -> int:
+    """How many classes this process made from their plans (`ailint.core.classplan`)."""
+    return _replayed[0]
 
 
 def _install_re() -> None:
@@ -368,6 +467,7 @@ def _load(directory: str) -> tuple[dict[str, dict[Any, tuple[Any, ...]]], Any]:
 # cache folder (a venv per project, an editable checkout) has its own entries.
 _module_sources: dict[tuple[str, str], tuple[Any, ...]] = {}  # key -> (origin, locations, size, mtime_ns)
 _before: set[str] = set()  # imported before the table was read
+_served: dict[str, tuple[str, int, int]] = {}  # module -> the source stamp its code was served for
 
 
 class _ModuleFinder:
@@ -391,6 +491,7 @@ class _ModuleFinder:
         code = _stored(MODULE, key)
         if code is None:
             return None
+        _served[name] = (origin, size, mtime)  # what its classes' plans are kept under
         from importlib.machinery import ModuleSpec
 
         spec = ModuleSpec(name, _LOADER, origin=origin, loader_state=code, is_package=locations is not None)
@@ -479,8 +580,20 @@ def _is_module_source(place: Any) -> bool:
     )
 
 
+def _is_class_key(key: Any) -> bool:
+    """(module, qualified name) as a module's key is made, then its source's path, size, mtime."""
+    return (
+        isinstance(key, tuple)
+        and len(key) == 5
+        and _is_module_key(key[:2])
+        and isinstance(key[2], str)
+        and isinstance(key[3], int)
+        and isinstance(key[4], int)
+    )
+
+
 def _is_code_key(key: Any) -> bool:
-    return isinstance(key, str)
+    return isinstance(key, bytes) and len(key) == 16
 
 
 def _is_pattern_key(key: Any) -> bool:
@@ -594,7 +707,12 @@ def adopt(blob: bytes) -> None:
         return
     if not isinstance(got, dict) or not isinstance(places, dict):
         return
-    for kind, valid in ((DATACLASS, _is_code_key), (REGEX, _is_pattern_key), (MODULE, _is_module_key)):
+    for kind, valid in (
+        (DATACLASS, _is_code_key),
+        (REGEX, _is_pattern_key),
+        (MODULE, _is_module_key),
+        (CLASS, _is_class_key),
+    ):
         entries = got.get(kind)
         if not isinstance(entries, dict):
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,6 +20,23 @@ def path(package: str, *parts: str) -> str:
     """The file `parts` inside `package` (a regular package folder)."""
     mod = importlib.import_module(package)
     return os.path.join(next(iter(mod.__path__)), *parts)
+
+
+def find_spec(name: str) -> Any:
+    """The spec of a top-level module or package, without importing it: what
+    `importlib.util.find_spec` answers, asking the finders of `sys.meta_path` as an import
+    does, without `importlib.util` (which loads `contextlib`, `importlib._abc` and more: 1.2 ms
+    of a one-file run). None when none can find it."""
+    module = sys.modules.get(name)
+    if module is not None and getattr(module, "__spec__", None) is not None:
+        return module.__spec__
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec = find(name, None)
+            if spec is not None:
+                return spec
+    return None
 
 
 def read_text(package: str, *parts: str) -> str:

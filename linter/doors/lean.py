@@ -302,14 +302,21 @@ def defer_import(name: str) -> None:
     """
     if name in sys.modules:
         return
-    import importlib.util
+    from ailint.core.pkgdata import find_spec
 
-    spec = importlib.util.find_spec(name)
+    spec = find_spec(name)
     if spec is None:
         return
     stand_in = _Deferred(name)
     stand_in.__spec__ = spec  # what an `import` statement reads: not a load
     sys.modules[name] = stand_in
+
+
+# Imported at a run's start by modules that read them only on paths a check rarely takes:
+# `inspect` by `dataclasses` (a docstring for a class without one: with `ast`, `dis` and
+# `tokenize`, a tenth of a one-file run) and `base64` by PyYAML (`!!binary` scalars, which
+# ailint never constructs).
+_DEFERRED = ("inspect", "base64")
 
 
 def main() -> None:
@@ -327,7 +334,8 @@ def main() -> None:
         import gc
 
         gc.disable()
-    defer_import("inspect")
+    for name in _DEFERRED:
+        defer_import(name)
     from ailint.core import codecache
 
     codecache.install()  # before any dataclass or pattern of a run is created (a third of a one-file run)

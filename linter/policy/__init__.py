@@ -153,9 +153,9 @@ class PolicyProvider:
 
         # the engine is imported only when a verdict must be worked out (`admission.findings`):
         # with every verdict remembered, a rerun loads none of it
-        import importlib.util
+        from ailint.core.pkgdata import find_spec
 
-        if importlib.util.find_spec("cel_expr_python") is None:
+        if find_spec("cel_expr_python") is None:
             from ailint.policy import cel
 
             missing = cel.available()

@@ -22,7 +22,6 @@ core objects.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import operator
 import os
@@ -88,7 +87,7 @@ def _parse_version(v: str) -> tuple[int, int] | None:
 
 def _kv_schema_root() -> str | None:
     """The `kubernetes-json-schema` folder of the installed kubernetes-validate (not imported)."""
-    spec = importlib.util.find_spec("kubernetes_validate")
+    spec = pkgdata.find_spec("kubernetes_validate")
     if spec is None or not spec.submodule_search_locations:
         return None
     for loc in spec.submodule_search_locations:
