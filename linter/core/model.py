@@ -302,6 +302,10 @@ class K8sObject:
     # facts derived from the object (its pod templates, its layout), computed once and owned
     # by the object: they die with it and never travel with it (see __getstate__)
     memo: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    # plain data (strings, numbers, lists, dicts) that the process that parsed the object derived
+    # from it for the process that joins the run, which travels with it (`--jobs`: the facts
+    # of its pods, `ailint.domain.extract.carry_facts`); None almost always
+    carried: Any = field(default=None, repr=False, compare=False)
     # `kind` and `group` (from `data`, which is never mutated), read once: the dispatch, the
     # indexes and the rules ask them 155,000 times a corpus run
     kind: str = field(init=False, repr=False, compare=False)
@@ -317,10 +321,10 @@ class K8sObject:
         self.group = av.rsplit("/", 1)[0] if "/" in av else ""
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return (self.source, self.doc_index, self.data, self.positions, self.base, self.template)
+        return (self.source, self.doc_index, self.data, self.positions, self.base, self.template, self.carried)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self.source, self.doc_index, self.data, self.positions, self.base, self.template = state
+        self.source, self.doc_index, self.data, self.positions, self.base, self.template, self.carried = state
         self.memo = None
         self._read_identity()
 

@@ -326,6 +326,72 @@ def containers_of(pod: PodTemplate, include_init: bool = True) -> Iterator[Conta
     return (c for c in found if not c.init)
 
 
+# -- facts carried to the process that joins the run (`K8sObject.carried`) ---------------
+# With `--jobs`, a forked process parses half of the files and hands its objects to the
+# parent, which forks the processes of the bundle phase: each inherits what the parent knows.
+# What the parsing process had worked out about the objects' pods (a pod's role, what each
+# container runs: `ailint.domain.roles.prime`) did not travel with them, so every process of
+# the bundle phase worked it out again for the same pods. The plain values of those memos
+# now travel with the object, and the parent's pod templates, made again from the same data,
+# start with them.
+
+
+def carry_facts(obj: K8sObject) -> list[Any] | None:
+    """The plain values (strings, numbers, lists, dicts of those) of the memos of `obj`'s pod
+    templates and their containers, in template and container order; None when its templates
+    were never made."""
+    memo = obj.memo
+    pods = memo.get("pod_templates") if memo is not None else None
+    if not pods:
+        return None
+    return [
+        (_plain_memo(pod._memo), None if pod._containers is None else [_plain_memo(c._memo) for c in pod._containers])
+        for pod in pods
+    ]
+
+
+def take_carried_facts(obj: K8sObject, pods: list[PodTemplate]) -> list[PodTemplate]:
+    """`pods` (the templates of `obj`, made from its data) with the facts `carry_facts` took
+    from the templates of the same object in the process that parsed it, once."""
+    carried, obj.carried = obj.carried, None
+    if not isinstance(carried, list) or len(carried) != len(pods):
+        return pods
+    for pod, (pod_memo, container_memos) in zip(pods, carried, strict=True):
+        if pod_memo:
+            pod._memo = {**pod_memo, **(pod._memo or {})}
+        if container_memos is not None:
+            containers = list(containers_of(pod))
+            if len(containers) == len(container_memos):
+                for c, m in zip(containers, container_memos, strict=True):
+                    if m:
+                        c._memo = {**m, **(c._memo or {})}
+    return pods
+
+
+def _plain_memo(memo: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not memo:
+        return None
+    return {k: v for k, v in memo.items() if _plain(v)} or None
+
+
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(v: Any, depth: int = 0) -> bool:
+    """Data that pickles as it is and means the same in another process (no object of the
+    run, no function): what a memo may carry."""
+    t = v.__class__
+    if t in _PLAIN_SCALARS:
+        return True
+    if depth > 4:
+        return False
+    if t is tuple or t is list:
+        return all(_plain(x, depth + 1) for x in v)
+    if t is dict:
+        return all(k.__class__ is str and _plain(x, depth + 1) for k, x in v.items())
+    return False
+
+
 def all_containers(obj: K8sObject, include_init: bool = True) -> Iterator[Container]:
     for pod in pod_templates(obj):
         yield from containers_of(pod, include_init)

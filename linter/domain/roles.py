@@ -8,6 +8,7 @@ or the pod template overrides every heuristic.
 from __future__ import annotations
 
 from ailint.core.lazyre import lazy_re
+from ailint.core.model import K8sObject
 from ailint.domain.accelerators import is_placeholder
 from ailint.domain.extract import (
     KSERVE_LLM_KINDS,
@@ -16,6 +17,7 @@ from ailint.domain.extract import (
     Container,
     PodTemplate,
     is_accelerator_pod,
+    pod_templates,
 )
 
 SERVING_ENGINES = {
@@ -311,6 +313,27 @@ _AGENT_FRAMEWORK = lazy_re(
     r"langchain|langgraph|code[-_]interpreter|autogen|crewai|llama[_-]?index|smolagents|openhands|pydantic[_-]ai|semantic[_-]kernel|"
     r"\bagno\b|fastmcp|modelcontextprotocol|mcp[-_]server|\bopenai\b|\banthropic\b|claude|\bgpt-\d|adk\b|google\.adk"
 )
+
+
+def prime(obj: K8sObject) -> None:
+    """Work out now the facts of `obj`'s pods that most cross-resource rules read (each pod's
+    role, what each container runs), as the first rule to ask would. With `--jobs` the
+    process that parsed `obj` calls this; the facts travel with the object to the parent
+    (`extract.carry_facts`) and every process of the bundle phase inherits them, where each
+    worked them out again for the same pods (a fifth of that phase on the corpus). Call it
+    only for an object whose pods depend on no other object of the run (not one waiting for
+    the catalogue: `ailint.engine.catalogue.deferred`). What fails here is left for the rule
+    that asks to report."""
+    try:
+        for pod in pod_templates(obj):
+            is_serving_pod(pod)
+            is_training_pod(pod)
+            is_agent_pod(pod)
+            for c in pod.containers():
+                serving_engine(c)
+                c.accelerators()
+    except Exception:
+        pass
 
 
 def role_override(pod: PodTemplate) -> str | None:

@@ -117,11 +117,19 @@ def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int
 def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) -> list[FileResult]:
     """The candidates parsed and object-checked in a forked child, their position tables
     marshalled for the trip to the parent (which unpacks only those it reads)."""
+    from ailint.domain.extract import carry_facts
     from ailint.engine.bounded import pack
+    from ailint.engine.catalogue import deferred
     from ailint.engine.run import process_file
 
     out = [process_file(c, settings, engine) for c in candidates]
     for fr in out:
+        # what this process knows of the objects' pods travels with them, but for an object
+        # waiting for the catalogue, whose pods are made again once merged (`workloads.bind`)
+        waiting = fr.deferred
+        for n, obj in enumerate(fr.objects):
+            if (n not in waiting) if waiting is not None else not deferred(obj):
+                obj.carried = carry_facts(obj)
         pack(fr)
     return out
 

@@ -366,6 +366,15 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
             else:
                 fr.findings.extend(engine.check_object(obj, ctx))
         fr.deferred = tuple(waiting)
+    if engine.jobs > 1 and engine.bundle_rules:
+        # the facts of its pods that the bundle rules read, worked out here once: shared by
+        # every process of the bundle phase (`roles.prime`, `extract.carry_facts`)
+        from ailint.domain.roles import prime
+
+        held = fr.deferred  # (None for a context file, whose object rules did not run)
+        for n, obj in enumerate(fr.objects):
+            if (n not in held) if held is not None else not deferred(obj):
+                prime(obj)
     if key is not None:
         fr.cache_key = key
         engine.cache.store_file(key, fr)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Foreign, K8sObject
 from ailint.core.pkgdata import submodules
-from ailint.domain.extract import PodTemplate
+from ailint.domain.extract import PodTemplate, take_carried_facts
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
 
@@ -350,7 +350,10 @@ def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[Po
     found = memo.get("pod_templates") if memo is not None else None
     if found is None:
         try:
-            found = obj.cached("pod_templates", lambda: list(_templates(obj, None)))
+            if obj.carried is None:
+                found = obj.cached("pod_templates", lambda: list(_templates(obj, None)))
+            else:  # with what the process that parsed it knew of them (`extract.carry_facts`)
+                found = obj.cached("pod_templates", lambda: take_carried_facts(obj, list(_templates(obj, None))))
         except Exception:
             return _templates(obj, None)  # the rule that asked reports the crash (AIL003)
     return iter(found)
