@@ -110,6 +110,15 @@ def test_scalar_length_bound():
     assert [f.code for f in r.findings] == ["YML011"]
 
 
+@pytest.mark.parametrize("value", ["xxxxxxxxxxxxxxxx", "'xxxxxxxxxxxxxxxx'", "[xxxxxxxxxxxxxxxx]"])
+def test_scalar_length_bound_below_the_interned_length(value):
+    """A bound under 64 characters holds for short strings too, in a mapping and a list
+    (the converter's inline path for short strings)."""
+    r = load(f"apiVersion: v1\nkind: ConfigMap\ndata:\n  a: {value}\n", limits=Limits(max_scalar_chars=10))
+    assert [f.code for f in r.findings] == ["YML011"]
+    assert not load(f"apiVersion: v1\nkind: ConfigMap\ndata:\n  a: {value}\n").findings
+
+
 def test_document_count_bound():
     r = load("---\na: 1\n" * 20, limits=Limits(max_documents=5))
     assert "YML010" in [f.code for f in r.findings]

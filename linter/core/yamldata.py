@@ -65,12 +65,23 @@ class FastLoader(yaml.cyaml.CParser, _LazyResolver):  # type: ignore[misc]
 
 
 def resolve_plain(value: str) -> str:
-    resolvers = _IMPLICIT.get(value[0] if value else "")
-    if resolvers:
-        for tag, regexp in resolvers:
+    """The YAML 1.1 tag of a plain scalar, by PyYAML's implicit resolvers (kept per value: a
+    run meets the same few thousand values again and again, `true`, `1`, `nvidia.com/gpu`)."""
+    tag = _RESOLVED.get(value)
+    if tag is None:
+        tag = _STR
+        for t, regexp in _IMPLICIT.get(value[:1], ()):
             if regexp.match(value):
-                return tag
-    return _STR
+                tag = t
+                break
+        if len(_RESOLVED) >= _RESOLVED_LIMIT:
+            _RESOLVED.clear()
+        _RESOLVED[value] = tag
+    return tag
+
+
+_RESOLVED: dict[str, str] = {}
+_RESOLVED_LIMIT = 1 << 16  # (emptied when full: a run of distinct values pays no more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +151,7 @@ class Converter:
     parent's loop, and the alias memo is only kept when the text can hold anchors.
     """
 
-    __slots__ = ("complex_keys", "expanded", "findings", "limits", "max_scalar", "memo", "positions")
+    __slots__ = ("complex_keys", "expanded", "findings", "limits", "max_scalar", "memo", "positions", "short")
 
     def __init__(self, limits: Limits, anchors: bool = True) -> None:
         self.positions: dict[Path, Pos] = {}
@@ -150,6 +161,7 @@ class Converter:
         self.memo: dict[int, tuple[Any, int]] | None = {} if anchors else None  # id(node) -> (value, size)
         self.complex_keys = 0
         self.max_scalar = limits.max_scalar_chars
+        self.short = min(64, self.max_scalar)  # a string this long is interned, and under the limit
 
     def convert(self, node: Any, path: Path, key_pos: tuple[int, int, int, int] | None, depth: int) -> tuple[Any, int]:
         sm, em = node.start_mark, node.end_mark
@@ -190,12 +202,20 @@ class Converter:
         size = 1
         positions = self.positions
         memo = self.memo
+        short = self.short
         for i, child in enumerate(node.value):
             if child.__class__ is _ScalarNode and (memo is None or id(child) not in memo):
                 sm, em = child.start_mark, child.end_mark
                 line, col = sm.line + 1, sm.column + 1
                 positions[path + (i,)] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
-                items.append(self.scalar(child))
+                value = child.value
+                tag = child.tag
+                if len(value) <= short and (
+                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or child.style)
+                ):
+                    items.append(_intern(value))  # a short string (`scalar`, inline)
+                else:
+                    items.append(self.scalar(child))
                 size += 1
                 continue
             v, s = self.convert(child, path + (i,), None, depth + 1)
@@ -244,6 +264,7 @@ class Converter:
         merges: list[Any] = []
         positions = self.positions
         memo = self.memo
+        short = self.short
         for knode, vnode in node.value:
             if knode.__class__ is not _ScalarNode:
                 self.complex_keys += 1
@@ -283,7 +304,14 @@ class Converter:
                     em.line + 1,
                     em.column + 1,
                 )
-                out[key] = self.scalar(vnode)
+                value = vnode.value
+                tag = vnode.tag
+                if len(value) <= short and (
+                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or vnode.style)
+                ):
+                    out[key] = _intern(value)  # a short string: what `scalar` makes of it, inline
+                else:
+                    out[key] = self.scalar(vnode)
                 size += 1
                 continue
             v, s = self.convert(vnode, path + (key,), (kl, kc, kem.line + 1, kem.column + 1), depth + 1)
