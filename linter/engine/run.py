@@ -96,7 +96,11 @@ class Engine:
 
     def rules_for(self, obj: K8sObject, bundle: bool = False) -> list[RegisteredRule]:
         """The object (or bundle) rules whose `kinds` match `obj`, resolved once per kind and group."""
-        key = (obj.kind, obj.group, bundle)
+        return self.rules_for_kind(obj.kind, obj.group, bundle)
+
+    def rules_for_kind(self, kind: str, group: str, bundle: bool = False) -> list[RegisteredRule]:
+        """The object (or bundle) rules whose `kinds` match objects of `kind` in `group`."""
+        key = (kind, group, bundle)
         got = self._dispatch.get(key)
         if got is None:
             pool = self.bundle_rules if bundle else self.object_rules
@@ -375,6 +379,8 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
         for n, obj in enumerate(fr.objects):
             if (n not in held) if held is not None else not deferred(obj):
                 prime(obj)
+        if fr.source is not None and fr.suppressions is None and not c.context:
+            fr.suppressions = suppress.comment_suppressions(fr.source)  # read here, in parallel, not in `finish`
     if key is not None:
         fr.cache_key = key
         engine.cache.store_file(key, fr)
@@ -634,12 +640,17 @@ def _bundle_forked(
     for c in scoped[1] if scoped else [ctx]:
         c.build_indexes()
     position = {id(reg): t for t, reg in enumerate(rules)}
-    targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match
+    targets: list[list[int]] = [[] for _ in rules]  # per rule, the objects its kinds match, in order
+    hidden = engine.context_only
+    of_kind: dict[tuple[str, str], list[int]] = {}  # (asked once per kind, not per object)
     for i, obj in enumerate(objects):
-        if obj.file in engine.context_only:
-            continue  # joined, not judged
-        for reg in engine.rules_for(obj, bundle=True):
-            targets[position[id(reg)]].append(i)
+        if not hidden or obj.file not in hidden:  # (a context object is joined, not judged)
+            of_kind.setdefault((obj.kind, obj.group), []).append(i)
+    for (kind, group), members in of_kind.items():
+        for reg in engine.rules_for_kind(kind, group, bundle=True):
+            targets[position[id(reg)]] += members
+    for t in targets:
+        t.sort()
 
     def work(t: int) -> list[Any]:
         if t == _SCHEMA_PASS:  # the longest task: first in the queue

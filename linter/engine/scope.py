@@ -73,14 +73,20 @@ def scope_keys(
         return None
     projects = Projects(scope, paths, config_root)
     keys: list[str | None] = []
+    last: tuple[object, str | None] = (None, None)  # the objects of a file come together
     for o in objects:
         src = o.source
-        if o.file in context_only:
-            keys.append(None)
+        if src is last[0]:
+            keys.append(last[1])
+            continue
+        if src.display in context_only:
+            key: str | None = None
         elif src.is_stdin:
-            keys.append("")
+            key = ""
         else:
-            keys.append(projects.key(src.path))
+            key = projects.key(src.path)
+        keys.append(key)
+        last = (src, key)
     if len({k for k in keys if k is not None}) < 2:
         return None
     return keys

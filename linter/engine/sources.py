@@ -40,10 +40,9 @@ def not_a_manifest(path: str, shown: str) -> str | None:
 
     Names first (no read); JSON is sniffed: it must parse to an object with `apiVersion`
     and `kind` (a `List` is one); JSON that does not parse is linted, so YML reports it."""
-    name = os.path.basename(shown)
+    name = shown.rpartition("/")[2]
     low = name.lower()
-    parts = shown.split("/")
-    if len(parts) >= 3 and parts[-3] == ".github" and parts[-2] == "workflows":
+    if ("/" + shown).endswith("/.github/workflows/" + name):
         return "GitHub workflow"
     if name in _PRE_COMMIT:
         return "pre-commit file"
@@ -51,9 +50,9 @@ def not_a_manifest(path: str, shown: str) -> str | None:
         return "ailint config"
     if low in _HELM:
         return "Helm chart file"
-    if _VALUES.match(name):
+    if low.startswith("values") and _VALUES.match(name):  # (the name is tested before the pattern)
         return "Helm values file"
-    if _COMPOSE.match(name):
+    if low.startswith(("compose", "docker-compose")) and _COMPOSE.match(name):
         return "Compose file"
     if low.endswith(".json"):
         return _json_not_manifest(path)
