@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ailint.core.model import Finding, K8sObject, Severity, Span, as_dict, as_list
 from ailint.domain.resources import ResourceNames, as_served
@@ -254,8 +255,14 @@ _OBJECT_PATH = re.compile(r"\bobject((?:\s*\.\s*\??\s*[A-Za-z_]\w*|\s*\[\s*\??\s
 _STEP = re.compile(r"\.\s*\??\s*([A-Za-z_]\w*)|\[\s*\??\s*(?:'([^']*)'|\"([^\"]*)\"|(\d+))\s*\]")
 
 
-def object_paths(source: str) -> list[tuple[Any, ...]]:
-    """The field paths an expression reads from `object` (`object.spec.?replicas` -> spec, replicas)."""
+@lru_cache(maxsize=4096)
+def object_paths(source: str) -> tuple[tuple[Any, ...], ...]:
+    """The field paths an expression reads from `object` (`object.spec.?replicas` -> spec,
+    replicas), read once per expression (each object a policy denies asks again)."""
+    return tuple(_object_paths(source))
+
+
+def _object_paths(source: str) -> list[tuple[Any, ...]]:
     out = []
     for m in _OBJECT_PATH.finditer(source):
         path: list[Any] = []
@@ -551,7 +558,7 @@ class Evaluator:
         for name, why in var_errors.items():
             if re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", e.source):
                 return False, None, f"variable {name}: {why}"
-        if re.search(r"\brequest\s*\.\s*userInfo\b", e.source):
+        if _reads_user_info(e.source):
             return False, None, "reads request.userInfo (who applies the object is not known offline)"
         if act is None:
             act = _cel().activation(VARIABLES, {**data, "variables": variables})
@@ -559,6 +566,11 @@ class Evaluator:
         if not res.ok:
             return False, None, res.error
         return True, res.value, None
+
+
+@lru_cache(maxsize=4096)
+def _reads_user_info(source: str) -> bool:
+    return re.search(r"\brequest\s*\.\s*userInfo\b", source) is not None
 
 
 def _short(src: str) -> str:
