@@ -74,14 +74,15 @@ def resolve_plain(value: str) -> str:
             if regexp.match(value):
                 tag = t
                 break
-        if len(_RESOLVED) >= _RESOLVED_LIMIT:
-            _RESOLVED.clear()
-        _RESOLVED[value] = tag
+        if len(value) <= 16:  # (numbers, booleans, short words: the values that repeat)
+            if len(_RESOLVED) >= _RESOLVED_LIMIT:
+                _RESOLVED.clear()
+            _RESOLVED[value] = tag
     return tag
 
 
 _RESOLVED: dict[str, str] = {}
-_RESOLVED_LIMIT = 1 << 16  # (emptied when full: a run of distinct values pays no more)
+_RESOLVED_LIMIT = 1 << 12  # (emptied when full: a run of distinct values pays no more, in time or memory)
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,10 +124,11 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
 
     out = [process_file(c, settings, engine) for c in candidates]
     for fr in out:
-        # what this process knows of the objects' pods travels with them, but for an object
-        # waiting for the catalogue, whose pods are made again once merged (`workloads.bind`)
+        # what this process knows of the objects' pods travels with them (not with bounded
+        # memory: see `process_file`), but for an object waiting for the catalogue, whose pods
+        # are made again once merged (`workloads.bind`)
         waiting = fr.deferred
-        for n, obj in enumerate(fr.objects):
+        for n, obj in enumerate(fr.objects if not engine.bounded else ()):
             if (n not in waiting) if waiting is not None else not deferred(obj):
                 obj.carried = carry_facts(obj)
         pack(fr)
