@@ -19,6 +19,7 @@ from ailint.core.model import K8sObject
 from ailint.core.paths import repository_root, root_relative
 
 SCOPES = ("run", "repo", "dir")
+_POSIX = os.sep == "/" and not os.altsep
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -40,7 +41,9 @@ class Projects:
         """The project of the file at `path` ("" for standard input, and under `run`)."""
         if self.scope == "run" or not path or path == "-":
             return ""
-        given_folder = os.path.dirname(path)  # as given: the files of a folder share it
+        # as given: the files of a folder share it (what precedes the last separator names one
+        # folder, which `os.path.dirname` would give less the trailing slashes: a memo key)
+        given_folder = path.rpartition("/")[0] if _POSIX else os.path.dirname(path)
         known = self._by_path.get(given_folder)
         if known is not None:
             return known
