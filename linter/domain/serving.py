@@ -166,12 +166,13 @@ def get_flag(
     return found
 
 
-def has_flag(tokens: Sequence[str], names: Sequence[str]) -> bool:
-    for raw in tokens:
-        tok = _norm(raw)
-        if any(tok == f or tok.startswith(f + "=") for f in names):
-            return True
-    return False
+def has_flag(tokens: Sequence[str], names: Sequence[str], parts: Sequence[tuple[str, str, str]] | None = None) -> bool:
+    """Whether any spelling of `names` is given (`--x`, `--x=v`, underscores). `parts`:
+    `flag_parts(tokens)`, when the caller keeps it."""
+    wanted = frozenset(names)  # (a name holds no `=`: a token names it when what precedes `=` does)
+    if parts is not None:
+        return any(p[0] in wanted for p in parts)
+    return any(_norm(raw).partition("=")[0] in wanted for raw in tokens)
 
 
 def arg_int(v: Any) -> int | None:
@@ -214,7 +215,7 @@ class EngineArgs:
         names = self.flags.get(key)
         if not names:
             return False
-        return has_flag(self.tokens, names)
+        return has_flag(self.tokens, names, self.parts)
 
     def int(self, key: str) -> int | None:
         return arg_int(self.raw(key))
@@ -324,6 +325,11 @@ def flag_path(c: Container, names: Sequence[str]) -> tuple | None:
 
 
 def _flag_regex(names: Sequence[str]) -> re.Pattern[str]:
+    return _flag_pattern(tuple(names))
+
+
+@lru_cache(maxsize=1024)
+def _flag_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     alts = []
     for n in names:
         if n.startswith("--"):

@@ -312,14 +312,14 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     counts = [p.replicas for p in pods]
     known = [n for n in counts if n is not None]
     total = sum(known) if len(known) == len(counts) else None
+    if not efa_anywhere and (total is None or total < 2):
+        return  # one pod without EFA: no environment to judge (asked before any is read)
     for pod in pods:
         for c in pod.containers():
             env = _env(ctx, pod, c)
             if not env:
                 continue
             if not efa_anywhere:
-                if total is None or total < 2:
-                    continue
                 hits = [v for v in env if _is_efa_intent(v)]
                 if hits:
                     v = hits[0]

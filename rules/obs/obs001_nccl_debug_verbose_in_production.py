@@ -155,6 +155,23 @@ def _single_rank_server(c: Any) -> bool:
 _NCCL_CONNECTOR = lazy_re(r"nccl\w*connector", re.I)  # vLLM's PyNcclConnector, P2pNcclConnector
 
 
+def _sets_either(c: Any) -> bool:
+    """Whether the container names NCCL_DEBUG or TORCH_DISTRIBUTED_DEBUG in its env or sets
+    either in its command (most do neither): what may be reported, before the costlier
+    reasons to skip it are worked out."""
+    for _, e in iter_dicts(c.data.get("env")):
+        if str(e.get("name")) in ("NCCL_DEBUG", "TORCH_DISTRIBUTED_DEBUG"):
+            return True
+    for key in ("command", "args"):
+        for tok in as_list(c.data.get(key)):
+            if isinstance(tok, str) and ("=" in tok) and any(n in tok.lower() for n in _SET_NAMES):
+                return True
+    return False
+
+
+_SET_NAMES = ("nccl_debug=", "torch_distributed_debug=")  # (what `_CMD_SET` and `_TORCH_SET` need)
+
+
 def _skip(obj: Any, pod: Any) -> bool:
     return _debug_labeled(obj, pod) or _nccl_test(pod)
 
@@ -176,9 +193,10 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     sev = _severity(obj)
     where = "long-running workload" if sev == Severity.WARNING else obj.kind
     for pod in pod_templates(obj):
-        if _skip(obj, pod):
+        setting = [c for c in pod.containers() if _sets_either(c)]
+        if not setting or _skip(obj, pod):
             continue
-        for c in pod.containers():
+        for c in setting:
             if _single_rank_server(c):
                 continue
             env = {str(e.get("name")): (i, e) for i, e in iter_dicts(c.data.get("env"))}
