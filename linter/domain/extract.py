@@ -472,13 +472,14 @@ def command_tokens(container: dict[str, Any]) -> list[str]:
         for x in as_list(container.get("command")) + as_list(container.get("args"))
         if isinstance(x, (str, int, float)) and not isinstance(x, bool)
     ]
-    env = {
-        str(e.get("name")): str(e.get("value"))
-        for e in as_list(container.get("env"))
-        if isinstance(e, dict) and isinstance(e.get("value"), (str, int, float))
-    }
-    if env:
-        raw = [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), t) for t in raw]
+    if any("$(" in t for t in raw):  # (the env is read only when some token refers to it)
+        env = {
+            str(e.get("name")): str(e.get("value"))
+            for e in as_list(container.get("env"))
+            if isinstance(e, dict) and isinstance(e.get("value"), (str, int, float))
+        }
+        if env:
+            raw = [_VAR_RE.sub(lambda m: env.get(m.group(1), m.group(0)), t) for t in raw]
     out: list[str] = []
     for i, tok in enumerate(raw):
         if (" " in tok or "\n" in tok) and (

@@ -116,6 +116,8 @@ _MUST_HOLD: dict[str, tuple[str, ...]] = {
     "idle": ("sleep", "pause", "tail", "while", "until"),
     "diagnostic": ("burn", "dcgmproftester"),
 }
+_HOLD = {k: frozenset(words) for k, words in _MUST_HOLD.items()}
+_HOLD_WORDS = tuple(sorted(set().union(*_HOLD.values())))
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "do", "done", "then", "fi", "else", "elif", "{", "}"})
 _IMAGE_ONLY = (  # servers an image starts by its own entrypoint (no command in the manifest)
     ("nim", lazy_re(r"(^|/)nvcr\.io/nim/")),
@@ -209,14 +211,17 @@ def _what_runs(c: Container) -> tuple[str, str | None]:
     last: str | None = None  # the last command's verdict
     for seg in segs:
         verdict: str | None = None
+        present = {w for w in _HOLD_WORDS if w in seg}  # (each word tested once, not once per pattern)
+        if not present:
+            continue  # (most segments: no pattern can match)
         for engine, rx in _SERVER_CMD:
-            if any(w in seg for w in _MUST_HOLD[engine]) and rx.search(seg):
+            if not _HOLD[engine].isdisjoint(present) and rx.search(seg):
                 verdict = "server"
                 server = server or engine
                 break
         if verdict is None:
             for reason, rx in _NOT_SERVER:
-                if any(w in seg for w in _MUST_HOLD[reason]) and rx.search(seg):
+                if not _HOLD[reason].isdisjoint(present) and rx.search(seg):
                     verdict = reason
                     break
         if verdict is not None:
