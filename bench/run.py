@@ -22,8 +22,12 @@ install instead). Scenarios, each with the targets of the speed issue:
 
 Runs alternate between the tools; the table reports medians of wall time and of peak RSS
 (`/usr/bin/time -v`) after a discarded warm-up (which also fills the cache for the warm
-rows). The load average of the machine is printed with the table. `--profile` adds where a
-cold corpus run spends its time (one process, stage by stage).
+rows). A rerun's share of the cold run is the median of its samples' shares, each sample
+paired with a cold run just before it: the machine's speed moves by half within the hour,
+and two rows measured minutes apart moved the share by a third. The load average of the
+machine is printed with the table. `--profile` adds where a cold corpus run spends its time
+(one process, stage by stage). `python bench/compare.py REV` compares this tree with an
+earlier revision, run against run.
 """
 
 from __future__ import annotations
@@ -339,7 +343,9 @@ def run(args: argparse.Namespace) -> str:
     load_before = os.getloadavg()
     rows = []
     med_by_key: dict[str, dict[str, tuple[float, float]]] = {}
+    cmd_by_key: dict[str, list[str]] = {}
     for sc in scenarios(args, plain, victim, cache_dir):
+        cmd_by_key[sc["key"]] = ailint + sc["ailint"]
         cmds = {"ailint": ailint + sc["ailint"]}
         if peer and "checkov" in sc:
             cmds["checkov"] = peer + [
@@ -360,13 +366,21 @@ def run(args: argparse.Namespace) -> str:
         samples: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
         repeat = args.large_repeat if sc.get("mb", 0) >= 100 and args.large_repeat else args.repeat
         rounds = max(repeat, args.small_repeat) if "baseline" in sc else repeat
+        # a row measured as a share of another ("of"): each sample is paired with a run of
+        # that row's command just before it (a `--no-cache` run leaves the results cache as
+        # it is), so the share compares two runs of one moment, not two rows minutes apart
+        reference = cmd_by_key.get(sc.get("of", ""))
+        shares: list[float] = []
         for r in range(rounds):
             for k, cmd in cmds.items():  # alternate between tools
                 if k == "checkov" and r >= repeat:
                     continue  # (seconds a run: its median is steady in `repeat` rounds)
+                ref = measure(reference, env)[0] if reference is not None and k == "ailint" else None
                 if before and k == "ailint":
                     before()
                 samples[k].append(measure(cmd, env))
+                if ref is not None:
+                    shares.append(samples[k][-1][0] / ref)
         med = {k: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)) for k, v in samples.items()}
         med_by_key[sc["key"]] = med
         notes = []
@@ -374,8 +388,8 @@ def run(args: argparse.Namespace) -> str:
             notes.append(f"{med['checkov'][0] / med['ailint'][0]:.1f}x faster than Checkov")
         if "python -c pass" in med:
             notes.append(f"{med['ailint'][0] / med['python -c pass'][0]:.1f}x `python -c pass`")
-        if "of" in sc and sc["of"] in med_by_key:
-            notes.append(f"{100 * med['ailint'][0] / med_by_key[sc['of']]['ailint'][0]:.0f}% of the cold run")
+        if shares:
+            notes.append(f"{100 * statistics.median(shares):.0f}% of the cold run (paired)")
         if "mb" in sc:
             notes.append(f"{med['ailint'][0] / sc['mb']:.2f} s/MB")
         if repeat != args.repeat:

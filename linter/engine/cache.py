@@ -913,9 +913,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.file_keys[c.display] = k
     if seen != known:
         cache.store_stats(seen)
-    from ailint.engine.scope import Projects  # a whole run is reused only with the same projects
-
-    projects = Projects(settings.scope, engine.scope_paths, settings.root if settings.config_path else None)
+    projects = engine.projects()  # a whole run is reused only with the same projects
     run_entry = cache.run_entry_key(
         [(f"{c.display}\0{'' if c.context else projects.key(c.path)}", k) for c, k in zip(candidates, keys)]
     )
@@ -1072,12 +1070,13 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                     packed[candidates[n].display] = (keys[n], fr.pack_entry)
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if run_entry is not None and steady:
+        out.findings = _with_reasons(out.findings)  # as a rerun restores them (the report reads them once)
         cache.remember_clean_texts(out.findings)
         cache.store_run(
             run_entry,
             (
                 [(f.path, f.documents, f.objects) for f in out.files],
-                findings_out(_with_reasons(out.findings)),
+                findings_out(out.findings),
                 findings_out(out.suppressed),
                 [(d, s.path) for d, s in out.sources.items()],
             ),

@@ -83,6 +83,7 @@ class Engine:
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
     _kind_index: dict[bool, KindIndex] = field(default_factory=dict)  # per pool (bundle or not)
+    _projects: Any = None  # `projects()`
 
     def __post_init__(self) -> None:
         for reg in self.rules:
@@ -93,6 +94,17 @@ class Engine:
         self.bundle_rules = (
             [] if self.only_object_rules else [r for r in self.rules if r.check and r.rule.scope == Scope.BUNDLE]
         )
+
+    def projects(self) -> Any:
+        """The run's projects (`ailint.engine.scope.Projects`): each folder's key, worked out
+        once for the run (the results cache asks them too)."""
+        got = self._projects
+        if got is None:
+            from ailint.engine.scope import Projects
+
+            s = self.settings
+            got = self._projects = Projects(s.scope, self.scope_paths, s.root if s.config_path else None)
+        return got
 
     def rules_for(self, obj: K8sObject, bundle: bool = False) -> list[RegisteredRule]:
         """The object (or bundle) rules whose `kinds` match `obj`, resolved once per kind and group."""
@@ -616,6 +628,7 @@ def project_contexts(
         engine.scope_paths,
         settings.root if settings.config_path else None,
         engine.context_only,
+        engine.projects(),
     )
     if keys is None:
         return [0] * len(objects), [make(objects)], [""]

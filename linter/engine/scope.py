@@ -57,10 +57,19 @@ class Projects:
                 if not got and self.config_root and root_relative(folder, self.config_root) is not None:
                     got = self.config_root
                 if not got:
-                    got = next((g for g in self.given if root_relative(folder, g) is not None), "")
+                    got = next((g for g in self.given if _within(folder, g)), "")
             self._by_dir[folder] = got
         self._by_path[given_folder] = got
         return got
+
+
+def _within(folder: str, root: str) -> bool:
+    """Whether `folder` is `root` or lies under it (both absolute and normalised, as
+    `os.path.abspath` makes them): `root_relative(folder, root) is not None`, told from the
+    strings alone where paths are POSIX ones."""
+    if not _POSIX:
+        return root_relative(folder, root) is not None
+    return folder == root or folder.startswith(root if root.endswith("/") else root + "/")
 
 
 def scope_keys(
@@ -69,12 +78,15 @@ def scope_keys(
     paths: Sequence[str],
     config_root: str | None,
     context_only: frozenset[str] = frozenset(),
+    projects: Projects | None = None,
 ) -> list[str | None] | None:
     """Per object, its project key (None: a context object, in every project); None when
-    every object is in one project (`run`, or one key only)."""
+    every object is in one project (`run`, or one key only). `projects`: the run's
+    `Projects` of the same scope, paths and config root, when the caller keeps one."""
     if scope == "run" or len(objects) < 2:
         return None
-    projects = Projects(scope, paths, config_root)
+    if projects is None:
+        projects = Projects(scope, paths, config_root)
     keys: list[str | None] = []
     last: tuple[object, str | None] = (None, None)  # the objects of a file come together
     for o in objects:

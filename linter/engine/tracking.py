@@ -311,7 +311,7 @@ def bundle_phase(
         d, j = where[i]
         old = prev_bundle.get(d) if d not in changed else None
         old_obj = old[j] if old is not None and j < len(old) else None
-        if old_obj is not None and all(code in by_code for code in old_obj):
+        if isinstance(old_obj, dict) and old_obj.keys() <= by_code.keys():
             # an unchanged object: the calls it had (the same rules apply to the same data)
             touched = touched_in.get(names[which[i]], nothing)
             if not touched:

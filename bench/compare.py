@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Compare this tree with an earlier revision, run against run on the same machine.
+
+    python bench/compare.py 9a33c65                 # paired wall times, cold corpus and one file
+    python bench/compare.py 9a33c65 --count         # also instructions of one process (valgrind),
+                                                    # which a busy machine does not change
+    python bench/compare.py HEAD~3 --pairs 40 --scenario one
+
+Why: the machine's speed moves by half within an hour (Checkov's own time in `bench/run.py`
+went from 6.6 to 14.7 s on one day), so two versions timed at different moments cannot be
+told apart. Here each pair runs both installs back to back, in alternating order, and the
+figure is the median of the pairs' ratios; `--count` counts the instructions of a run in one
+process (`--jobs 1`) with `valgrind --tool=cachegrind`, which repeat to a tenth of a percent
+whatever else the machine does (the CPU work, not what the second process costs or saves).
+
+Each side is a regular install (as `bench/run.py` makes one) in its own venv under
+`bench/.compare/`, with its own cache folder, warmed up before it is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+WORK = ROOT / "bench" / ".compare"
+SMALL = ROOT / "fixtures" / "demo" / "vllm.yaml"
+_SKIP = shutil.ignore_patterns(".git", ".venv", "bench", "__pycache__", "*.egg-info", "build", "tests", "docs")
+
+
+def install(name: str, source: Path) -> Path:
+    """`source` installed (not editable) in `bench/.compare/<name>`: its `ailint`."""
+    venv = WORK / name
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    with tempfile.TemporaryDirectory() as tmp:  # from a copy: no build/ or egg-info left behind
+        src = Path(tmp) / "src"
+        shutil.copytree(source, src, ignore=_SKIP)
+        pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, "--force-reinstall", "--no-deps", str(src)], check=True)
+        subprocess.run([*pip, str(src)], check=True)  # its dependencies, when they are missing
+    return venv / "bin" / "ailint"
+
+
+def revision_tree(rev: str) -> Path:
+    """The files of git revision `rev`, checked out beside (the work tree is not touched)."""
+    out = WORK / f"tree-{rev.replace('/', '_')}"
+    if out.exists():
+        shutil.rmtree(out)
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(out), rev], check=True)
+    return out
+
+
+def scenario(which: str) -> list[str]:
+    fmt = ["check", "--format", "json", "--fail-on", "never", "--no-cache"]
+    if which == "one":
+        return [*fmt, str(SMALL)]
+    return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - t
+
+
+def paired(a: list[str], b: list[str], env_a: dict[str, str], env_b: dict[str, str], pairs: int) -> str:
+    for _ in range(2):  # warm-up: each side's code table and rule index
+        timed(a, env_a)
+        timed(b, env_b)
+    ta: list[float] = []
+    tb: list[float] = []
+    for i in range(pairs):
+        if i % 2:
+            ta.append(timed(a, env_a))
+            tb.append(timed(b, env_b))
+        else:
+            tb.append(timed(b, env_b))
+            ta.append(timed(a, env_a))
+    ratios = sorted(y / x for x, y in zip(ta, tb, strict=True))
+    m = statistics.median
+    q = len(ratios) // 4
+    return (
+        f"{m(ta) * 1000:.1f} ms -> {m(tb) * 1000:.1f} ms (medians of {pairs}); this tree / the revision, "
+        f"paired: {m(ratios):.3f} (quartiles {ratios[q]:.3f} to {ratios[-q - 1]:.3f})"
+    )
+
+
+def instructions(ailint: str, args: list[str], env: dict[str, str]) -> int | None:
+    """Instructions of a run in one process (`--jobs 1`: a forked child's count would start
+    with its parent's, and how the files fall between the two processes changes from run to
+    run); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        vg = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
+        subprocess.run(
+            [*vg, ailint, *args, "--jobs", "1"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        m = re.search(r"^summary: (\d+)", out.read_text(encoding="utf-8"), re.M) if out.exists() else None
+        return int(m.group(1)) if m else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("revision", help="the git revision to compare this tree with")
+    ap.add_argument("--pairs", type=int, default=20)
+    ap.add_argument("--scenario", choices=("corpus", "one", "both"), default="both")
+    ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
+    args = ap.parse_args()
+    if not CORPUS.is_dir() and args.scenario != "one":
+        sys.exit(f"compare: {CORPUS} not found (the corpus scenario needs ../shared/corpus)")
+    WORK.mkdir(parents=True, exist_ok=True)
+    tree = revision_tree(args.revision)
+    try:
+        old = install("revision", tree)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    new = install("tree", ROOT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AILINT_")}
+    env_a = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-revision")}
+    env_b = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-tree")}
+    for which in ("corpus", "one") if args.scenario == "both" else (args.scenario,):
+        cmd = scenario(which)
+        pairs = args.pairs if which == "corpus" else max(args.pairs, 40)
+        print(f"{which}: {paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs)}")
+        if args.count:
+            a = instructions(str(old), cmd, env_a)
+            b = instructions(str(new), cmd, env_b)
+            if a is None or b is None:
+                print(f"{which}: no valgrind here: no instruction counts")
+            else:
+                print(f"{which}: {a / 1e9:.3f} G -> {b / 1e9:.3f} G instructions, one process ({b / a:.3f})")
+
+
+if __name__ == "__main__":
+    main()
