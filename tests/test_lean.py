@@ -109,6 +109,9 @@ def probe(code):
           *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)
+    print("FAMILIES", *sorted(k.rsplit(".", 1)[1] for k in sys.modules if k.startswith("ailint.domain.workloads.")),
+          file=sys.stderr)
+    print("BASE64", type(sys.modules.get("base64")).__name__, file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -123,7 +126,8 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     reports findings, severity reasons included: no ailint dataclass lacks a docstring, and
     rule docs are dedented without it. Nor is `typing` imported (ailint's modules import it
     for the type checker only, `if TYPE_CHECKING:`; 2.8 ms) or `decimal` (quantities are
-    exact integers; 1.7 ms)."""
+    exact integers; 1.7 ms); `base64` stays deferred, and no workload family is imported that
+    the Deployment cannot belong to or read."""
     env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
     env.pop("AILINT_NO_LEAN", None)
     env.pop("AILINT_NO_CACHE", None)
@@ -153,6 +157,11 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES"))
     assert line.split() == ["MODULES", "_Deferred"], line
     assert "GC False" in proc.stderr.splitlines(), "a check process runs without the cyclic collector"
+    # a Deployment's families: its own and DRA's (whose claims any pod may use); not the
+    # families that merge only their own InferenceServices with a runtime (`reads_only_own`)
+    families = next(ln for ln in proc.stderr.splitlines() if ln.startswith("FAMILIES")).split()[1:]
+    assert "core" in families and "dra" in families and not {"kserve", "ome"} & set(families), families
+    assert "BASE64 _Deferred" in proc.stderr.splitlines() or "BASE64 NoneType" in proc.stderr.splitlines()
 
 
 def test_a_deferred_module_is_loaded_whole_on_first_read() -> None:

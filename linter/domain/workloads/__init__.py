@@ -64,7 +64,8 @@ class _Declared:
     template_kinds: tuple[Kind, ...]
     catalogue: tuple[Kind, ...]
     serving: tuple[Kind, ...]
-    reads: bool  # has `reads` (`catalogue_reads` asks it of every workload)
+    reads: bool  # has `reads` (`catalogue_reads` asks it of every workload...)
+    reads_own: bool  # (... or of the family's own kinds only: `Family.reads_only_own`)
     binds: bool  # has `bind_pod` (`bind` lets it complete every family's pods)
 
 
@@ -77,8 +78,8 @@ def _declarations() -> list[_Declared]:
     """The families' declarations, core first, then by module name: from the family index
     in the cache folder (keyed by the installed code, `ailint.core.sourcekey`, like the rule
     index), else by importing every family module (and keeping the index). A Deployment's
-    run then imports its own family and the two that read every workload's catalogue, not
-    all 17 (2 ms of a one-file run)."""
+    run then imports its own family and the one whose `reads` asks every workload (DRA), not
+    all 17 (2 ms of a one-file run), nor those whose `reads` asks their own kinds only."""
     global _DECLARED
     if _DECLARED is None:
         path = _index_path()
@@ -109,6 +110,7 @@ def _declared_by_import() -> list[_Declared]:
                     fam.catalogue,
                     fam.serving,
                     fam.reads is not None,
+                    fam.reads_only_own,
                     fam.bind_pod is not None,
                 )
             )
@@ -162,6 +164,7 @@ def _read_index(path: str) -> list[_Declared] | None:
                 kinds(e["catalogue"]),
                 kinds(e["serving"]),
                 e["reads"] is True,
+                e["reads_own"] is True,
                 e["binds"] is True,
             )
             for e in entries
@@ -293,7 +296,7 @@ def catalogue_reads(obj: K8sObject) -> tuple[Kind, ...]:
     pods: list[PodTemplate] | None = None
     out: list[Kind] = []
     for d in _declarations():
-        if d.reads:
+        if d.reads and (not d.reads_own or _of_kinds(obj, d.kinds)):
             reads = _family(d.module).reads
             if reads is None:
                 continue
@@ -301,6 +304,11 @@ def catalogue_reads(obj: K8sObject) -> tuple[Kind, ...]:
                 pods = list(pod_templates(obj))
             out += [k for k in reads(obj, pods) if k not in out]
     return tuple(out)
+
+
+def _of_kinds(obj: K8sObject, kinds: tuple[Kind, ...]) -> bool:
+    """Whether `obj` is of one of `kinds` ((group, kind); group None: any group)."""
+    return any(k == obj.kind and (g is None or g == obj.group) for g, k in kinds)
 
 
 def catalogue(objects: Iterable[K8sObject]) -> Catalog:

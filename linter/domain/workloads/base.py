@@ -62,6 +62,9 @@ class Family:
     # the catalogue kinds of the run that `obj`'s pods depend on (any object, not only the
     # family's: DRA claims change the pods of every family); () when none
     reads: Callable[[K8sObject, list[PodTemplate]], tuple[Kind, ...]] | None = None
+    # `reads` names inputs only for objects of the family's own `kinds` (an InferenceService's
+    # runtime): the engine then asks it, and imports the family, only for those
+    reads_only_own: bool = False
     # completes a pod template with what the run's catalogue holds for it (DRA: claimed devices)
     bind_pod: Callable[[PodTemplate, Catalog], None] | None = None
     # the replica range the resource's own controller autoscales it within, (min, max; None:

@@ -318,4 +318,5 @@ FAMILY = Family(
     # resources/deploy.go). So the rules for servers judge its merged pod as written.
     serving=((GROUP, "InferenceService"),),
     reads=reads,
+    reads_only_own=True,
 )

@@ -509,4 +509,5 @@ FAMILY = Family(
     role=_role,
     serving=((GROUP, "InferenceService"), (GROUP, "ServingRuntime"), (GROUP, "ClusterServingRuntime")),
     reads=reads,
+    reads_only_own=True,
 )
