@@ -85,6 +85,11 @@ def is_helm_output(text: str) -> bool:
 _HELM_SOURCE = lazy_re(r"^# Source: (\S.*?)\s*$", re.M)
 
 
+class FileChangedError(RuntimeError):
+    """A file read again during a run (spilled, or its cached entry) is no longer the text
+    that was parsed: the run stops rather than point a finding at the wrong place."""
+
+
 class SourceFile:
     """One input file's decoded text and a line-start table for offset <-> position."""
 

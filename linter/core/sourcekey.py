@@ -41,8 +41,8 @@ def source_key() -> str:
     return "\n".join(parts)
 
 
-def code_index_file(prefix: str, version: int) -> str | None:
-    """The kept index (`<prefix>-….json`) of this code at `version` of its format: the rule
+def code_index_file(prefix: str, version: int, suffix: str = ".json") -> str | None:
+    """The kept index (`<prefix>-…<suffix>`) of this code at `version` of its format: the rule
     index, the family index. None when the cache is off or the code cannot be read."""
     from ailint.core.cachedir import kept_file
 
@@ -50,7 +50,7 @@ def code_index_file(prefix: str, version: int) -> str | None:
         key = f"{version}:{source_key()}".encode("utf-8", "surrogateescape")
     except OSError:
         return None
-    return kept_file(prefix, key, ".json")
+    return kept_file(prefix, key, suffix)
 
 
 KEPT_INDEXES = 7  # indexes of older code kept beside the current one (checkouts sharing the folder)

@@ -160,7 +160,7 @@ def check(**options: Any) -> None:
     except Exception as exc:
         if debug:
             raise
-        from ailint.engine.bounded import FileChangedError
+        from ailint.core.model import FileChangedError
 
         if isinstance(exc, FileChangedError):  # a file read back (spilled, or cached) was edited meanwhile
             click.echo(f"ailint: {exc}", err=True)

@@ -27,6 +27,8 @@ from collections import OrderedDict
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from types import MemberDescriptorType
 
+# (FileChangedError is the model's, where a run that spills nothing finds it without this module)
+from ailint.core.model import FileChangedError as FileChangedError
 from ailint.core.model import FileResult, Path, Pos, SourceFile
 
 TYPE_CHECKING = False
@@ -40,10 +42,6 @@ TABLE_CACHE = 16
 
 # the `text` slot of SourceFile (a member descriptor; holds a str or, spilled, a _TextRef)
 _TEXT_SLOT: MemberDescriptorType = vars(SourceFile)["text"]
-
-
-class FileChangedError(RuntimeError):
-    """A spilled file is no longer the text that was parsed."""
 
 
 class _TextRef:

@@ -13,12 +13,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ailint.core.model import FileResult, Finding, Foreign, K8sObject, SourceFile, Span
+from ailint.core.model import FileChangedError, FileResult, Finding, Foreign, K8sObject, SourceFile, Span
 from ailint.core.paths import run_root
 from ailint.core.rule import KindIndex, Options
 from ailint.engine import registry, suppress
 from ailint.engine.boundary import Boundary, FileTooLarge, open_regular
-from ailint.engine.bounded import FileChangedError
 from ailint.engine.config import Settings, severity_override
 from ailint.engine.load import decode, load_text, yml_finding
 from ailint.engine.registry import RegisteredRule, Scope

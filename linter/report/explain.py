@@ -151,14 +151,22 @@ _CLAUSE_END = re.compile(r",?\s+(?:and|or|but)\s+(?:an?\s+|as\s+)?(?:error|warni
 
 @lru_cache(maxsize=1024)
 def _doc_clause(code: str, severity: str) -> str | None:
-    """`when the job has 2 or more accelerator worker pods`: where the rule's doc says when a
-    finding gets `severity` ("... and an error when ..."), that condition."""
+    """The condition the rule's doc states for `severity` (`clause_in_doc`): as the rule
+    index kept it (`RegisteredRule.clauses`), else found in the doc now."""
     from ailint.engine.registry import all_rules
 
     reg = all_rules().get(code)
     if reg is None:
         return None
-    text = _plain(reg.doc)
+    if reg.clauses is not None:
+        return reg.clauses.get(severity)
+    return clause_in_doc(reg.doc, severity)
+
+
+def clause_in_doc(doc: str, severity: str) -> str | None:
+    """`when the job has 2 or more accelerator worker pods`: where a rule's doc says when a
+    finding gets `severity` ("... and an error when ..."), that condition."""
+    text = _plain(doc)
     for m in re.finditer(_SEV_CLAUSE.format(sev=severity), text, flags=re.I):
         clause = _CLAUSE_END.sub("", m.group(1))
         while True:  # asides in parentheses stay in the doc, out of the one-line reason
