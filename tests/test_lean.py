@@ -106,7 +106,8 @@ def probe(code):
     m = sys.modules.get("inspect")
     import gc
     print("MODULES", type(m).__name__,
-          *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal") if k in sys.modules),
+          *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal", "zlib", "tempfile",
+                              "ailint.engine.bounded") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)
     print("FAMILIES", *sorted(k.rsplit(".", 1)[1] for k in sys.modules if k.startswith("ailint.domain.workloads.")),
@@ -126,8 +127,9 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     reports findings, severity reasons included: no ailint dataclass lacks a docstring, and
     rule docs are dedented without it. Nor is `typing` imported (ailint's modules import it
     for the type checker only, `if TYPE_CHECKING:`; 2.8 ms) or `decimal` (quantities are
-    exact integers; 1.7 ms); `base64` stays deferred, and no workload family is imported that
-    the Deployment cannot belong to or read."""
+    exact integers; 1.7 ms); `base64` stays deferred, nor is the spilling of bounded runs
+    (`ailint.engine.bounded`, with zlib), and no workload family is imported that the
+    Deployment cannot belong to or read."""
     env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
     env.pop("AILINT_NO_LEAN", None)
     env.pop("AILINT_NO_CACHE", None)

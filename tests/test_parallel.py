@@ -182,3 +182,44 @@ def test_with_tasks_apart_an_unknown_queue_forks_no_endless_children(monkeypatch
     got = run_forked(lambda t: t, [-1, -2, *range(6)], 2, apart=frozenset({-1, -2}))
     assert got == {t: t for t in [-1, -2, *range(6)]}
     assert len(forks) <= 6
+
+
+def test_a_childs_results_go_to_an_unnamed_file(tmp_path, monkeypatch):
+    """The file a forked child streams its results into has no name (nothing is left behind
+    in the temporary folder, whatever ends the run) and reads back what was written; where
+    no folder takes an unnamed file, `tempfile` makes one as it would."""
+    import tempfile
+
+    from ailint.engine.parallel import _unnamed_file
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with _unnamed_file() as fh:
+        fh.write(b"result")
+        fh.flush()
+        assert os.pread(fh.fileno(), 6, 0) == b"result"
+        if hasattr(os, "O_TMPFILE"):
+            assert os.fstat(fh.fileno()).st_nlink == 0
+    assert list(tmp_path.iterdir()) == []
+
+    made = []
+    real = tempfile.TemporaryFile
+
+    def recorded(*a, **k):
+        made.append(1)
+        return real(*a, **k)
+
+    from ailint.engine import parallel
+
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    for var in parallel._TMP_VARS:
+        monkeypatch.setenv(var, str(not_a_folder))
+    monkeypatch.setattr(parallel, "_TMP_FOLDERS", ())
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "TemporaryFile", recorded)
+    with _unnamed_file() as fh:
+        fh.write(b"x")
+        fh.flush()
+        assert os.pread(fh.fileno(), 1, 0) == b"x"
+    assert made == [1]
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]

@@ -297,12 +297,12 @@ def config_inputs(settings: Any) -> bytes | None:
     """Size and mtime of the files the config names (a provider's policies or rule files):
     any string in the config that names an existing file, folder or glob under its folder.
     None when there are too many to stat on every run (then the cache is off)."""
-    import glob as globmod
-
     extra = getattr(settings, "extra", None)
     root = getattr(settings, "root", ".")
     if not isinstance(extra, dict) or not getattr(settings, "config_path", None):
         return b""
+    import glob as globmod
+
     strings: list[str] = []
 
     def walk(v: Any, top: str | None = None) -> None:
