@@ -5,6 +5,7 @@
     python bench/compare.py 9a33c65 --count         # also instructions of one process (valgrind),
                                                     # which a busy machine does not change
     python bench/compare.py HEAD~3 --pairs 40 --scenario one
+    python bench/compare.py HEAD~3 --scenario edit  # a rerun after editing one file (the cache on)
 
 Why: the machine's speed moves by half within an hour (Checkov's own time in `bench/run.py`
 went from 6.6 to 14.7 s on one day), so two versions timed at different moments cannot be
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,11 +62,18 @@ def revision_tree(rev: str) -> Path:
     return out
 
 
-def scenario(which: str) -> list[str]:
+def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
+    """The command line of a scenario, and what runs before each of its pairs."""
     fmt = ["check", "--format", "json", "--fail-on", "never", "--no-cache"]
     if which == "one":
-        return [*fmt, str(SMALL)]
-    return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))]
+        return [*fmt, str(SMALL)], None
+    if which == "edit":  # as bench/run.py's edit row: its copy of the corpus, one file edited
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import run as bench_run
+
+        plain, victim = bench_run.plain_copy()
+        return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)
+    return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))], None
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -73,13 +82,24 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
-def paired(a: list[str], b: list[str], env_a: dict[str, str], env_b: dict[str, str], pairs: int) -> str:
-    for _ in range(2):  # warm-up: each side's code table and rule index
+def paired(
+    a: list[str],
+    b: list[str],
+    env_a: dict[str, str],
+    env_b: dict[str, str],
+    pairs: int,
+    before: Callable[[], None] | None = None,
+) -> str:
+    """Median of the pairs' ratios; `before` runs ahead of each pair (an edit both sides
+    then see for the first time)."""
+    for _ in range(2):  # warm-up: each side's code table and rule index (and results cache)
         timed(a, env_a)
         timed(b, env_b)
     ta: list[float] = []
     tb: list[float] = []
     for i in range(pairs):
+        if before is not None:
+            before()
         if i % 2:
             ta.append(timed(a, env_a))
             tb.append(timed(b, env_b))
@@ -119,7 +139,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revision", help="the git revision to compare this tree with")
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--scenario", choices=("corpus", "one", "both"), default="both")
+    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "both"), default="both")
     ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args()
     if not CORPUS.is_dir() and args.scenario != "one":
@@ -135,10 +155,12 @@ def main() -> None:
     env_a = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-revision")}
     env_b = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-tree")}
     for which in ("corpus", "one") if args.scenario == "both" else (args.scenario,):
-        cmd = scenario(which)
-        pairs = args.pairs if which == "corpus" else max(args.pairs, 40)
-        print(f"{which}: {paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs)}")
+        cmd, before = scenario(which)
+        pairs = args.pairs if which != "one" else max(args.pairs, 40)
+        print(f"{which}: {paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before)}")
         if args.count:
+            if before is not None:
+                before()
             a = instructions(str(old), cmd, env_a)
             b = instructions(str(new), cmd, env_b)
             if a is None or b is None:
