@@ -278,11 +278,12 @@ def _rule_from_row(row: tuple[Any, ...]) -> Rule:
     )
 
 
-# The index file: the CRC-32 of the rows (4 bytes, big-endian), then the rows marshalled:
-# (module, has a check, the rule's row, what its doc says of each severity) per rule. marshal, not JSON: a run reads it whole,
-# and `json.load` of the 108 KB it was, with the dicts it made turned into rules, took 3 ms of
-# a 80 ms one-file run; the marshalled rows take 0.7 ms. Only plain values are ever read
-# from it (`_rows`), after the CRC matched.
+# The index file: the CRC-32 of the rows (4 bytes, big-endian), then the rows marshalled,
+# one per rule: (module, has a check, the rule's row, what its doc says of each severity).
+# marshal, not JSON: a run reads it whole, and `json.load` of the 108 KB it was, with the
+# dicts it made turned into rules, took 3 ms of an 80 ms one-file run; the marshalled rows
+# take 0.7 ms. It is read only when its CRC matches, and only as rows of the shape
+# `_write_index` writes (`_rows`).
 def _load_index(path: str | None) -> dict[str, RegisteredRule] | None:
     if path is None:
         return None
