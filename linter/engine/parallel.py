@@ -59,8 +59,10 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
     # interleaved chunks balance big and small files across workers; 32 a process, not 16:
     # this process also unpickles what the children send (57 ms of the corpus's parse
     # phase), so the queue's last chunk decides who waits, and at 16 the child ended 59 ms
-    # before it (at 32: 5 to 31 ms; the cold corpus run 0.98 of the time, paired)
-    n = max(jobs * 32, 1)
+    # before it (at 32: 5 to 31 ms; the cold corpus run 0.98 of the time, paired). Not with
+    # bounded memory: there this process held 18 MiB more at 32 (the 100 MB tree: 122 to
+    # 140 MiB, and every child forked from it as much more: a peak of 160 MiB, not 142)
+    n = max(jobs * (16 if engine.bounded else 32), 1)
     chunks = [candidates[i::n] for i in range(n)]
     chunks = [c for c in chunks if c]
     order = {id(c): i for i, c in enumerate(candidates)}
