@@ -7,7 +7,7 @@ returned are tuple paths inside the object, so findings point at the real field.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -257,6 +257,12 @@ class Container(_Memo):
         if name in req:
             return req[name]
         return self.resources("limits").get(name)
+
+    def requested(self, names: Iterable[str]) -> dict[str, Any]:
+        """`request(name)` of each of `names` that has one, the requests and limits read once."""
+        req, lim = self.resources("requests"), self.resources("limits")
+        got = {n: req[n] if n in req else lim.get(n) for n in names}
+        return {n: v for n, v in got.items() if v is not None}
 
     def limit(self, name: str) -> Any:
         return self.resources("limits").get(name)

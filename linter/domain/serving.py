@@ -170,9 +170,7 @@ def has_flag(tokens: Sequence[str], names: Sequence[str], parts: Sequence[tuple[
     """Whether any spelling of `names` is given (`--x`, `--x=v`, underscores). `parts`:
     `flag_parts(tokens)`, when the caller keeps it."""
     wanted = frozenset(names)  # (a name holds no `=`: a token names it when what precedes `=` does)
-    if parts is not None:
-        return any(p[0] in wanted for p in parts)
-    return any(_norm(raw).partition("=")[0] in wanted for raw in tokens)
+    return any(p[0] in wanted for p in (parts if parts is not None else flag_parts(tokens)))
 
 
 def arg_int(v: Any) -> int | None:

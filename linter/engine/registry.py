@@ -239,6 +239,7 @@ _INDEXED = frozenset(
         "engine",
     }
 )
+_ROW_LENGTH = len(_INDEXED) + 1  # (`_rule_to_row`: the indexed fields, then the others by name)
 
 
 def _rule_fields() -> tuple[Any, ...]:
@@ -315,7 +316,7 @@ def _rows(entries: Any) -> Any:
         and len(e) == 4
         and type(e[0]) is str
         and type(e[2]) is tuple
-        and len(e[2]) == 13
+        and len(e[2]) == _ROW_LENGTH
         and type(e[3]) is tuple
         for e in entries
     ):

@@ -154,10 +154,8 @@ def effective_request(pod: Any) -> tuple[dict[str, float], dict[str, Any]]:
     top: dict[str, tuple[float, Any]] = {}
     for c in pod.containers():
         vals = {}
-        req, lim = c.resources("requests"), c.resources("limits")  # (`Container.request`, read once)
-        for r in RESOURCES:
-            v = req[r] if r in req else lim.get(r)
-            q = None if v is None else parse_quantity(v)
+        for r, v in c.requested(RESOURCES).items():
+            q = parse_quantity(v)
             if q is not None and q > 0:
                 vals[r] = q
                 if r not in top or q > top[r][0]:
