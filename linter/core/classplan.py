@@ -80,27 +80,39 @@ def plannable(cls: type) -> bool:
 def fingerprint(cls: type, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """What `dataclasses` reads of `cls` besides its module's source, taken before it changes
     the class (see the module's docstring). None when an annotation is not a string."""
-    dc = sys.modules["dataclasses"]
+    got = _read(cls, params, sys.modules["dataclasses"])
+    return None if got is None else got[0]
+
+
+def _read(cls: type, params: tuple[Any, ...], dc: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
+    """(the fingerprint of `cls`, the value each of its own annotated names has on the class
+    now: `dc.MISSING` for none); None when an annotation is not a string. A replay reads the
+    defaults once, here, not again to make the fields."""
     missing = dc.MISSING
+    field_type = dc.Field
     body = cls.__dict__
     annotations = body.get("__annotations__", {})
     kinds = []
+    defaults = []
     for name, annotation in annotations.items():
         if annotation.__class__ is not str:
             return None
         default = getattr(cls, name, missing)
-        if isinstance(default, dc.Field):
+        defaults.append(default)
+        if isinstance(default, field_type):
             kinds.append("F")
         elif default is missing or isinstance(default, MemberDescriptorType):
             kinds.append("M")
         else:
             kinds.append("V")
+    mro = cls.__mro__
     handed_down: list[Any] = []
-    for b in cls.__mro__[-1:0:-1]:
+    for b in mro[-1:0:-1]:
         base_fields = b.__dict__.get("__dataclass_fields__")
         if base_fields is None:
             continue
         handed_down.append(getattr(b.__dict__.get("__dataclass_params__"), "frozen", None))
+        plain = dc._FIELD
         for f in base_fields.values():
             handed_down.append(
                 (
@@ -113,19 +125,20 @@ def fingerprint(cls: type, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
                     f.hash,
                     f.compare,
                     f.kw_only,
-                    f._field_type is dc._FIELD,
+                    f._field_type is plain,
                 )
             )
+    names = [k for k in body if k not in _SKIPPED_KEYS]
     return (
-        tuple(k for k in body if k not in _SKIPPED_KEYS),
+        tuple(names),
         tuple(annotations.items()),
         "".join(kinds),
-        tuple((b.__module__, b.__qualname__) for b in cls.__mro__[1:]),
+        tuple([(b.__module__, b.__qualname__) for b in mro[1:]]),
         tuple(handed_down),
         hasattr(cls, "__post_init__"),
         bool(body.get("__doc__")),
         params,
-    )
+    ), defaults
 
 
 class _Describer:
@@ -266,7 +279,8 @@ def replay(cls: type, params: tuple[Any, ...], plan: tuple[Any, ...]) -> type | 
     dc = sys.modules["dataclasses"]
     try:
         expected, params_state, functions, changes, slots = plan
-        if fingerprint(cls, params) != expected:
+        read = _read(cls, params, dc)
+        if read is None or read[0] != expected:
             return None
         body = cls.__dict__
         # the fields, as `_process_class` and `_get_field` make plain ones: nothing of `cls` changes yet
@@ -277,23 +291,24 @@ def replay(cls: type, params: tuple[Any, ...], plan: tuple[Any, ...]) -> type | 
                 for f in base_fields.values():
                     fields[f.name] = f
         own = []
-        for name, annotation in body.get("__annotations__", {}).items():
-            default = getattr(cls, name, dc.MISSING)
-            if isinstance(default, dc.Field):
+        missing, field_type, plain, kw_only = dc.MISSING, dc.Field, dc._FIELD, params[_KW_ONLY]
+        for (name, annotation), default in zip(body.get("__annotations__", {}).items(), read[1], strict=True):
+            if isinstance(default, field_type):
                 f = default
             else:
                 if isinstance(default, MemberDescriptorType):
-                    default = dc.MISSING
-                f = dc.field(default=default)
+                    default = missing
+                # what `field(default=default)` makes (its one check: a default and a factory)
+                f = field_type(default, missing, True, True, None, True, None, missing)
             if f.default.__class__.__hash__ is None:
                 return None  # a mutable default: `dataclasses` says what is wrong with it
             own.append((name, annotation, f))
         for name, annotation, f in own:
             f.name = name
             f.type = annotation
-            f._field_type = dc._FIELD
-            if f.kw_only is dc.MISSING:
-                f.kw_only = params[_KW_ONLY]
+            f._field_type = plain
+            if f.kw_only is missing:
+                f.kw_only = kw_only
             fields[name] = f
         resolve = _Resolver(cls, fields, dc)
         params_object = object.__new__(dc._DataclassParams)
@@ -355,27 +370,31 @@ class _Resolver:
         """The plan's functions: each made first with empty closure cells (a wrapper closes
         over the method made after it), then filled in."""
         module_globals = sys.modules[self.cls.__module__].__dict__
+        dc_globals = self.dc.__dict__
+        functions = self.functions
+        value = self.value
         made = []
-        for code, where, name, *_, closure, _ in table:
-            cells = None if closure is None else tuple(CellType() for _ in closure)
-            fn = FunctionType(code, module_globals if where == "m" else self.dc.__dict__, name, None, cells)
-            self.functions.append(fn)
+        for entry in table:
+            closure = entry[9]
+            cells = None if closure is None else tuple([CellType() for _ in closure])
+            fn = FunctionType(entry[0], module_globals if entry[1] == "m" else dc_globals, entry[2], None, cells)
+            functions.append(fn)
             made.append(cells)
-        for fn, cells, entry in zip(self.functions, made, table, strict=True):
+        for fn, cells, entry in zip(functions, made, table, strict=True):
             _, _, _, qualname, module, doc, defaults, kwdefaults, annotations, closure, extra = entry
             if cells is not None:
                 for cell, desc in zip(cells, closure, strict=True):
-                    cell.cell_contents = self.value(desc)
+                    cell.cell_contents = value(desc)
             fn.__qualname__ = qualname
             fn.__module__ = module
-            fn.__doc__ = self.value(doc)
+            fn.__doc__ = value(doc)
             if defaults is not None:
-                fn.__defaults__ = self.value(defaults)
+                fn.__defaults__ = value(defaults)
             if kwdefaults is not None:
-                fn.__kwdefaults__ = {k: self.value(v) for k, v in kwdefaults}
-            fn.__annotations__ = {k: self.value(v) for k, v in annotations}
+                fn.__kwdefaults__ = {k: value(v) for k, v in kwdefaults}
+            fn.__annotations__ = {k: value(v) for k, v in annotations}
             for k, v in extra:
-                setattr(fn, k, self.value(v))
+                setattr(fn, k, value(v))
 
 
 def record(

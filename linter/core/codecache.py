@@ -305,11 +305,11 @@ def install() -> None:
     for kind in KINDS:
         _tables[kind].clear()
         _tables[kind].update(tables[kind])
+    _install_re()  # first: importing `dataclasses` compiles a pattern
     import dataclasses
 
     setattr(dataclasses, "exec", _exec)  # noqa: B010 (a module global, found before the builtin)
     _install_plans(dataclasses)
-    _install_re()
     if _ModuleFinder not in sys.meta_path:
         _before.update(n for n in sys.modules if n.startswith("ailint."))  # the entry point's own
         sys.meta_path.insert(0, _ModuleFinder)

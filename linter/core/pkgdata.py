@@ -7,7 +7,6 @@ run, for a handful of small JSON files that always live on disk next to the modu
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 
@@ -45,6 +44,10 @@ def read_text(package: str, *parts: str) -> str:
 
 
 def load_json(package: str, *parts: str) -> Any:
+    # `json` here, not at import: the entry point imports this module before the code table
+    # is installed (`ailint.core.codecache`), and json's six patterns would be compiled anew
+    import json
+
     with open(path(package, *parts), encoding="utf-8") as fh:
         return json.load(fh)
 

@@ -209,19 +209,33 @@ class KindIndex:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self._any: list[int] = []  # the positions of the rules that take every kind
-        self._by_kind: dict[str, list[tuple[int, str | None]]] = {}  # kind -> (position, group; None: any)
+        # Rules share their `kinds`: 36 of 119 list the same 48 pod-bearing kinds. Grouped by
+        # that list first, the index is built from 41 lists of 424 kinds, not 2,201 (1 ms of
+        # a one-file run, which builds two indexes to look up one kind).
+        sharing: dict[tuple[str, ...], list[int]] = {}
         for n, rule in enumerate(rules):
-            if "*" in rule.kinds:
+            kinds = tuple(rule.kinds)
+            if "*" in kinds:
                 self._any.append(n)
                 continue
-            for target in rule.kinds:
+            positions = sharing.get(kinds)
+            if positions is None:
+                sharing[kinds] = [n]
+            else:
+                positions.append(n)
+        # kind -> (the positions of the rules that list it, its group; None: any group)
+        self._by_kind: dict[str, list[tuple[list[int], str | None]]] = {}
+        for kinds, positions in sharing.items():
+            for target in kinds:
                 group, slash, kind = target.rpartition("/")  # "group/Kind" as `applies_to` splits it
-                self._by_kind.setdefault(kind, []).append((n, group if slash else None))
+                self._by_kind.setdefault(kind, []).append((positions, group if slash else None))
 
     def matching(self, kind: str, group: str) -> list[int]:
         """The positions, in order, of the rules that apply to objects of `kind` in `group`."""
-        hits = {n for n, g in self._by_kind.get(kind, ()) if g is None or g == group}
-        hits.update(self._any)
+        hits = set(self._any)
+        for positions, g in self._by_kind.get(kind, ()):
+            if g is None or g == group:
+                hits.update(positions)
         return sorted(hits)
 
 
