@@ -36,7 +36,7 @@ _NAME_LINE = '\n    "'  # a definition's name, and nothing else, starts a line a
 _GVK = '\n      "x-kubernetes-group-version-kind": '
 _TOP = '\n  "'  # the keys after `$defs` ($schema, $id)
 _DECODER = json.JSONDecoder()
-_KEPT_MAGIC = b"AILS2\n"  # the kept scan of a definitions file (`_kept_index`)
+_KEPT_MAGIC = b"AILS3\n"  # the kept scan of a definitions file (`_kept_index`); 3: no heads kept
 
 
 class LazyDefinitions(Mapping[str, "Any"]):
@@ -139,8 +139,8 @@ def _kept_file(key: bytes) -> str | None:
 
 def _kept_index(key: bytes, definitions: Any) -> dict[str, Any] | None:
     """The scan an earlier run kept for the file open at `definitions` (ASCII with `\n` lines: kept
-    only for such), when every name in it still stands at its offset; the file mapped. None
-    otherwise (no cache, not kept, torn, another file's)."""
+    only for such), when the names it samples still stand at their offsets; the file mapped.
+    None otherwise (no cache, not kept, torn, another file's)."""
     import marshal
     import mmap
 
@@ -157,17 +157,35 @@ def _kept_index(key: bytes, definitions: Any) -> dict[str, Any] | None:
             payload = opened(_KEPT_MAGIC, secret, fh.read(), key)
         if payload is None:
             return None
-        starts, heads, gvk, top = marshal.loads(payload)
+        starts, gvk, top = marshal.loads(payload)
         data = mmap.mmap(definitions.fileno(), 0, access=mmap.ACCESS_READ)
-        # each value's `{` right after its name's line (written with the scan, as bytes)
-        if len(heads) != len(starts):
+        if not _stands(data, starts):
             return None
-        for head, start in zip(heads, starts.values(), strict=True):
-            if data[start - len(head) : start] != head:
-                return None
     except (OSError, ValueError, EOFError, TypeError, AttributeError):
         return None
     return {"$defs": LazyDefinitions(data, starts, gvk), **top}
+
+
+_SAMPLED = 16  # every how many names a kept scan is checked at
+
+
+def _stands(data: Any, starts: dict[str, int]) -> bool:
+    """Whether the file (`data`, mapped) still has the names of a kept scan where it says:
+    the first name, every 16th, and the last, each followed by its value's `{`.
+
+    The scan is kept under the file's path, size and mtime (what Python trusts a `.pyc` by);
+    this catches a file rewritten to the same size within one mtime tick. A change that
+    moves a definition moves every one after it, so a sample sees it as well as checking all
+    707 names did (0.3 ms of a one-file run, with their 707 heads kept and read back)."""
+    names = list(starts)
+    sample = [*range(0, len(names), _SAMPLED), len(names) - 1] if names else []
+    for n in sample:
+        name = names[n]
+        head = f'{_NAME_LINE}{name}": '.encode("ascii")
+        start = starts[name]
+        if data[start - len(head) : start] != head:
+            return False
+    return True
 
 
 def _keep_index(key: bytes, lazy: dict[str, Any]) -> None:
@@ -178,9 +196,8 @@ def _keep_index(key: bytes, lazy: dict[str, Any]) -> None:
     if path is None:
         return
     defs = lazy["$defs"]
-    heads = [f'{_NAME_LINE}{name}": '.encode("ascii") for name in defs._starts]
     top = {k: v for k, v in lazy.items() if k != "$defs"}
-    payload = marshal.dumps((defs._starts, heads, list(defs._scan_gvk()), top))
+    payload = marshal.dumps((defs._starts, list(defs._scan_gvk()), top))
     try:
         from ailint.core.cachedir import private_dir, sealed, secret, write_private
 
