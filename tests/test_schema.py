@@ -73,7 +73,7 @@ def test_generator_on_small_crd(tmp_path):
     import jsonschema
 
     v = jsonschema.Draft202012Validator(s, format_checker=sch._format_checker())
-    check = sch._Compiler(s).compile(s)
+    check = sch.Compiler(s).compile(s)
     good = {
         "apiVersion": "example.com/v1",
         "kind": "Widget",
@@ -189,8 +189,8 @@ def _all_findings(paths, force_slow: bool):
     """SCH findings with the compiled checker (and `ailint.schema.errors`), or with jsonschema
     on every object."""
     if force_slow:
-        saved = sch._Compiler.compile, sch._Judge.iter_errors
-        sch._Compiler.compile = lambda self, node: sch._never_unless_null  # type: ignore[assignment]
+        saved = sch.Compiler.compile, sch._Judge.iter_errors
+        sch.Compiler.compile = lambda self, node: sch._never_unless_null  # type: ignore[assignment]
         sch._Judge.iter_errors = lambda self, data: self.make().iter_errors(data)  # type: ignore[method-assign]
         sch._CORE.clear()
         sch._CRDS = None
@@ -199,7 +199,7 @@ def _all_findings(paths, force_slow: bool):
         return sorted((f.file, f.span.line, f.code, f.message) for f in res.findings if f.code.startswith("SCH"))
     finally:
         if force_slow:
-            sch._Compiler.compile, sch._Judge.iter_errors = saved  # type: ignore[method-assign]
+            sch.Compiler.compile, sch._Judge.iter_errors = saved  # type: ignore[method-assign]
             sch._CORE.clear()
             sch._CRDS = None
 

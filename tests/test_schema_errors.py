@@ -1,6 +1,6 @@
 """`ailint.schema.errors` against jsonschema: for every object it judges, the errors
 jsonschema's Draft 2020-12 validator yields (keyword, value, instance, path and schema node:
-what `validate._report` reads), and for anything else it declines."""
+what `ailint.schema.report` reads), and for anything else it declines."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _theirs(schema: Any, instance: Any) -> collections.Counter[tuple[Any, ...]]:
 
 
 def _ours(schema: Any, instance: Any) -> collections.Counter[tuple[Any, ...]]:
-    compiler = sch._Compiler(schema)
+    compiler = sch.Compiler(schema)
     return collections.Counter(_key(e) for e in E.schema_errors(schema, instance, compiler.resolve, sch._is_quantity))
 
 
@@ -132,8 +132,8 @@ def _every_object_through_both(paths: list[pathlib.Path]) -> tuple[int, int]:
     """Every object of `paths` sent past the fast checker, its errors worked out both ways:
     (objects compared, objects declined). Fails on the first object they disagree on."""
     judged: list[tuple[Any, Any]] = []
-    saved = sch._Compiler.compile, sch._report
-    sch._Compiler.compile = lambda self, node: sch._never_unless_null  # type: ignore[assignment]
+    saved = sch.Compiler.compile, sch._report
+    sch.Compiler.compile = lambda self, node: sch._never_unless_null  # type: ignore[assignment]
     sch._report = lambda obj, judge, out, compiler=None: judged.append((obj, judge))  # type: ignore[assignment]
     sch._CORE.clear()
     sch._CRDS = None
@@ -142,7 +142,7 @@ def _every_object_through_both(paths: list[pathlib.Path]) -> tuple[int, int]:
         settings.select = ["SCH"]
         lint([str(p) for p in paths], settings)
     finally:
-        sch._Compiler.compile, sch._report = saved  # type: ignore[method-assign]
+        sch.Compiler.compile, sch._report = saved  # type: ignore[method-assign]
         sch._CORE.clear()
         sch._CRDS = None
     compared = declined = 0

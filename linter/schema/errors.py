@@ -1,8 +1,8 @@
 """The schema errors of an object, worked out without jsonschema where that is exact.
 
-The fast checker (`ailint.schema.validate._Compiler`) says whether an object may have an
+The fast checker (`ailint.schema.validate.Compiler`) says whether an object may have an
 error; when it may, the findings come from the errors jsonschema's Draft 2020-12 validator
-yields (`validate._report` reads each one's keyword, value, instance, path and schema node).
+yields (`ailint.schema.report` reads each one's keyword, value, instance, path and schema node).
 Most such objects are kustomize patches missing required fields or values with `${...}`
 placeholders, whose errors `_report` then drops. Importing jsonschema and running it cost
 half of the schema pass of a corpus run (0.05 s to import, 0.04 s to validate 100 objects).
@@ -86,7 +86,7 @@ class Declined(Exception):
 
 @dataclass(slots=True)
 class SchemaError:
-    """What `validate._one_error` reads of a jsonschema `ValidationError`."""
+    """What `ailint.schema.report` reads of a jsonschema `ValidationError`."""
 
     validator: str
     validator_value: Any
@@ -102,7 +102,7 @@ JSON_TYPES = frozenset({"string", "object", "array", "boolean", "integer", "numb
 
 def is_type(x: Any, t: str) -> bool:
     """jsonschema's Draft 2020-12 type checker on parsed YAML values (False for a type name it
-    does not know); the fast checker's too (`validate._Compiler`)."""
+    does not know); the fast checker's too (`validate.Compiler`)."""
     if t == "string":
         return isinstance(x, str)
     if t == "object":

@@ -6,7 +6,9 @@ Kubernetes version of `settings.kube_version` (the newest shipped version not ne
 it). Custom resources are validated against the compact schemas that `schemas/generate.py`
 derives from their CRDs (`schemas/crds/`, package data of `ailint.schemas`). A few CRD
 CEL rules (`x-kubernetes-validations`) that decide whether a Karpenter or Kueue object is
-accepted are re-implemented in Python (`_cel_findings`).
+accepted are re-implemented in Python (`ailint.schema.crd_rules`), and what an object the
+fast checker rejects is told is worked out in `ailint.schema.report`: both are imported only
+when an object needs them.
 
 Speed: every schema is loaded and compiled once per process. Each object first goes
 through a compiled boolean checker (plain closures, about ten times faster than
@@ -26,13 +28,13 @@ import json
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
-from ailint.core.model import Finding, K8sObject, Path, Span, as_dict, iter_dicts
-from ailint.domain.patches import is_partial, kustomize_patches
+from ailint.core.model import Finding, K8sObject, Path, Span
+from ailint.domain.patches import kustomize_patches
 from ailint.schema.errors import Declined, schema_errors
 from ailint.schema.errors import is_type as _is_type
 from ailint.schema.lazydefs import LazyDefinitions, load_definitions
@@ -164,7 +166,7 @@ class _CoreStore:
         c = self.checkers.get(name)
         if c is None:
             if self._compiler is None:
-                self._compiler = _Compiler(self.defs)
+                self._compiler = Compiler(self.defs)
             c = self.checkers[name] = self._compiler.compile(self.defs["$defs"][name])
         return c
 
@@ -235,7 +237,7 @@ class _CrdSchema:
     """A custom resource's schema with its fast checker and, once needed, its jsonschema validator."""
 
     schema: dict[str, Any]
-    compiler: _Compiler
+    compiler: Compiler
     checker: Callable[[Any], bool]
     validator: Any = None
 
@@ -263,7 +265,7 @@ class _CrdStore:
         s = self.loaded.get(fname)
         if s is None:
             schema = json.loads(pkgdata.read_text("ailint.schemas", "crds", fname))
-            compiler = _Compiler(schema)
+            compiler = Compiler(schema)
             s = self.loaded[fname] = _CrdSchema(schema, compiler, compiler.compile(schema))
         return s
 
@@ -354,7 +356,7 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-class _Compiler:
+class Compiler:
     """Compiles a JSON Schema (the subset CRDs and the Kubernetes OpenAPI use) to closures.
 
     Unknown keywords compile to "invalid", so the object goes to jsonschema: the checker
@@ -586,7 +588,7 @@ def _never_unless_null(x: Any) -> bool:
 # Findings
 # ---------------------------------------------------------------------------------------
 @dataclass
-class _Out:
+class Collector:
     """Collects findings for one run: the enabled codes, severities and de-duplication."""
 
     settings: Any
@@ -621,7 +623,7 @@ def validate_objects(
     """Every SCH finding on `objects` (only for the codes in `enabled_codes`). `patches`: the
     kustomize patch names of the whole run, when `objects` is part of it (the cache)."""
     objects = list(objects)
-    out = _Out(settings, set(enabled_codes), kustomize_patches(objects) if patches is None else patches)
+    out = Collector(settings, set(enabled_codes), kustomize_patches(objects) if patches is None else patches)
     if not out.enabled:
         return []
     for obj in objects:
@@ -647,7 +649,7 @@ def validate_objects(
     return out.findings
 
 
-def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
+def validate_object(obj: K8sObject, kube_version: str, out: Collector) -> None:
     kind, av = obj.kind, obj.api_version
     if not kind or not av or kind == "CustomResourceDefinition":
         return
@@ -686,7 +688,7 @@ def validate_object(obj: K8sObject, kube_version: str, out: _Out) -> None:
 
 # -- apiVersion ---------------------------------------------------------------------------
 def _crd_version_finding(
-    obj: K8sObject, group: str, version: str, kind: str, entry: Any, crds: _CrdStore, out: _Out
+    obj: K8sObject, group: str, version: str, kind: str, entry: Any, crds: _CrdStore, out: Collector
 ) -> None:
     if version in _SERVED_ELSEWHERE.get((group, kind), ()):
         return  # served by another operator: nothing to validate it against
@@ -722,7 +724,7 @@ def _version_key(v: str) -> tuple[int, int, int]:
     return (int(m.group(1)), stage, int(m.group(3) or 0))
 
 
-def _core_version_finding(obj: K8sObject, group: str, kind: str, store: _CoreStore, out: _Out) -> None:
+def _core_version_finding(obj: K8sObject, group: str, kind: str, store: _CoreStore, out: Collector) -> None:
     if group not in store.groups and group not in _REMOVED_CORE_GROUPS:
         return
     if (obj.api_version, kind) in store.future_gvks():
@@ -740,76 +742,7 @@ def _core_version_finding(obj: K8sObject, group: str, kind: str, store: _CoreSto
     out.add(CODES["api-version"], obj, ("apiVersion",), msg, obj.value_span(("apiVersion",)))
 
 
-# -- jsonschema errors -> findings ------------------------------------------------------------
-_TYPE_NAMES = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "object": "a mapping",
-    "array": "a list",
-    "null": "null",
-}
-
-
-def _type_of(x: Any) -> str:
-    if isinstance(x, bool):
-        return "a boolean"
-    if isinstance(x, int):
-        return "an integer"
-    if isinstance(x, float):
-        return "a number"
-    if isinstance(x, str):
-        return "a string"
-    if isinstance(x, dict):
-        return "a mapping"
-    if isinstance(x, list):
-        return "a list"
-    return "null" if x is None else type(x).__name__
-
-
-def dotted(path: Iterable[Any]) -> str:
-    out = ""
-    for p in path:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        else:
-            p = str(p)
-            out += ("." if out else "") + (p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else f'"{p}"')
-    return out
-
-
-def _raw(obj: K8sObject, path: Path, value: Any) -> str:
-    """The value as written in the file when it fits on one line, else a short rendering."""
-    span = obj.value_span(path)
-    if span.line == span.end_line and obj.has(path):
-        text = obj.source.line_text(span.line)[span.col - 1 : span.end_col - 1].strip()
-        if text and len(text) <= 60:
-            return text
-    s = json.dumps(value, default=str)
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
-def _shown(obj: K8sObject, path: Path, value: Any) -> str:
-    """A string value without its quotes; anything else as written."""
-    return value if isinstance(value, str) and len(value) <= 60 else _raw(obj, path, value)
-
-
-def _where(path: Path) -> str:
-    return f"`{dotted(path)}`" if path else "the object"
-
-
-def _suggest(name: str, candidates: Iterable[str]) -> str | None:
-    cands = [c for c in candidates if isinstance(c, str)]
-    low = {c.lower(): c for c in cands}
-    if name.lower() in low:
-        return low[name.lower()]
-    import difflib  # only for a field no definition knows (a one-file run must start fast)
-
-    m = difflib.get_close_matches(name, cands, n=1, cutoff=0.6)
-    return m[0] if m else None
-
-
+# -- what a rejected object is told (ailint.schema.report) and the CRDs' CEL rules ------------
 class _Judge:
     """What `_report` asks for an object's errors: `ailint.schema.errors` where it is exact
     (most objects the fast checker sends), else the jsonschema validator `make` builds (and
@@ -817,7 +750,7 @@ class _Judge:
 
     __slots__ = ("compiler", "make", "root")
 
-    def __init__(self, root: Any, compiler: _Compiler | None, make: Callable[[], Any]) -> None:
+    def __init__(self, root: Any, compiler: Compiler | None, make: Callable[[], Any]) -> None:
         self.root, self.compiler, self.make = root, compiler, make
 
     def iter_errors(self, data: Any) -> Iterable[Any]:
@@ -829,600 +762,30 @@ class _Judge:
         return self.make().iter_errors(data)  # type: ignore[no-any-return]
 
 
-def _report(obj: K8sObject, validator: Any, out: _Out, compiler: _Compiler | None = None) -> None:
-    errors = list(validator.iter_errors(obj.data))
-    suggested: dict[Path, set[str]] = {}
-    pending_required: list[tuple[Path, str, dict[str, Any]]] = []
-    for e in errors:
-        _one_error(obj, e, out, suggested, pending_required, compiler)
-    partial = None
-    for path, name, schema in pending_required:
-        if compiler is not None and compiler.defaulted(schema, name):
-            continue  # defaulted by the API server before validation
-        if (_generic(path), name) in _DEFAULTED_REQUIRED.get((obj.group, obj.kind), ()):
-            continue  # a defaulter or the operator's mutating webhook fills it before validation
-        if partial is None:
-            partial = is_partial(obj, out.patch_names)
-        if partial:
-            continue  # a kustomize patch or a template: incomplete by design
-        if (
-            name == "selector"
-            and path == ("spec",)
-            and obj.kind in _SELECTOR_KINDS
-            and not as_dict(obj.get("spec", "template", "metadata")).get("labels")
-        ):
-            continue  # neither selector nor pod labels: a kustomize base that commonLabels completes
-        if name in suggested.get(path, ()):
-            continue  # `sise:` was reported with "did you mean `size`?"; the missing `size` is the same mistake
-        out.add(
-            CODES["required"], obj, path, f"{_where(path)} is missing the required field `{name}`", obj.key_span(path)
-        )
+def _report(obj: K8sObject, validator: Any, out: Collector, compiler: Compiler | None = None) -> None:
+    """The findings of an object the fast checker rejected (`ailint.schema.report`,
+    imported only then)."""
+    from ailint.schema.report import report
+
+    report(obj, validator, out, compiler)
 
 
-def _misplaced(key: str, props: dict[str, Any], compiler: _Compiler | None) -> str | None:
-    """The child object (one level down) whose schema has `key`, if exactly one has it."""
-    if compiler is None:
-        return None
-    found = []
-    for name, sub in props.items():
-        for _ in range(10):
-            if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and sub["$ref"].startswith(("#", "http")):
-                try:
-                    sub = compiler.resolve(sub["$ref"])
-                except (KeyError, TypeError):
-                    sub = None
-            else:
-                break
-        if isinstance(sub, dict) and key in (sub.get("properties") or {}):
-            found.append(name)
-    return found[0] if len(found) == 1 else None
-
-
-def _one_error(
-    obj: K8sObject,
-    e: Any,
-    out: _Out,
-    suggested: dict[Path, set[str]],
-    pending_required: list[tuple[Path, str, dict[str, Any]]],
-    compiler: _Compiler | None = None,
-) -> None:
-    inst = e.instance
-    if inst is None:
-        return
-    path: Path = tuple(e.absolute_path)
-    kw = e.validator
-    if kw not in ("additionalProperties", "required") and _placeholder(inst):
-        return  # `${PORT}`, `$NUM_NODES`, `<your-bucket>`: a template to be filled in, not a value
-    schema = e.schema if isinstance(e.schema, dict) else {}
-    if kw == "additionalProperties":
-        props = schema.get("properties") or {}
-        patterns = [re.compile(p) for p in (schema.get("patternProperties") or {})]
-        for key in inst:
-            if key in props or any(p.search(key) for p in patterns) or key.startswith("$"):
-                continue  # `$patch: delete` and friends are kustomize/strategic-merge directives
-            hint = _suggest(key, props)
-            moved = _MOVED.get((obj.group, obj.kind, _generic(path), key))
-            below = None if hint or moved else _misplaced(key, props, compiler)
-            later = out.core.added_later(e.schema, key) if out.core is not None else None
-            if later and out.core is not None:  # (later is None without a core)
-                ver = f"{out.core.version[0]}.{out.core.version[1]}"
-                msg = (
-                    f"unknown field `{key}` in {_where(path)} for Kubernetes {ver}; Kubernetes {later} "
-                    "added it (set `kube-version` to the version you deploy to)"
-                )
-            elif moved:
-                msg = f"unknown field `{key}` in {_where(path)}: {moved}"
-            elif hint:
-                suggested.setdefault(path, set()).add(hint)
-                msg = f"unknown field `{key}` in {_where(path)}; did you mean `{hint}`?"
-            elif below:
-                msg = f"unknown field `{key}` in {_where(path)}; move it one level down, under `{below}`"
-            elif props:
-                msg = f"unknown field `{key}` in {_where(path)}"
-            else:
-                msg = f"unknown field `{key}`: {_where(path)} takes no fields"
-            out.add(CODES["unknown-field"], obj, path + (key,), msg, obj.key_span(path + (key,)))
-    elif kw == "required":
-        for name in e.validator_value:
-            if isinstance(inst, dict) and name not in inst:
-                pending_required.append((path, name, schema))
-    elif kw == "type":
-        _type_finding(obj, path, inst, e.validator_value, out)
-    elif kw in ("oneOf", "anyOf"):
-        types: list[str] = []
-        for sub in e.context or ():
-            if sub.validator == "type" and not sub.relative_path:
-                v = sub.validator_value
-                types.extend(v if isinstance(v, list) else [v])
-        if types and all(sub.validator == "type" for sub in e.context or ()):
-            _type_finding(obj, path, inst, types, out)
-        else:
-            from jsonschema.exceptions import best_match
-
-            best = best_match(e.context or ())
-            if best is not None and best.validator not in ("oneOf", "anyOf"):
-                _one_error(obj, best, out, suggested, pending_required, compiler)
-    elif kw == "enum":
-        allowed = [a for a in e.validator_value if a is not None]
-        shown = ", ".join(f"`{a}`" for a in allowed[:12]) + (", ..." if len(allowed) > 12 else "")
-        hint = _suggest(str(inst), [str(a) for a in allowed]) if isinstance(inst, str) else None
-        close = f"; did you mean `{hint}`?" if hint and hint.lower() == str(inst).lower() else ""
-        renamed = _RENAMED_VALUES.get((obj.group, obj.kind, _generic(path), inst)) if isinstance(inst, str) else None
-        if renamed:
-            close = f"; {renamed}"
-        out.add(
-            CODES["enum"],
-            obj,
-            path,
-            f"{_where(path)} is `{_shown(obj, path, inst)}`, not one of the allowed values: {shown}{close}",
-            obj.value_span(path),
-        )
-    elif kw == "format" and e.validator_value == "quantity":
-        fixed = _fix_quantity(inst)
-        hint = f"; did you mean `{fixed}`?" if fixed else " (e.g. `500m`, `2`, `16Gi`)"
-        out.add(
-            CODES["quantity"],
-            obj,
-            path,
-            f"{_where(path)} is not a valid quantity: `{_shown(obj, path, inst)}`{hint}",
-            obj.value_span(path),
-        )
-    elif kw == "format":
-        return
-    else:
-        out.add(
-            CODES["constraint"],
-            obj,
-            path,
-            _constraint_message(obj, path, inst, kw, e.validator_value),
-            obj.value_span(path),
-        )
-
-
-def _type_finding(obj: K8sObject, path: Path, inst: Any, expected: Any, out: _Out) -> None:
-    types = [t for t in (expected if isinstance(expected, list) else [expected]) if t != "null"]
-    if not types:
-        return
-    want = " or ".join(dict.fromkeys(_TYPE_NAMES.get(t, t) for t in types))
-    raw = _raw(obj, path, inst)
-    quote = ""
-    if "string" in types and isinstance(inst, (bool, int, float)):
-        quote = f'; quote it: `"{raw}"`'
-    out.add(
-        CODES["wrong-type"],
-        obj,
-        path,
-        f"{_where(path)} must be {want}, not {_type_of(inst)} (`{raw}`){quote}",
-        obj.value_span(path),
-    )
-
-
-def _fix_quantity(v: Any) -> str | None:
-    if not isinstance(v, str):
-        return None
-    s = v.strip().replace(" ", "")
-    for bad, good in (
-        ("KiB", "Ki"),
-        ("MiB", "Mi"),
-        ("GiB", "Gi"),
-        ("TiB", "Ti"),
-        ("KB", "k"),
-        ("kB", "k"),
-        ("MB", "M"),
-        ("GB", "G"),
-        ("TB", "T"),
-        ("gi", "Gi"),
-        ("mi", "Mi"),
-        ("ki", "Ki"),
-        ("gb", "G"),
-        ("mb", "M"),
-        ("Gb", "G"),
-        ("Mb", "M"),
-    ):
-        if s.endswith(bad):
-            s = s[: -len(bad)] + good
-            break
-    return s if s != v and QUANTITY_RE.match(s) else None
-
-
-def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: Any) -> str:
-    where, raw = _where(path), _shown(obj, path, inst)
-    if kw == "pattern":
-        pat = value if len(value) <= 70 else value[:67] + "..."
-        return f"{where} is `{raw}`, which does not match the pattern `{pat}`"
-    if kw in ("minimum", "exclusiveMinimum"):
-        return f"{where} is {raw}; it must be {'at least' if kw == 'minimum' else 'more than'} {value}"
-    if kw in ("maximum", "exclusiveMaximum"):
-        return f"{where} is {raw}; it must be {'at most' if kw == 'maximum' else 'less than'} {value}"
-    if kw == "minLength":
-        return f"{where} is too short (at least {value} characters)"
-    if kw == "maxLength":
-        return f"{where} is {len(inst)} characters long; at most {value} are allowed"
-    if kw == "minItems":
-        return f"{where} has {len(inst)} items; at least {value} are required"
-    if kw == "maxItems":
-        return f"{where} has {len(inst)} items; at most {value} are allowed"
-    if kw == "minProperties":
-        return f"{where} has {len(inst)} fields; at least {value} are required"
-    if kw == "maxProperties":
-        return f"{where} has {len(inst)} fields; at most {value} are allowed"
-    if kw == "uniqueItems":
-        return f"{where} has duplicate items"
-    return f"{where} is invalid ({kw})"
-
-
-# -- objects that are incomplete on purpose ------------------------------------------------
-# Required fields that Kubernetes defaulters or the operator's mutating webhook fill before
-# the schema is checked: (group, kind) -> {(generic parent path, field)}.
-_DEFAULTED_REQUIRED: dict[tuple[str, str], set[tuple[str, str]]] = {
-    # pkg/apis/rbac/v1/defaults.go: SetDefaults_(Cluster)RoleBinding sets roleRef.apiGroup
-    ("rbac.authorization.k8s.io", "RoleBinding"): {("roleRef", "apiGroup")},
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {("roleRef", "apiGroup")},
-    # jobset pkg/webhooks/jobset_webhook.go Default(): names rules "failurePolicyRule<i>"
-    ("jobset.x-k8s.io", "JobSet"): {("spec.failurePolicy.rules[]", "name")},
+# the kinds whose CRDs' CEL rules decide acceptance, and the function of
+# `ailint.schema.crd_rules` that re-implements them (imported only for these kinds)
+CEL_RULES = {
+    ("karpenter.sh", "NodePool"): "nodepool",
+    ("karpenter.sh", "NodeClaim"): "nodeclaim",
+    ("karpenter.k8s.aws", "EC2NodeClass"): "ec2nodeclass",
+    ("kueue.x-k8s.io", "ResourceFlavor"): "resourceflavor",
 }
-# Fields that moved or went away with an API version, for the unknown-field message:
-# (group, kind, generic parent path, field) -> what to do instead.
-_MOVED: dict[tuple[str, str, str, str], str] = {
-    (
-        "karpenter.sh",
-        "NodePool",
-        "spec.template.spec",
-        "kubelet",
-    ): "karpenter.sh/v1 moved `kubelet` to the EC2NodeClass (`spec.kubelet`)",
-    (
-        "karpenter.sh",
-        "NodePool",
-        "spec.disruption",
-        "expireAfter",
-    ): "karpenter.sh/v1 moved `expireAfter` to `spec.template.spec.expireAfter`",
-    (
-        "karpenter.sh",
-        "NodePool",
-        "spec.template.spec.nodeClassRef",
-        "apiVersion",
-    ): "karpenter.sh/v1 replaced `apiVersion` with `group` (e.g. `karpenter.k8s.aws`)",
-    (
-        "ray.io",
-        "RayService",
-        "spec",
-        "serveConfig",
-    ): "KubeRay 1.1 removed the structured `serveConfig` from every ray.io version (kuberay#1790); "
-    "put the Serve config in `serveConfigV2` (a YAML string)",
-}
-# Enum values an API version renamed: (group, kind, generic path, old value) -> hint.
-_RENAMED_VALUES: dict[tuple[str, str, str, str], str] = {
-    (
-        "karpenter.sh",
-        "NodePool",
-        "spec.disruption.consolidationPolicy",
-        "WhenUnderutilized",
-    ): "karpenter.sh/v1 renamed it `WhenEmptyOrUnderutilized`",
-}
-_SELECTOR_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
-_PLACEHOLDER_RE = lazy_re(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{|^<[^<>]+>$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")
 
 
-def _generic(path: Path) -> str:
-    """`spec.failurePolicy.rules[]` for `spec.failurePolicy.rules[0]`."""
-    return re.sub(r"\[\d+\]", "[]", dotted(path))
-
-
-def _placeholder(v: Any) -> bool:
-    return isinstance(v, str) and _PLACEHOLDER_RE.search(v) is not None
-
-
-# ---------------------------------------------------------------------------------------
-# CEL rules (x-kubernetes-validations) that decide acceptance, re-implemented
-# ---------------------------------------------------------------------------------------
-_KARPENTER_AWS_ALLOWED = frozenset(
-    (
-        "karpenter.k8s.aws/instance-tenancy",
-        "karpenter.k8s.aws/capacity-reservation-type",
-        "karpenter.k8s.aws/capacity-reservation-id",
-        "karpenter.k8s.aws/capacity-reservation-interruptible",
-        "karpenter.k8s.aws/ec2nodeclass",
-        "karpenter.k8s.aws/instance-encryption-in-transit-supported",
-        "karpenter.k8s.aws/nitro-sandbox",
-        "karpenter.k8s.aws/instance-category",
-        "karpenter.k8s.aws/instance-hypervisor",
-        "karpenter.k8s.aws/instance-family",
-        "karpenter.k8s.aws/instance-generation",
-        "karpenter.k8s.aws/instance-local-nvme",
-        "karpenter.k8s.aws/instance-size",
-        "karpenter.k8s.aws/instance-cpu",
-        "karpenter.k8s.aws/instance-cpu-manufacturer",
-        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
-        "karpenter.k8s.aws/instance-memory",
-        "karpenter.k8s.aws/instance-ebs-bandwidth",
-        "karpenter.k8s.aws/instance-network-bandwidth",
-        "karpenter.k8s.aws/instance-gpu-name",
-        "karpenter.k8s.aws/instance-gpu-manufacturer",
-        "karpenter.k8s.aws/instance-gpu-count",
-        "karpenter.k8s.aws/instance-gpu-memory",
-        "karpenter.k8s.aws/instance-accelerator-name",
-        "karpenter.k8s.aws/instance-accelerator-manufacturer",
-        "karpenter.k8s.aws/instance-accelerator-count",
-        "karpenter.k8s.aws/instance-capability-flex",
-        "karpenter.k8s.aws/placement-group-id",
-        "karpenter.k8s.aws/placement-group-partition",
-    )
-)
-_INT_RE = lazy_re(r"^[+-]?[0-9]+$")
-
-
-def _label_key_problem(key: str, nodepool: bool) -> str | None:
-    """The CEL message a NodePool/NodeClaim rejects a requirement or label key with."""
-    m = re.match(r"^([^/]+)", key)
-    domain = m.group(1) if m else ""
-    if key not in ("karpenter.sh/capacity-type", "karpenter.sh/nodepool") and domain.endswith("karpenter.sh"):
-        return 'label domain "karpenter.sh" is restricted'
-    if nodepool and key == "karpenter.sh/nodepool":
-        return 'label "karpenter.sh/nodepool" is restricted (Karpenter sets it)'
-    if key == "kubernetes.io/hostname":
-        return 'label "kubernetes.io/hostname" is restricted'
-    if key not in _KARPENTER_AWS_ALLOWED and domain.endswith("karpenter.k8s.aws"):
-        return 'label domain "karpenter.k8s.aws" is restricted'
-    return None
-
-
-def _cel_findings(obj: K8sObject, out: _Out) -> None:
-    if CODES["cel"] not in out.enabled:
+def _cel_findings(obj: K8sObject, out: Collector) -> None:
+    name = CEL_RULES.get((obj.group, obj.kind))
+    if name is None or CODES["cel"] not in out.enabled:
         return
-    fn = _CEL.get((obj.group, obj.kind))
-    if fn is None:
-        return
-    for path, message, anchor in fn(obj):
+    from ailint.schema import crd_rules
+
+    for path, message, anchor in getattr(crd_rules, name)(obj):
         span = obj.value_span(path) if anchor == "value" else obj.span(path)
         out.add(CODES["cel"], obj, path, message, span)
-
-
-CelResult = Iterator[tuple[Path, str, str]]
-
-
-def _requirements(obj: K8sObject, base: Path, nodepool: bool) -> CelResult:
-    for i, req in iter_dicts(obj.get(*base)):
-        p = base + (i,)
-        key, op = req.get("key"), req.get("operator")
-        if isinstance(key, str):
-            problem = _label_key_problem(key, nodepool)
-            if problem:
-                yield p + ("key",), f"requirement key `{key}`: {problem}", "value"
-        values = req.get("values")
-        n = len(values) if isinstance(values, list) else None
-        if op == "In" and not n:
-            yield p + ("values",), f"requirement `{key}` with operator In has no values", "field"
-        if op in ("Gt", "Lt", "Gte", "Lte"):
-            ok = (
-                isinstance(values, list)
-                and len(values) == 1
-                and isinstance(values[0], str)
-                and _INT_RE.match(values[0])
-                and int(values[0]) >= 0
-            )
-            if not ok:
-                yield (
-                    p + ("values",),
-                    f"requirement `{key}` with operator {op} must have a single "
-                    "non-negative integer value (as a string)",
-                    "field",
-                )
-        mv = req.get("minValues")
-        if op == "In" and isinstance(mv, int) and not isinstance(mv, bool) and n is not None and n < mv:
-            yield (
-                p + ("minValues",),
-                f"requirement `{key}` has minValues {mv} but lists only {n} value{'' if n == 1 else 's'}",
-                "field",
-            )
-
-
-def _cel_nodepool(obj: K8sObject) -> CelResult:
-    spec = as_dict(obj.get("spec"))
-    tspec_path = ("spec", "template", "spec")
-    yield from _requirements(obj, tspec_path + ("requirements",), nodepool=True)
-    for key in as_dict(obj.get("spec", "template", "metadata", "labels")):
-        problem = _label_key_problem(str(key), nodepool=True)
-        if problem:
-            yield ("spec", "template", "metadata", "labels", key), f"label `{key}`: {problem}", "field"
-    for i, b in iter_dicts(obj.get("spec", "disruption", "budgets")):
-        if ("schedule" in b) != ("duration" in b):
-            have, miss = ("schedule", "duration") if "schedule" in b else ("duration", "schedule")
-            yield (
-                ("spec", "disruption", "budgets", i, have),
-                f"budget {i} sets `{have}` without `{miss}`; they must be set together",
-                "field",
-            )
-    ref = as_dict(obj.get(*tspec_path, "nodeClassRef"))
-    for f in ("group", "kind", "name"):
-        if ref.get(f) == "":
-            yield tspec_path + ("nodeClassRef", f), f"nodeClassRef.{f} may not be empty", "field"
-    if "replicas" in spec and spec.get("replicas") is not None:
-        limits = spec.get("limits")
-        if isinstance(limits, dict) and any(k != "nodes" for k in limits):
-            extra = ", ".join(f"`{k}`" for k in limits if k != "nodes")
-            yield (
-                ("spec", "limits"),
-                f"a static NodePool (replicas set) supports only limits.nodes, not {extra}",
-                "field",
-            )
-        if "weight" in spec:
-            yield ("spec", "weight"), "weight is not supported on a static NodePool (replicas set)", "field"
-
-
-def _cel_nodeclaim(obj: K8sObject) -> CelResult:
-    yield from _requirements(obj, ("spec", "requirements"), nodepool=False)
-
-
-_ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
-
-
-def _cel_ec2nodeclass(obj: K8sObject) -> CelResult:
-    spec = as_dict(obj.get("spec"))
-    if not spec:
-        return
-    has_role, has_profile = "role" in spec, "instanceProfile" in spec
-    if has_role and has_profile:
-        yield ("spec", "instanceProfile"), "set exactly one of `role` and `instanceProfile`, not both", "field"
-    elif not has_role and not has_profile:
-        yield ("spec",), "must specify exactly one of `role` and `instanceProfile`", "field"
-    for f in ("role", "instanceProfile"):
-        if spec.get(f) == "":
-            yield ("spec", f), f"`{f}` cannot be empty", "field"
-    terms = spec.get("amiSelectorTerms")
-    if isinstance(terms, list):
-        aliases = [(i, t.get("alias")) for i, t in iter_dicts(terms) if "alias" in t]
-        fam = spec.get("amiFamily")
-        for i, alias in aliases:
-            p: Path = ("spec", "amiSelectorTerms", i, "alias")
-            if not isinstance(alias, str):
-                continue
-            if not re.match(r"^[a-zA-Z0-9]+@.+$", alias):
-                yield p, f"alias `{alias}` must have the form family@version (e.g. al2023@latest)", "value"
-                continue
-            family, _, ver = alias.partition("@")
-            if family not in _ALIAS_FAMILIES:
-                yield (
-                    p,
-                    f"alias family `{family}` is not supported; use one of "
-                    + ", ".join(f"`{f}`" for f in _ALIAS_FAMILIES),
-                    "value",
-                )
-                continue
-            if family.startswith("windows") and ver != "latest":
-                yield p, f"windows alias `{alias}` may only use the version `latest`", "value"
-            if "amiFamily" in spec and fam not in ("Custom", _ALIAS_FAMILIES[family]):
-                yield (
-                    ("spec", "amiFamily"),
-                    f"amiFamily `{fam}` does not match the alias `{alias}`; use "
-                    f"`{_ALIAS_FAMILIES[family]}` or `Custom`, or drop amiFamily",
-                    "field",
-                )
-        if not aliases and "amiFamily" not in spec:
-            yield (
-                ("spec", "amiSelectorTerms"),
-                "amiFamily is required when no amiSelectorTerms entry has an alias",
-                "field",
-            )
-        for i, t in iter_dicts(terms):
-            p = ("spec", "amiSelectorTerms", i)
-            if not any(k in t for k in ("tags", "id", "name", "alias", "ssmParameter")):
-                yield p, "an amiSelectorTerms entry needs one of tags, id, name, alias or ssmParameter", "field"
-            if "id" in t and any(k in t for k in ("alias", "tags", "name", "owner")):
-                yield p + ("id",), "`id` cannot be combined with other fields in an amiSelectorTerms entry", "field"
-            if "alias" in t and any(k in t for k in ("id", "tags", "name", "owner")):
-                yield (
-                    p + ("alias",),
-                    "`alias` cannot be combined with other fields in an amiSelectorTerms entry",
-                    "field",
-                )
-            yield from _empty_tags(as_dict(t.get("tags")), p + ("tags",))
-        if aliases and len(terms) != 1:
-            yield (("spec", "amiSelectorTerms"), "an `alias` term must be the only amiSelectorTerms entry", "field")
-    for field_name, allowed in (
-        ("subnetSelectorTerms", ("tags", "id")),
-        ("securityGroupSelectorTerms", ("tags", "id", "name")),
-    ):
-        terms = spec.get(field_name)
-        if not isinstance(terms, list):
-            continue
-        if not terms:
-            yield ("spec", field_name), f"{field_name} cannot be empty", "field"
-        for i, t in iter_dicts(terms):
-            if not any(k in t for k in allowed):
-                yield (("spec", field_name, i), f"a {field_name} entry needs one of " + ", ".join(allowed), "field")
-            yield from _empty_tags(as_dict(t.get("tags")), ("spec", field_name, i, "tags"))
-        dicts = [t for _, t in iter_dicts(terms)]
-        if dicts and len(dicts) == len(terms):
-            others = [k for k in allowed if k != "id"]
-            if all("id" in t and any(k in t for k in others) for t in dicts):
-                yield (
-                    ("spec", field_name),
-                    f"`id` cannot be combined with {' or '.join(others)} in {field_name}",
-                    "field",
-                )
-            if field_name == "securityGroupSelectorTerms" and all(
-                "name" in t and ("tags" in t or "id" in t) for t in dicts
-            ):
-                yield (
-                    ("spec", field_name),
-                    "`name` cannot be combined with tags or id in securityGroupSelectorTerms",
-                    "field",
-                )
-    roots = [i for i, m in iter_dicts(spec.get("blockDeviceMappings")) if m.get("rootVolume") is True]
-    if len(roots) > 1:
-        yield (
-            ("spec", "blockDeviceMappings", roots[1], "rootVolume"),
-            "only one blockDeviceMappings entry may set rootVolume",
-            "field",
-        )
-    for i, m in iter_dicts(spec.get("blockDeviceMappings")):
-        ebs = m.get("ebs")
-        if isinstance(ebs, dict) and "snapshotID" not in ebs and "volumeSize" not in ebs:
-            yield ("spec", "blockDeviceMappings", i, "ebs"), "ebs needs snapshotID or volumeSize", "field"
-    for key in as_dict(spec.get("tags")):
-        k = str(key)
-        bad = (
-            k == ""
-            or k
-            in (
-                "eks:eks-cluster-name",
-                "karpenter.sh/nodepool",
-                "karpenter.sh/nodeclaim",
-                "karpenter.k8s.aws/ec2nodeclass",
-            )
-            or k.startswith("kubernetes.io/cluster")
-        )
-        if bad:
-            yield ("spec", "tags", key), f"tag `{k}` is restricted (Karpenter sets it)", "field"
-
-
-def _empty_tags(tags: dict[str, Any], path: Path) -> CelResult:
-    for k, v in tags.items():
-        if k == "" or v == "":
-            yield path + (k,), "empty tag keys or values are not supported", "field"
-
-
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
-def _cel_resourceflavor(obj: K8sObject) -> CelResult:
-    spec = as_dict(obj.get("spec"))
-    for i, t in iter_dicts(spec.get("nodeTaints")):
-        if "effect" in t and t.get("effect") not in _TAINT_EFFECTS:
-            yield (
-                ("spec", "nodeTaints", i, "effect"),
-                f"taint effect `{t.get('effect')}` is not one of " + ", ".join(_TAINT_EFFECTS),
-                "value",
-            )
-    for i, t in iter_dicts(spec.get("tolerations")):
-        p = ("spec", "tolerations", i)
-        op = t.get("operator")
-        if "key" not in t and op != "Exists":
-            yield p, "a toleration without a key must use operator Exists", "field"
-        if "tolerationSeconds" in t and t.get("effect") != "NoExecute":
-            yield p + ("tolerationSeconds",), "tolerationSeconds requires effect NoExecute", "field"
-        if "operator" in t and op not in ("Equal", "Exists"):
-            yield p + ("operator",), f"toleration operator `{op}` is not Equal or Exists", "value"
-        if op == "Exists" and "value" in t:
-            yield p + ("value",), "a toleration with operator Exists must not set a value", "field"
-        if "effect" in t and t.get("effect") not in _TAINT_EFFECTS:
-            yield (
-                p + ("effect",),
-                f"toleration effect `{t.get('effect')}` is not one of " + ", ".join(_TAINT_EFFECTS),
-                "value",
-            )
-
-
-_CEL: dict[tuple[str, str], Callable[[K8sObject], CelResult]] = {
-    ("karpenter.sh", "NodePool"): _cel_nodepool,
-    ("karpenter.sh", "NodeClaim"): _cel_nodeclaim,
-    ("karpenter.k8s.aws", "EC2NodeClass"): _cel_ec2nodeclass,
-    ("kueue.x-k8s.io", "ResourceFlavor"): _cel_resourceflavor,
-}
