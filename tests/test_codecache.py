@@ -386,7 +386,7 @@ def probe(code):
         for n in names:
             m = sys.modules[n]
             out[n] = [m.__file__, getattr(m, "__path__", None) and list(m.__path__), m.__spec__.origin,
-                      m.__name__, m.__package__, type(m.__spec__.loader).__name__]
+                      m.__name__, m.__package__, m.__cached__, type(m.__spec__.loader).__name__]
         import linecache, traceback
         f = sys.modules["ailint.core.model"].__spec__.origin
         out["source line"] = linecache.getline(f, 1).strip()
@@ -401,8 +401,8 @@ main()
 
 def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_path: Path) -> None:
     """A module served from the table has the `__file__`, `__path__`, `__spec__.origin`,
-    `__name__` and `__package__` it has when imported from its file, and its source is
-    found for tracebacks; only its loader differs."""
+    `__name__`, `__package__` and `__cached__` it has when imported from its file, and its
+    source is found for tracebacks; only its loader differs."""
 
     def modules(**extra: str) -> dict:
         proc = subprocess.run(
@@ -416,8 +416,8 @@ def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_pa
     modules()  # keeps them
     served = modules()
     for name in ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run"):
-        assert plain[name][5] == "SourceFileLoader" and served[name][5] == "_ModuleLoader", name
-        assert served[name][:5] == plain[name][:5], name
+        assert plain[name][6] == "SourceFileLoader" and served[name][6] == "_ModuleLoader", name
+        assert served[name][:6] == plain[name][:6], name
     assert served["source line"] == plain["source line"] != ""
 
 
