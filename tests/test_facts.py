@@ -10,7 +10,7 @@ import math
 
 import pytest
 from ailint.core.model import K8sObject, SourceFile
-from ailint.domain import instances, karpenter
+from ailint.domain import durations, instances, karpenter
 from ailint.domain.quantities import to_int
 from ailint.domain.serving import arg_int
 
@@ -56,18 +56,18 @@ def test_not_accelerator_families(family: str) -> None:
     [("90s", 90.0), ("1h30m", 5400.0), ("720h", 2592000.0), ("1.5h", 5400.0), ("0", 0.0), (300, 300.0)],
 )
 def test_parse_duration(text: object, seconds: float) -> None:
-    assert karpenter.parse_duration(text) == seconds
+    assert durations.parse_duration(text) == seconds
 
 
 def test_parse_duration_never_is_infinite() -> None:
-    assert karpenter.parse_duration("Never") == math.inf
-    assert karpenter.format_duration(math.inf) == "Never"
+    assert durations.parse_duration("Never") == math.inf
+    assert durations.format_duration(math.inf) == "Never"
 
 
 @pytest.mark.parametrize("text", ["3d", "300", "", "h", "1h 30m", float("inf"), float("nan"), True, None, "1e400h"])
 def test_parse_duration_rejects(text: object) -> None:
     # `d` is no Go unit, a bare number string has no unit, and nothing infinite but Never
-    assert karpenter.parse_duration(text) is None
+    assert durations.parse_duration(text) is None
 
 
 def test_static_pool_needs_replicas_set() -> None:

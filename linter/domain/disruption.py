@@ -17,8 +17,8 @@ import math
 
 from ailint.core.model import as_dict, iter_dicts
 from ailint.domain.context import NodePoolView
+from ailint.domain.durations import NEVER, format_duration, parse_duration
 from ailint.domain.extract import PodTemplate
-from ailint.domain.karpenter import NEVER, format_duration, is_static, parse_duration
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ def budget_blocks(pool: NodePoolView, reason: str) -> bool:
 
 def consolidation_on(pool: NodePoolView) -> bool:
     """Consolidation can remove a node that still runs pods (decision 9 and 28)."""
+    from ailint.domain.karpenter import is_static  # (NodePools only: a pod's check never imports it)
+
     if is_static(pool):
         return False
     d = _disruption(pool)
@@ -150,7 +152,6 @@ __all__ = [
     "expected_duration",
     "expire_after",
     "format_duration",
-    "is_static",
     "parse_duration",
     "protects",
     "termination_grace_period",

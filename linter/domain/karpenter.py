@@ -28,9 +28,9 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, as_dict, as_list, iter_dicts
 from ailint.domain import instances
+from ailint.domain.durations import parse_duration  # Karpenter's fields take Go durations
 from ailint.domain.extract import Requirement, requirements_from_terms
 
 TYPE_CHECKING = False
@@ -68,49 +68,6 @@ ACCELERATOR_TAINT_KEYS = (
 
 def _obj(pool: Any) -> K8sObject:
     return pool.obj if hasattr(pool, "obj") and not isinstance(pool, K8sObject) else pool
-
-
-# ---------------------------------------------------------------------------------------
-# Durations
-# ---------------------------------------------------------------------------------------
-# Go's time.ParseDuration units (no `d`: `3d` is rejected by Karpenter and the API server)
-_DUR_PART = lazy_re(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-NEVER = math.inf
-
-
-def parse_duration(value: Any) -> float | None:
-    """Seconds in a Go duration (`90s`, `1h30m`, `720h`); `Never` is infinity; None when not
-    a finite duration. A number counts as seconds; a string needs its units (`"0"` aside),
-    as in `time.ParseDuration`."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    s = str(value).strip()
-    if s == "Never":
-        return NEVER
-    if s == "0":
-        return 0.0
-    if not s:
-        return None
-    pos, total = 0, 0.0
-    for m in _DUR_PART.finditer(s):
-        if m.start() != pos:
-            return None
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    return total if pos == len(s) and math.isfinite(total) else None
-
-
-def format_duration(seconds: float) -> str:
-    if seconds == NEVER:
-        return "Never"
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return f"{int(seconds // 3600)}h"
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)}m"
-    return f"{seconds:g}s"
 
 
 # ---------------------------------------------------------------------------------------

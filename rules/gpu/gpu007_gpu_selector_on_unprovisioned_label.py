@@ -116,7 +116,7 @@ from collections.abc import Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import accelerators, karpenter
+from ailint.domain import accelerators
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, effective_tolerations, pod_node_requirements, pod_templates, untolerated
 from ailint.fix import edits
@@ -194,7 +194,7 @@ def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
     tols = effective_tolerations(pod, ert)
     terms = [[r for r in term if not _judged(r.key, list(r.values))] for term in pod_node_requirements(pod)]
     for pool in accelerators.accelerator_pools(ctx):
-        if untolerated(karpenter.tolerable_taints(pool), tols):
+        if untolerated(_tolerable_taints(pool), tols):
             continue
         if any(pool.compatible_with(t) for t in terms):
             return True
@@ -243,6 +243,14 @@ def _selectors(pod: Any) -> Iterator[tuple[str, str, list[str], tuple, bool]]:
                 continue
             vals = [str(x) for x in e.get("values") or [] if x is not None] if isinstance(e.get("values"), list) else []
             yield e["key"], op, vals, pod.path(*aff, ti, "matchExpressions", ei, "key"), False
+
+
+def _tolerable_taints(pool: Any) -> Any:
+    """`karpenter.tolerable_taints` of a NodePool, imported on the first pool: a run with
+    none (a lone pod manifest) never loads the Karpenter domain."""
+    from ailint.domain.karpenter import tolerable_taints
+
+    return tolerable_taints(pool)
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

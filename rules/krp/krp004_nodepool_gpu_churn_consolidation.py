@@ -78,6 +78,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Path, Severit
 from ailint.core.rule import Option, Options, Rule, make_fix
 from ailint.domain import karpenter
 from ailint.domain.context import Context
+from ailint.domain.durations import parse_duration
 from ailint.fix import edits
 
 TYPE_CHECKING = False
@@ -109,14 +110,14 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     info = karpenter.accelerator_info(obj)
     if info is None or not karpenter.consolidates_running_pods(obj) or _underutilized_restricted(obj):
         return
-    threshold = karpenter.parse_duration(opts.get_str("min_consolidate_after"))
+    threshold = parse_duration(opts.get_str("min_consolidate_after"))
     if threshold is None:
         threshold = 300.0
     secs, raw = karpenter.consolidate_after(obj)
     if secs is None or secs >= threshold:
         return
     target = opts.get_str("consolidate_after")
-    if karpenter.parse_duration(target) is None:
+    if parse_duration(target) is None:
         target = "1h"
     policy = karpenter.consolidation_policy(obj)
     policy_src = (

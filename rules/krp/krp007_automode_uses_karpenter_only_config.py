@@ -88,7 +88,6 @@ from collections.abc import Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Edit, Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain import karpenter
 from ailint.domain.context import Context
 from ailint.domain.extract import POD_KINDS, pod_templates
 
@@ -138,6 +137,8 @@ def _key_fix(edit: Edit | None, old: str, new: str) -> Fix | None:
 
 
 def _nodepool(obj: K8sObject) -> Iterator[Finding]:
+    from ailint.domain import karpenter  # (here: a pod of a run with no NodePool never loads it)
+
     ref = karpenter.node_class_ref(obj)
     if ref is None:
         return
@@ -189,6 +190,8 @@ def _nodepool(obj: K8sObject) -> Iterator[Finding]:
 
 def _auto_pools(ctx: Any) -> tuple[set[str], bool]:
     """(names of Auto Mode NodePools, whether the run has a self-managed NodePool)."""
+    from ailint.domain import karpenter  # (here: a pod of a run with no NodePool never loads it)
+
     auto, managed = set(), False
     for p in karpenter.nodepools(ctx):
         if karpenter.is_auto_mode(p):
@@ -239,6 +242,8 @@ def _pod_selectors(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
             continue
         if not _only_auto_mode(pod, ctx):
             continue
+        from ailint.domain import karpenter  # (here: a pod that names no Karpenter label never loads it)
+
         for k in uses:
             path = pod.path("nodeSelector", k)
             new = karpenter.auto_mode_key(str(k))
@@ -323,6 +328,8 @@ def _daemonset(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
+    if obj.kind in ("NodePool", "NodeClass"):
+        from ailint.domain import karpenter  # (here: a pod of a run with no NodePool never loads it)
     if obj.kind == "NodePool":
         if obj.group == karpenter.NODEPOOL_GROUP:
             yield from _nodepool(obj)
