@@ -100,7 +100,6 @@ from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
 from ailint.domain.extract import GPU_RESOURCES, POD_KINDS, Container, flag_value, pod_templates
 from ailint.domain.quantities import to_int
-from ailint.domain.workloads import kubeflow as kf
 from ailint.fix import edits
 from ailint.rules.trn import _training as tr
 
@@ -312,6 +311,8 @@ def _gpus_per_rank(program: list[str]) -> tuple[str, int] | None:
 def _item_path(c: Container, names: tuple[str, ...]) -> Path | None:
     """The command/args item holding the first of the flags `names` (its value item when the
     flag stands alone), else the item that runs mpirun."""
+    from ailint.domain.workloads import kubeflow as kf  # (MPIJobs only: a pod's check never loads it)
+
     fallback: Path | None = None
     for key in ("command", "args"):
         items = c.data.get(key)
@@ -340,6 +341,8 @@ def _worker_gpus(pod: Any) -> tuple[str, int] | None:
 
 
 def _mpijob(obj: Any) -> Iterator[Finding]:
+    from ailint.domain.workloads import kubeflow as kf  # (MPIJobs only: a pod's check never loads it)
+
     job = kf.mpijob(obj)
     if job is None or job.launcher_as_worker or job.implementation != "OpenMPI":
         return
