@@ -107,7 +107,8 @@ def probe(code):
     import gc
     print("MODULES", type(m).__name__,
           *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal", "zlib", "tempfile",
-                              "ailint.engine.bounded") if k in sys.modules),
+                              "ailint.engine.bounded", "ailint.domain.karpenter", "ailint.schema.report",
+                              "ailint.schema.crd_rules") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)
     print("FAMILIES", *sorted(k.rsplit(".", 1)[1] for k in sys.modules if k.startswith("ailint.domain.workloads.")),
@@ -129,7 +130,9 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     for the type checker only, `if TYPE_CHECKING:`; 2.8 ms) or `decimal` (quantities are
     exact integers; 1.7 ms); `base64` stays deferred, nor is the spilling of bounded runs
     (`ailint.engine.bounded`, with zlib), and no workload family is imported that the
-    Deployment cannot belong to or read."""
+    Deployment cannot belong to or read. Nor are the domains and passes a lone, valid
+    Deployment never calls into: the Karpenter domain (no NodePool, NodeClass or Karpenter
+    label), Kubeflow's (no MPIJob), and the schema's error reporting and CEL rules."""
     env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
     env.pop("AILINT_NO_LEAN", None)
     env.pop("AILINT_NO_CACHE", None)
@@ -162,7 +165,7 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     # a Deployment's families: its own and DRA's (whose claims any pod may use); not the
     # families that merge only their own InferenceServices with a runtime (`reads_only_own`)
     families = next(ln for ln in proc.stderr.splitlines() if ln.startswith("FAMILIES")).split()[1:]
-    assert "core" in families and "dra" in families and not {"kserve", "ome"} & set(families), families
+    assert "core" in families and "dra" in families and not {"kserve", "ome", "kubeflow"} & set(families), families
     assert "BASE64 _Deferred" in proc.stderr.splitlines() or "BASE64 NoneType" in proc.stderr.splitlines()
 
 

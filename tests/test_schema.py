@@ -338,6 +338,32 @@ def test_a_kept_scan_reads_what_a_whole_decode_reads(path, tmp_path, monkeypatch
     assert dict(kept["$defs"].items()) == whole["$defs"]
 
 
+def test_a_kept_scan_is_not_used_when_a_definition_in_the_middle_moved(tmp_path, monkeypatch):
+    """The kept scan is checked at a sample of its names (the first, every 16th and the
+    last): a definition renamed in the middle of the file, with another one shortened so
+    that the size is the same, moves the names after it, and a sampled one sees it."""
+    import os
+
+    from ailint.schema.lazydefs import load_definitions
+
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("AILINT_NO_CACHE", raising=False)
+    f = tmp_path / "d.json"
+    old = {"$defs": {f"d{i:02d}": {"type": "object", "description": "x" * 8} for i in range(40)}, "$id": "x"}
+    new = {"$defs": dict(old["$defs"]), "$id": "x"}
+    new["$defs"] = {("d005" if k == "d05" else k): v for k, v in old["$defs"].items()}
+    new["$defs"]["d30"] = {"type": "object", "description": "x" * 7}  # one character less
+    f.write_text(json.dumps(old, indent=2))
+    stamp = f.stat()
+    load_definitions(str(f))
+    assert load_definitions(str(f))["$defs"]._gvk is not None, "kept and used"
+    f.write_text(json.dumps(new, indent=2))
+    assert f.stat().st_size == stamp.st_size
+    os.utime(f, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    got = load_definitions(str(f))
+    assert got["$defs"]._gvk is None and dict(got["$defs"].items()) == new["$defs"]
+
+
 def test_a_kept_scan_that_no_longer_fits_its_file_is_not_used(tmp_path, monkeypatch):
     """A file changed in place with the same size and mtime (its names moved), a kept scan
     cut short or written under another folder's key: the file is scanned again, and what is
