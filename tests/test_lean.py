@@ -107,7 +107,7 @@ def probe(code):
     import gc
     print("MODULES", type(m).__name__,
           *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal", "zlib", "tempfile",
-                              "ailint.engine.bounded", "ailint.domain.karpenter", "ailint.schema.report",
+                              "ailint.engine.bounded", "ailint.domain.karpenter", "ailint.schema.findings",
                               "ailint.schema.crd_rules") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)

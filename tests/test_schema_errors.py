@@ -1,6 +1,6 @@
 """`ailint.schema.errors` against jsonschema: for every object it judges, the errors
 jsonschema's Draft 2020-12 validator yields (keyword, value, instance, path and schema node:
-what `ailint.schema.report` reads), and for anything else it declines."""
+what `ailint.schema.findings` reads), and for anything else it declines."""
 
 from __future__ import annotations
 

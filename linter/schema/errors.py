@@ -2,7 +2,7 @@
 
 The fast checker (`ailint.schema.validate.Compiler`) says whether an object may have an
 error; when it may, the findings come from the errors jsonschema's Draft 2020-12 validator
-yields (`ailint.schema.report` reads each one's keyword, value, instance, path and schema node).
+yields (`ailint.schema.findings` reads each one's keyword, value, instance, path and schema node).
 Most such objects are kustomize patches missing required fields or values with `${...}`
 placeholders, whose errors `_report` then drops. Importing jsonschema and running it cost
 half of the schema pass of a corpus run (0.05 s to import, 0.04 s to validate 100 objects).
@@ -86,7 +86,7 @@ class Declined(Exception):
 
 @dataclass(slots=True)
 class SchemaError:
-    """What `ailint.schema.report` reads of a jsonschema `ValidationError`."""
+    """What `ailint.schema.findings` reads of a jsonschema `ValidationError`."""
 
     validator: str
     validator_value: Any

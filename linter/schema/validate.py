@@ -7,7 +7,7 @@ it). Custom resources are validated against the compact schemas that `schemas/ge
 derives from their CRDs (`schemas/crds/`, package data of `ailint.schemas`). A few CRD
 CEL rules (`x-kubernetes-validations`) that decide whether a Karpenter or Kueue object is
 accepted are re-implemented in Python (`ailint.schema.crd_rules`), and what an object the
-fast checker rejects is told is worked out in `ailint.schema.report`: both are imported only
+fast checker rejects is told is worked out in `ailint.schema.findings`: both are imported only
 when an object needs them.
 
 Speed: every schema is loaded and compiled once per process. Each object first goes
@@ -742,7 +742,7 @@ def _core_version_finding(obj: K8sObject, group: str, kind: str, store: _CoreSto
     out.add(CODES["api-version"], obj, ("apiVersion",), msg, obj.value_span(("apiVersion",)))
 
 
-# -- what a rejected object is told (ailint.schema.report) and the CRDs' CEL rules ------------
+# -- what a rejected object is told (ailint.schema.findings) and the CRDs' CEL rules ------------
 class _Judge:
     """What `_report` asks for an object's errors: `ailint.schema.errors` where it is exact
     (most objects the fast checker sends), else the jsonschema validator `make` builds (and
@@ -763,9 +763,9 @@ class _Judge:
 
 
 def _report(obj: K8sObject, validator: Any, out: Collector, compiler: Compiler | None = None) -> None:
-    """The findings of an object the fast checker rejected (`ailint.schema.report`,
+    """The findings of an object the fast checker rejected (`ailint.schema.findings`,
     imported only then)."""
-    from ailint.schema.report import report
+    from ailint.schema.findings import report
 
     report(obj, validator, out, compiler)
 
