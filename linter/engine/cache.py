@@ -231,7 +231,9 @@ def clean(directory: str | None = None) -> tuple[str, bool]:
     for name in os.listdir(directory):
         p = os.path.join(directory, name)
         if (
-            name.startswith(("results-v", "rules-", "docs-", "families-", "code-", "defs-", "dataclass-code-"))
+            name.startswith(
+                ("results-v", "rules-", "docs-", "families-", "code-", "defs-", "entrypoints-", "dataclass-code-")
+            )
             or name == "secret"
         ):
             if os.path.isdir(p) and not os.path.islink(p):

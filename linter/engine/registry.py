@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -581,44 +582,136 @@ def entry_points(group: str) -> list[tuple[str, str]]:
     """(name, value) of the installed entry points of `group`.
 
     Reads the `entry_points.txt` of each installed distribution directly: importing
-    `importlib.metadata` costs about 20 ms, a third of a one-file run.
+    `importlib.metadata` costs about 20 ms, a third of a one-file run. What it read is kept
+    (`_kept_entry_points`) and read again only when a folder or file it read has changed:
+    the reading took 0.9 ms with 23 distributions and 5 ms with 300, as an ML team's
+    environment has.
     """
     global _EP_CACHE
     if _EP_CACHE is None:
-        import os
-        import sys
-
-        found: dict[str, list[tuple[str, str]]] = {}
-        seen: set[str] = set()
-        for base in sys.path:
-            try:
-                names = os.listdir(base or ".")
-            except OSError:
-                continue
-            for d in names:
-                if not d.endswith((".dist-info", ".egg-info")):
-                    continue
-                dist = d.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("_", "-")
-                if dist in seen:
-                    continue
-                try:
-                    with open(os.path.join(base or ".", d, "entry_points.txt"), encoding="utf-8") as fh:
-                        text = fh.read()
-                except OSError:
-                    continue
-                seen.add(dist)
-                section = ""
-                for line in text.splitlines():
-                    line = line.strip()
-                    if line.startswith("[") and line.endswith("]"):
-                        section = line[1:-1].strip()
-                    elif "=" in line and section in (RULES_GROUP, PROVIDERS_GROUP) and not line.startswith("#"):
-                        k, v = line.split("=", 1)
-                        entry = (k.strip(), v.strip())
-                        if entry not in found.setdefault(section, []):
-                            found[section].append(entry)
-        _EP_CACHE = found
+        kept = _kept_entry_points()
+        if kept is None:
+            found, stamps = _scan_entry_points()
+            _keep_entry_points(found, stamps)
+            kept = found
+        _EP_CACHE = kept
     return list(_EP_CACHE.get(group, []))
+
+
+_EP_MAGIC = b"AILE1\n"  # the kept entry points (`_kept_entry_points`)
+
+# what a reading of the entry points depends on, each as `_stamp` gives it: every folder of
+# `sys.path` (a distribution installed or removed changes its mtime), every entry_points.txt
+# read (edited in place: its own mtime and size) and every other distribution folder met
+# (an entry_points.txt added to it changes the folder's mtime)
+Stamp = tuple[str, int | None, int | None]
+
+
+def _stamp(path: str) -> Stamp:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, None, None)
+    return (path, st.st_mtime_ns, st.st_size)
+
+
+def _scan_entry_points() -> tuple[dict[str, list[tuple[str, str]]], list[Stamp]]:
+    """The entry points of ailint's groups in every distribution on `sys.path` (the first
+    distribution of a name with an entry_points.txt counts), and the stamps of what was read."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    stamps: list[Stamp] = []
+    seen: set[str] = set()
+    for folder in _search_path():
+        stamps.append(_stamp(folder))
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for d in names:
+            if not d.endswith((".dist-info", ".egg-info")):
+                continue
+            dist = d.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("_", "-")
+            if dist in seen:
+                continue
+            path = os.path.join(folder, d, "entry_points.txt")
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    st = os.fstat(fh.fileno())
+                    text = fh.read()
+            except OSError:
+                stamps.append(_stamp(os.path.join(folder, d)))
+                continue
+            stamps.append((path, st.st_mtime_ns, st.st_size))
+            seen.add(dist)
+            section = ""
+            for line in text.splitlines():
+                line = line.strip()
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif "=" in line and section in (RULES_GROUP, PROVIDERS_GROUP) and not line.startswith("#"):
+                    k, v = line.split("=", 1)
+                    entry = (k.strip(), v.strip())
+                    if entry not in found.setdefault(section, []):
+                        found[section].append(entry)
+    return found, stamps
+
+
+def _search_path() -> list[str]:
+    """`sys.path` with each folder absolute (`""` is the current folder): what a reading
+    depends on, whatever the folder a run starts in."""
+    return [os.path.abspath(base or ".") for base in sys.path]
+
+
+def _entry_points_file() -> tuple[str, bytes] | None:
+    key = "\0".join([sys.version, *_search_path()]).encode("utf-8", "surrogateescape")
+    from ailint.core.cachedir import kept_file
+
+    path = kept_file("entrypoints", key, ".bin")
+    return None if path is None else (path, key)
+
+
+def _kept_entry_points() -> dict[str, list[tuple[str, str]]] | None:
+    """What an earlier run read of the entry points of this `sys.path`, when nothing it read
+    has changed since; None otherwise (no cache, not kept, torn, changed)."""
+    where = _entry_points_file()
+    if where is None:
+        return None
+    path, key = where
+    import marshal
+
+    from ailint.core.cachedir import opened, read_secret
+
+    secret = read_secret(os.path.dirname(path))
+    if secret is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            payload = opened(_EP_MAGIC, secret, fh.read(), key)
+        if payload is None:
+            return None
+        stamps, found = marshal.loads(payload)
+        if not all(_stamp(stamp[0]) == stamp for stamp in stamps):
+            return None
+    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _keep_entry_points(found: dict[str, list[tuple[str, str]]], stamps: list[Stamp]) -> None:
+    where = _entry_points_file()
+    if where is None:
+        return
+    path, key = where
+    import marshal
+
+    from ailint.core.cachedir import keep, private_dir, sealed, secret
+
+    try:
+        directory = os.path.dirname(path)
+        private_dir(directory)
+        keep(path, sealed(_EP_MAGIC, secret(directory), marshal.dumps((stamps, found)), key), older=7)
+    except (OSError, ValueError):
+        pass  # read again next run
 
 
 def _load_entry(value: str) -> Any:
