@@ -3,8 +3,8 @@
 The results cache (`ailint.engine.cache`) and the compiled start-up code (dataclass methods
 and pattern programs, `ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
 key is this folder's `secret`: an entry another user or a torn write produced is never read.
-`sealed` and `opened` put that MAC on and check it; `write_private` writes a file whole or
-not at all; `kept_file` and `keep` name and write the files derived from a key (the rule and
+`sealed` and `opened` put that MAC on and check it (`write_sealed` and `read_sealed` for a
+file of the folder); `write_private` writes a file whole or not at all; `kept_file` and `keep` name and write the files derived from a key (the rule and
 family indexes, the kept scan of the Kubernetes definitions). Nothing here imports more than `os` and `_blake2`, so the code table can be read
 before any dataclass of ailint exists.
 """
@@ -43,6 +43,31 @@ def opened(magic: bytes, key: bytes, blob: bytes, context: bytes = b"") -> memor
     if not compare_digest(blob[n : n + MAC_BYTES], mac(key, (context, payload))):
         return None
     return payload
+
+
+def read_sealed(path: str, magic: bytes, context: bytes = b"") -> memoryview | None:
+    """The payload of the file `write_sealed` wrote at `path` in the cache folder, or None
+    when there is none, or it is torn, foreign or unreadable (never an error)."""
+    key = read_secret(os.path.dirname(path))
+    if key is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return opened(magic, key, fh.read(), context)
+    except OSError:
+        return None
+
+
+def write_sealed(path: str, magic: bytes, payload: bytes, context: bytes = b"", older: int | None = None) -> None:
+    """Keep `payload` at `path` in the cache folder behind the folder's MAC (`keep`, with
+    `older` as it takes it); never an error: what is not kept is worked out again."""
+    directory = os.path.dirname(path)
+    try:
+        private_dir(directory)
+        pieces = sealed(magic, secret(directory), payload, context)
+    except (OSError, ValueError):
+        return
+    keep(path, pieces, older=older)
 
 
 def write_private(path: str, pieces: Iterable[bytes]) -> None:

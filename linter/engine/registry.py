@@ -676,19 +676,14 @@ def _kept_entry_points() -> dict[str, list[tuple[str, str]]] | None:
     where = _entry_points_file()
     if where is None:
         return None
-    path, key = where
     import marshal
 
-    from ailint.core.cachedir import opened, read_secret
+    from ailint.core.cachedir import read_sealed
 
-    secret = read_secret(os.path.dirname(path))
-    if secret is None:
+    payload = read_sealed(where[0], _EP_MAGIC, where[1])
+    if payload is None:
         return None
     try:
-        with open(path, "rb") as fh:
-            payload = opened(_EP_MAGIC, secret, fh.read(), key)
-        if payload is None:
-            return None
         stamps, found = marshal.loads(payload)
         if not all(_stamp(stamp[0]) == stamp for stamp in stamps):
             return None
@@ -699,19 +694,12 @@ def _kept_entry_points() -> dict[str, list[tuple[str, str]]] | None:
 
 def _keep_entry_points(found: dict[str, list[tuple[str, str]]], stamps: list[Stamp]) -> None:
     where = _entry_points_file()
-    if where is None:
-        return
-    path, key = where
-    import marshal
+    if where is not None:
+        import marshal
 
-    from ailint.core.cachedir import keep, private_dir, sealed, secret
+        from ailint.core.cachedir import write_sealed
 
-    try:
-        directory = os.path.dirname(path)
-        private_dir(directory)
-        keep(path, sealed(_EP_MAGIC, secret(directory), marshal.dumps((stamps, found)), key), older=7)
-    except (OSError, ValueError):
-        pass  # read again next run
+        write_sealed(where[0], _EP_MAGIC, marshal.dumps((stamps, found)), where[1], older=7)
 
 
 def _load_entry(value: str) -> Any:

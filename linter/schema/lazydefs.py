@@ -144,19 +144,15 @@ def _kept_index(key: bytes, definitions: Any) -> dict[str, Any] | None:
     import marshal
     import mmap
 
-    from ailint.core.cachedir import opened, read_secret
+    from ailint.core.cachedir import read_sealed
 
     path = _kept_file(key)
     if path is None:
         return None
-    secret = read_secret(os.path.dirname(path))
-    if secret is None:
+    payload = read_sealed(path, _KEPT_MAGIC, key)
+    if payload is None:
         return None
     try:
-        with open(path, "rb") as fh:
-            payload = opened(_KEPT_MAGIC, secret, fh.read(), key)
-        if payload is None:
-            return None
         starts, gvk, top = marshal.loads(payload)
         data = mmap.mmap(definitions.fileno(), 0, access=mmap.ACCESS_READ)
         if not _stands(data, starts):
@@ -192,20 +188,14 @@ def _keep_index(key: bytes, lazy: dict[str, Any]) -> None:
     """Keep the scan of `lazy` for the next run (never an error)."""
     import marshal
 
+    from ailint.core.cachedir import write_sealed
+
     path = _kept_file(key)
     if path is None:
         return
     defs = lazy["$defs"]
     top = {k: v for k, v in lazy.items() if k != "$defs"}
-    payload = marshal.dumps((defs._starts, list(defs._scan_gvk()), top))
-    try:
-        from ailint.core.cachedir import private_dir, sealed, secret, write_private
-
-        directory = os.path.dirname(path)
-        private_dir(directory)
-        write_private(path, sealed(_KEPT_MAGIC, secret(directory), payload, key))
-    except (OSError, ValueError):
-        pass
+    write_sealed(path, _KEPT_MAGIC, marshal.dumps((defs._starts, list(defs._scan_gvk()), top)), key)
 
 
 def _index(text: str) -> dict[str, Any] | None:
