@@ -4,8 +4,9 @@ The results cache (`ailint.engine.cache`) and the compiled start-up code (datacl
 and pattern programs, `ailint.core.codecache`) both keep what they write there, behind a keyed BLAKE2b MAC whose
 key is this folder's `secret`: an entry another user or a torn write produced is never read.
 `sealed` and `opened` put that MAC on and check it (`write_sealed` and `read_sealed` for a
-file of the folder); `write_private` writes a file whole or not at all; `kept_file` and `keep` name and write the files derived from a key (the rule and
-family indexes, the kept scan of the Kubernetes definitions). Nothing here imports more than `os` and `_blake2`, so the code table can be read
+file of the folder); `write_private` writes a file whole or not at all; `kept_file` and
+`keep` name and write the files derived from a key (the rule and family indexes, the kept
+scan of the Kubernetes definitions, the plugin entry points). Nothing here imports more than `os` and `_blake2`, so the code table can be read
 before any dataclass of ailint exists.
 """
 

@@ -131,6 +131,15 @@ class NodePoolView:
         return {str(k): str(v) for k, v in as_dict(self.obj.get("spec", "template", "metadata", "labels")).items()}
 
     @property
+    def tolerable_taints(self) -> list[dict[str, Any]]:
+        """The taints a pod must tolerate to land on the pool's nodes
+        (`karpenter.tolerable_taints`), the Karpenter domain imported when a run first asks:
+        a run with no NodePool never loads it."""
+        from ailint.domain.karpenter import tolerable_taints
+
+        return tolerable_taints(self)
+
+    @property
     def limits(self) -> dict[str, Any]:
         return as_dict(self.obj.get("spec", "limits"))
 

@@ -3,7 +3,7 @@ pod annotations take them (`time.ParseDuration`).
 
 A module of its own so that reading a duration does not import the Karpenter domain: the
 disruption rules read a pod's `karpenter.sh/do-not-disrupt` duration whether or not any
-NodePool is in the run. `ailint.domain.karpenter` exposes the same names.
+NodePool is in the run.
 """
 
 from __future__ import annotations

@@ -589,10 +589,11 @@ def entry_points(group: str) -> list[tuple[str, str]]:
     """
     global _EP_CACHE
     if _EP_CACHE is None:
-        kept = _kept_entry_points()
+        where = _entry_points_file()
+        kept = _kept_entry_points(where)
         if kept is None:
             found, stamps = _scan_entry_points()
-            _keep_entry_points(found, stamps)
+            _keep_entry_points(where, found, stamps)
             kept = found
         _EP_CACHE = kept
     return list(_EP_CACHE.get(group, []))
@@ -670,10 +671,10 @@ def _entry_points_file() -> tuple[str, bytes] | None:
     return None if path is None else (path, key)
 
 
-def _kept_entry_points() -> dict[str, list[tuple[str, str]]] | None:
-    """What an earlier run read of the entry points of this `sys.path`, when nothing it read
-    has changed since; None otherwise (no cache, not kept, torn, changed)."""
-    where = _entry_points_file()
+def _kept_entry_points(where: tuple[str, bytes] | None) -> dict[str, list[tuple[str, str]]] | None:
+    """What an earlier run read of the entry points of this `sys.path` (kept in the file
+    `_entry_points_file` names), when nothing it read has changed since; None otherwise (no
+    cache, not kept, torn, changed)."""
     if where is None:
         return None
     import marshal
@@ -692,8 +693,9 @@ def _kept_entry_points() -> dict[str, list[tuple[str, str]]] | None:
     return found if isinstance(found, dict) else None
 
 
-def _keep_entry_points(found: dict[str, list[tuple[str, str]]], stamps: list[Stamp]) -> None:
-    where = _entry_points_file()
+def _keep_entry_points(
+    where: tuple[str, bytes] | None, found: dict[str, list[tuple[str, str]]], stamps: list[Stamp]
+) -> None:
     if where is not None:
         import marshal
 

@@ -176,17 +176,9 @@ def _taints_text(taints: list[dict[str, Any]]) -> str:
     return ", ".join(accelerators.taint_text(t) for t in taints)
 
 
-def _tolerable_taints(pool: Any) -> Any:
-    """`karpenter.tolerable_taints` of a NodePool, imported on the first pool: a run with
-    none (a lone pod manifest) never loads the Karpenter domain."""
-    from ailint.domain.karpenter import tolerable_taints
-
-    return tolerable_taints(pool)
-
-
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     ert = ctx.profile.flag("extendedResourceToleration")
-    if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(_tolerable_taints(p) for p in ctx.nodepools):
+    if not as_list(ctx.profile.get("gpuNodeTaints")) and not any(p.tolerable_taints for p in ctx.nodepools):
         return  # no taint anywhere the rule could know of
     for pod in pod_templates(obj):
         if pod.spec.get("nodeName"):
@@ -202,7 +194,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         if pools:
             blocked: list[tuple[Any, list[dict[str, Any]]]] = []
             for pool in pools:
-                bad = untolerated(_tolerable_taints(pool), tols)
+                bad = untolerated(pool.tolerable_taints, tols)
                 if not bad:
                     blocked = []
                     break

@@ -194,7 +194,7 @@ def _could_host(ctx: Any, pod: Any, ert: bool) -> bool:
     tols = effective_tolerations(pod, ert)
     terms = [[r for r in term if not _judged(r.key, list(r.values))] for term in pod_node_requirements(pod)]
     for pool in accelerators.accelerator_pools(ctx):
-        if untolerated(_tolerable_taints(pool), tols):
+        if untolerated(pool.tolerable_taints, tols):
             continue
         if any(pool.compatible_with(t) for t in terms):
             return True
@@ -243,14 +243,6 @@ def _selectors(pod: Any) -> Iterator[tuple[str, str, list[str], tuple, bool]]:
                 continue
             vals = [str(x) for x in e.get("values") or [] if x is not None] if isinstance(e.get("values"), list) else []
             yield e["key"], op, vals, pod.path(*aff, ti, "matchExpressions", ei, "key"), False
-
-
-def _tolerable_taints(pool: Any) -> Any:
-    """`karpenter.tolerable_taints` of a NodePool, imported on the first pool: a run with
-    none (a lone pod manifest) never loads the Karpenter domain."""
-    from ailint.domain.karpenter import tolerable_taints
-
-    return tolerable_taints(pool)
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

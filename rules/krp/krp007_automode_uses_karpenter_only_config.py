@@ -328,13 +328,15 @@ def _daemonset(obj: K8sObject, ctx: Any) -> Iterator[Finding]:
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    if obj.kind in ("NodePool", "NodeClass"):
-        from ailint.domain import karpenter  # (here: a pod of a run with no NodePool never loads it)
     if obj.kind == "NodePool":
+        from ailint.domain import karpenter  # (here: a pod of a run with no NodePool never loads it)
+
         if obj.group == karpenter.NODEPOOL_GROUP:
             yield from _nodepool(obj)
         return
     if obj.kind == "NodeClass":
+        from ailint.domain import karpenter
+
         if obj.group == karpenter.AUTO_MODE_GROUP and obj.name == "default":
             yield RULE.finding(
                 obj,
