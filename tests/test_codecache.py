@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ailint.core.codecache import MAGIC
 from conftest import ROOT
 
@@ -451,6 +452,75 @@ def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch
     tables[key] = (*place, st.st_size, st.st_mtime_ns)
     source.unlink()
     assert codecache._ModuleFinder.find_spec("ailint.probe", here) is None
+
+
+def _served_module(tmp_path: Path, monkeypatch, source_text: str) -> None:
+    """A table that serves `ailint.fastprobe` from `tmp_path/fastprobe.py` (`source_text`),
+    a module of the `ailint` package (`tmp_path` added to its `__path__`)."""
+    import marshal
+
+    from ailint.core import codecache
+
+    source = tmp_path / "fastprobe.py"
+    source.write_text(source_text)
+    st = source.stat()
+    code = marshal.dumps(compile(source_text, str(source), "exec"))
+    monkeypatch.setitem(codecache._state, "file", code)
+    monkeypatch.setitem(codecache._tables, "module", {})
+    monkeypatch.setattr(codecache, "_crc32", __import__("binascii").crc32)
+    import ailint
+
+    monkeypatch.setattr(ailint, "__path__", [*ailint.__path__, str(tmp_path)])
+    codecache._tables["module"][("ailint.fastprobe", "\0".join(ailint.__path__))] = (
+        0, len(code), codecache._crc32(code), str(source), None, st.st_size, st.st_mtime_ns,
+    )  # fmt: skip
+
+
+def test_the_fast_load_makes_the_module_importlib_makes(tmp_path: Path, monkeypatch) -> None:
+    """A module the table serves, loaded by `_fast_find_and_load`, has the attributes
+    importlib's own load gives it, is bound on its package and is no longer initializing;
+    a module that fails while it runs is not left in `sys.modules` nor on its package, and
+    the exception reaches the importer."""
+    from ailint.core import codecache
+
+    monkeypatch.setitem(codecache._fast, "original", lambda name, import_: pytest.fail(f"importlib loaded {name}"))
+    monkeypatch.setitem(codecache._fast, "threads", lambda: 0)
+    _served_module(tmp_path, monkeypatch, "VALUE = __name__\n")
+    monkeypatch.delitem(sys.modules, "ailint.fastprobe", raising=False)
+    try:
+        module = codecache._fast_find_and_load("ailint.fastprobe", __import__)
+        spec = module.__spec__
+        assert sys.modules["ailint.fastprobe"] is module and sys.modules["ailint"].fastprobe is module
+        assert module.VALUE == "ailint.fastprobe" and module.__file__ == spec.origin == str(tmp_path / "fastprobe.py")
+        assert module.__loader__ is spec.loader and module.__package__ == "ailint" and not spec._initializing
+        assert module.__cached__ == str(tmp_path / "__pycache__" / f"fastprobe.{sys.implementation.cache_tag}.pyc")
+        assert not hasattr(module, "__path__")
+    finally:
+        sys.modules.pop("ailint.fastprobe", None)
+        vars(sys.modules["ailint"]).pop("fastprobe", None)
+
+    _served_module(tmp_path, monkeypatch, "raise LookupError('broken at import')\n")
+    with pytest.raises(LookupError, match="broken at import"):
+        codecache._fast_find_and_load("ailint.fastprobe", __import__)
+    assert "ailint.fastprobe" not in sys.modules and not hasattr(sys.modules["ailint"], "fastprobe")
+
+
+def test_the_fast_load_leaves_other_threads_and_other_modules_to_importlib(tmp_path: Path, monkeypatch) -> None:
+    """While another thread runs (it could import the same module without the lock), under
+    `python -v`, for a module the table does not serve and for another package's module,
+    `_fast_find_and_load` hands the import to importlib's own `_find_and_load`."""
+    from ailint.core import codecache
+
+    asked: list[str] = []
+    monkeypatch.setitem(codecache._fast, "original", lambda name, import_: asked.append(name) or name)
+    monkeypatch.setitem(codecache._fast, "threads", lambda: 1)
+    _served_module(tmp_path, monkeypatch, "VALUE = 1\n")
+    assert codecache._fast_find_and_load("ailint.fastprobe", __import__) == "ailint.fastprobe"
+    monkeypatch.setitem(codecache._fast, "threads", lambda: 0)
+    assert codecache._fast_find_and_load("ailint.not_in_the_table", __import__) == "ailint.not_in_the_table"
+    assert codecache._fast_find_and_load("json.tool", __import__) == "json.tool"
+    assert asked == ["ailint.fastprobe", "ailint.not_in_the_table", "json.tool"]
+    assert "ailint.fastprobe" not in sys.modules
 
 
 def _private_copy(tmp_path: Path) -> tuple[Path, str]:
