@@ -326,6 +326,12 @@ _IGNORED = {
 
 
 _CLASSES = {"string": str, "object": dict, "array": list, "boolean": bool}
+# a value of exactly one of these classes is of the type (a subclass, a float that is an integer: ask `_is_type`)
+_EXACT: dict[str, tuple[type, ...]] = {
+    **{t: (c,) for t, c in _CLASSES.items()},
+    "integer": (int,),
+    "number": (int, float),
+}
 
 
 def _type_check(types: tuple[str, ...]) -> Callable[[Any], bool]:
@@ -336,18 +342,8 @@ def _type_check(types: tuple[str, ...]) -> Callable[[Any], bool]:
     if all(t in _CLASSES for t in types):
         classes = tuple(_CLASSES[t] for t in types)  # bool is no subclass of str, dict or list
         return lambda x: isinstance(x, classes)
-    return lambda x: any(_is_type(x, t) for t in types)
-
-
-def _items_check(f: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    def items_check(x: Any) -> bool:
-        if x.__class__ is list:
-            for i in x:
-                if not f(i):
-                    return False
-        return True
-
-    return items_check
+    exact = frozenset(c for t in types for c in _EXACT.get(t, ()))  # classes that are surely of a type
+    return lambda x: x.__class__ in exact or any(_is_type(x, t) for t in types)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -400,37 +396,53 @@ class Compiler:
             return fn
         cell: list[Callable[[Any], bool]] = []
         self.memo[key] = lambda x: cell[0](x)  # recursion placeholder
-        fn = self._build(node)
+        ref = _only_ref(node)
+        # `{$ref: X, description: ...}` is X's own checker, not one that calls it: most
+        # properties of the Kubernetes schemas are such a node (two calls fewer a value). A
+        # cycle of such nodes ends at the placeholder above, as a cycle of `lazy` ones did.
+        fn = self._build(node) if ref is None else self.compile(self.resolve(ref))
         cell.append(fn)
         self.memo[key] = fn
         return fn
 
     def _build(self, node: dict[str, Any]) -> Callable[[Any], bool]:
         checks: list[Callable[[Any], bool]] = []
+        classes: tuple[type, ...] | None = None  # a `type` that one isinstance decides
+        items: Any = _NO_ITEMS
         for k, v in node.items():
             if k in _IGNORED or k.startswith("x-") or k in ("properties", "additionalProperties", "format"):
                 continue
             if k == "$ref":
                 checks.append(self.lazy(self.resolve(v)))
             elif k == "type":
-                checks.append(_type_check(tuple(v) if isinstance(v, list) else (v,)))
+                types = tuple(v) if isinstance(v, list) else (v,)
+                classes = _type_classes(types)
+                if classes is None:
+                    checks.append(_type_check(types))
             elif k == "required":
                 # the API server applies defaults before it checks required fields
                 req = tuple(r for r in v if not self.defaulted(node, r))
 
-                def required(x: Any, req: tuple[Any, ...] = req) -> bool:
-                    return not isinstance(x, dict) or all(r in x for r in req)
+                def required(x: Any, req: frozenset[Any] = frozenset(req)) -> bool:
+                    return not isinstance(x, dict) or x.keys() >= req
 
                 checks.append(required)
             elif k == "enum":
                 allowed = list(v)
+                if allowed and all(e.__class__ is str for e in allowed):  # (most enums: one set lookup)
 
-                def in_enum(x: Any, a: list[Any] = allowed) -> bool:
-                    return any(_equal(x, e) for e in a)
+                    def in_str_enum(x: Any, a: frozenset[str] = frozenset(allowed)) -> bool:
+                        return x.__class__ is str and x in a
 
-                checks.append(in_enum)
+                    checks.append(in_str_enum)
+                else:
+
+                    def in_enum(x: Any, a: list[Any] = allowed) -> bool:
+                        return any(_equal(x, e) for e in a)
+
+                    checks.append(in_enum)
             elif k == "items":
-                checks.append(_items_check(self.lazy(v)))
+                items = v
             elif k == "pattern":
                 rx = re.compile(v)
 
@@ -509,12 +521,27 @@ class Compiler:
             checks.append(_is_quantity)
         props = node.get("properties")
         addl = node.get("additionalProperties", True)
+        # `type: object` with properties and `type: array` with items are one check each,
+        # which also decides the type (most nodes of a schema: one call a value, not three)
+        null_safe = None  # a check that says yes to null itself: alone, it needs no guard
         if props is not None or addl is not True:
-            checks.append(self._object_check(props or {}, addl))
+            strict = classes == (dict,)
+            null_safe = self._object_check(props or {}, addl, strict)
+            checks.append(null_safe)
+            classes = None if strict else classes
+        if items is not _NO_ITEMS:
+            strict = classes == (list,)
+            null_safe = self._items_check(items, strict)
+            checks.append(null_safe)
+            classes = None if strict else classes
+        if classes is not None:
+            return _typed(classes, checks)
         if not checks:
             return _always
         if len(checks) == 1:
             only = checks[0]
+            if only is null_safe:
+                return only
             return lambda x: x is None or only(x)
         if len(checks) == 2:
             a, b = checks
@@ -531,8 +558,9 @@ class Compiler:
 
         return node_check
 
-    def _object_check(self, props: dict[str, Any], addl: Any) -> Callable[[Any], bool]:
-        """properties + additionalProperties; each property compiled on first use."""
+    def _object_check(self, props: dict[str, Any], addl: Any, strict: bool = False) -> Callable[[Any], bool]:
+        """properties + additionalProperties; each property compiled on first use. `strict`:
+        also `type: object` (anything but a mapping or null fails)."""
         compiled: dict[str, Callable[[Any], bool]] = {}
         compile_ = self.compile
         rest: Callable[[Any], bool] | None = None if addl is True else (_never_unless_null if addl is False else None)
@@ -540,7 +568,7 @@ class Compiler:
         def obj_check(x: Any) -> bool:
             nonlocal rest
             if not isinstance(x, dict):
-                return True
+                return x is None or not strict
             for k, v in x.items():
                 f = compiled.get(k)
                 if f is None:
@@ -559,6 +587,25 @@ class Compiler:
 
         return obj_check
 
+    def _items_check(self, node: Any, strict: bool = False) -> Callable[[Any], bool]:
+        """Each item checked by `node`'s checker, compiled on the first list it meets and
+        then called directly (not through a `lazy` wrapper once per item). `strict`: also
+        `type: array` (anything but a list or null fails)."""
+        cell: list[Callable[[Any], bool]] = []
+        compile_ = self.compile
+
+        def items_check(x: Any) -> bool:
+            if not isinstance(x, list):
+                return x is None or not strict
+            if x:
+                f = cell[0] if cell else _first(cell, compile_, node)
+                for i in x:
+                    if not f(i):
+                        return False
+            return True
+
+        return items_check
+
     def lazy(self, node: Any) -> Callable[[Any], bool]:
         """A checker for `node` compiled on its first call (most of a schema is never used)."""
         if node is True or node == {}:
@@ -574,6 +621,57 @@ class Compiler:
             return cell[0](x)
 
         return run
+
+
+_NO_ITEMS = object()  # a node without `items`
+
+
+def _typed(classes: tuple[type, ...], checks: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
+    """A node's checker whose `type` is an isinstance of `classes`, then `checks` (null passes)."""
+    if not checks:
+        return lambda x: x is None or isinstance(x, classes)
+    if len(checks) == 1:
+        only = checks[0]
+        return lambda x: x is None or (isinstance(x, classes) and only(x))
+    tup = tuple(checks)
+
+    def typed_check(x: Any) -> bool:
+        if x is None:
+            return True
+        if not isinstance(x, classes):
+            return False
+        for c in tup:  # noqa: SIM110 - a loop, not `all()` over a generator (as `node_check`)
+            if not c(x):
+                return False
+        return True
+
+    return typed_check
+
+
+def _type_classes(types: tuple[str, ...]) -> tuple[type, ...] | None:
+    """The classes whose instances are exactly the values of a JSON Schema `type` but null
+    (null passes every check), when one isinstance decides it; None otherwise."""
+    named = tuple(t for t in types if t != "null")
+    if not named or not all(t in _CLASSES for t in named):
+        return None
+    return tuple(_CLASSES[t] for t in named)  # bool is no subclass of str, dict or list
+
+
+def _first(cell: list[Callable[[Any], bool]], compile_: Callable[[Any], Callable[[Any], bool]], node: Any) -> Any:
+    """`node` compiled into `cell`, on first use."""
+    cell.append(compile_(node))
+    return cell[0]
+
+
+def _only_ref(node: Any) -> str | None:
+    """The `$ref` of a schema node that says nothing else the checker reads, or None."""
+    ref = node.get("$ref") if node.__class__ is dict else None
+    if ref.__class__ is not str:
+        return None
+    for k in node:
+        if k != "$ref" and k not in _IGNORED and not k.startswith("x-"):
+            return None
+    return ref  # type: ignore[no-any-return]
 
 
 def _always(x: Any) -> bool:
