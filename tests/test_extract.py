@@ -43,3 +43,30 @@ def test_shell_split_examples():
     assert shell_split("a''b '' \"\"") == ["ab", "", ""]
     for broken in ("echo 'unclosed", 'echo "unclosed', "ends with \\"):
         assert _fast(broken) == _shlex(broken) == "error"
+
+
+_ANNOTATIONS = st.dictionaries(
+    st.sampled_from(["ailint.io/role", "a", "b"]),
+    st.one_of(st.none(), st.sampled_from(["", "agent", "0"]), st.integers(0, 1)),
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(own=_ANNOTATIONS, template=st.one_of(st.none(), _ANNOTATIONS), key=st.sampled_from(["ailint.io/role", "a", "c"]))
+def test_one_annotation_is_the_merged_maps(own, template, key):
+    """`PodTemplate.annotation(key)` reads the one key of the merged annotations (the
+    template's over the object's, a null or empty value included) without merging them."""
+    from ailint.core.model import K8sObject, SourceFile
+    from ailint.domain.extract import pod_templates
+
+    meta = {} if template is None else {"annotations": template}
+    data = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x", "annotations": own},
+        "spec": {"template": {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
+    (pod,) = pod_templates(K8sObject(SourceFile("-", "-", ""), 0, data, {}))
+    assert pod.annotation(key) == pod.all_annotations().get(key)
+    assert pod.annotation(key, "unset") == pod.all_annotations().get(key, "unset")

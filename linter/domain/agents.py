@@ -51,7 +51,7 @@ _CODE_EXEC_CMD = lazy_re(
 def executes_code(pod: PodTemplate) -> bool:
     """An agent pod that runs generated code: an agent-sandbox object, a code-interpreter,
     Jupyter-kernel or sandbox-exec image or entrypoint, or `ailint.io/code-execution: "true"`."""
-    ann = pod.all_annotations().get(CODE_EXEC_ANNOTATION)
+    ann = pod.annotation(CODE_EXEC_ANNOTATION)
     if ann is not None:
         return str(ann).strip().lower() in ("true", "yes", "1")
     if not is_agent_pod(pod):

@@ -169,6 +169,14 @@ class PodTemplate(_Memo):
         out.update(self.annotations)
         return out
 
+    def annotation(self, key: str, default: Any = None) -> Any:
+        """`all_annotations().get(key, default)` without merging the two maps (rules ask for
+        one key, of every pod, many times a run)."""
+        own = self.annotations
+        if key in own:
+            return own[key]
+        return self.obj.annotations.get(key, default)
+
     def path(self, *rest: Any) -> Path:
         return self.spec_path + rest
 

@@ -67,7 +67,7 @@ class GatewayAuth:
 
 # -- at the pod: Istio --------------------------------------------------------------------
 def _sidecar_off(pod: PodTemplate) -> bool:
-    vals = [pod.all_annotations().get(_INJECT), pod.labels.get(_INJECT)]
+    vals = [pod.annotation(_INJECT), pod.labels.get(_INJECT)]
     return any(str(v).strip().lower() == "false" for v in vals if v is not None)
 
 

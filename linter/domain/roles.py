@@ -342,7 +342,7 @@ def prime(obj: K8sObject) -> None:
 
 
 def role_override(pod: PodTemplate) -> str | None:
-    v = pod.all_annotations().get(ROLE_ANNOTATION)
+    v = pod.annotation(ROLE_ANNOTATION)
     return str(v).strip().lower() if v else None
 
 

@@ -499,7 +499,7 @@ def _flag_where(c: Container, flags: tuple[str, ...], value: Any) -> Path:
 def model_size_bytes_hint(pod: PodTemplate, mid: str | None) -> float | None:
     """Model size from `ailint.io/model-size`, else a parameter count in the id (`8B` -> 16 GB
     at 16-bit). None when unknown."""
-    ann = pod.all_annotations().get("ailint.io/model-size")
+    ann = pod.annotation("ailint.io/model-size")
     q = parse_quantity(ann) if ann is not None else None
     if q:
         return q

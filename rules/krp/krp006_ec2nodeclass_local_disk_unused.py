@@ -163,9 +163,9 @@ def _pods_use_nvme(ctx: Any) -> list[Any]:
 
 def _pod_disk_need(pod: Any) -> float:
     total = 0.0
-    ann = pod.all_annotations()
     for key in ("ailint.io/image-size", "ailint.io/model-size"):
-        q = parse_quantity(str(ann.get(key))) if ann.get(key) is not None else None
+        value = pod.annotation(key)
+        q = parse_quantity(str(value)) if value is not None else None
         if q:
             total += q
     for _, v in iter_dicts(pod.spec.get("volumes")):

@@ -134,7 +134,7 @@ def _ns_selected(sel: Any, monitor: Any, ns: str) -> bool:
 
 def _scraped(obj: Any, pod: Any, ctx: Any) -> bool:
     ns = _ns(obj)
-    if str(pod.all_annotations().get("prometheus.io/scrape", "")).lower() == "true":
+    if str(pod.annotation("prometheus.io/scrape", "")).lower() == "true":
         return True
     for m in ctx.of_kind("PodMonitor", "PodMonitoring", "VMPodScrape"):
         if _ns_selected(m.get("spec", "namespaceSelector"), m, ns) and may_select(

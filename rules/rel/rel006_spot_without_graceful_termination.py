@@ -308,18 +308,16 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                     "traffic while shutting down; add a preStop pause",
                     fix=make_fix("add a 15 s preStop sleep", [_prestop_edit(obj, c)], unsafe=True),
                 )
-        if training:
-            ann = pod.all_annotations()
-            if str(ann.get("karpenter.sh/do-not-disrupt", "")).lower() == "true":
-                path = (pod.meta_path or ("metadata",)) + ("annotations", "karpenter.sh/do-not-disrupt")
-                if not obj.has(path):
-                    path = ("metadata", "annotations", "karpenter.sh/do-not-disrupt")
-                yield RULE.finding(
-                    obj,
-                    path,
-                    f"training pod on Spot ({why}) relies on karpenter.sh/do-not-disrupt, "
-                    "which Spot interruptions ignore; checkpoint often or use on-demand",
-                )
+        if training and str(pod.annotation("karpenter.sh/do-not-disrupt", "")).lower() == "true":
+            path = (pod.meta_path or ("metadata",)) + ("annotations", "karpenter.sh/do-not-disrupt")
+            if not obj.has(path):
+                path = ("metadata", "annotations", "karpenter.sh/do-not-disrupt")
+            yield RULE.finding(
+                obj,
+                path,
+                f"training pod on Spot ({why}) relies on karpenter.sh/do-not-disrupt, "
+                "which Spot interruptions ignore; checkpoint often or use on-demand",
+            )
 
 
 def _prestop_edit(obj: Any, c: Any) -> Any:
