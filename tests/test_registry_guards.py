@@ -123,3 +123,46 @@ def test_kind_index_answers_what_each_rule_says_of_every_kind():
         assert obj.group == group
         want = [n for n, rule in enumerate(rules) if rule.applies_to(obj)]
         assert index.matching(kind, group) == want, (kind, group)
+
+
+def test_a_rule_that_crashes_is_an_ail003_finding_and_the_run_goes_on(tmp_path):
+    """A check that raises, and a rule whose module cannot be imported, each become an
+    AIL003 finding on the object (the exception, where it was raised), and the other rules
+    still run on it: no traceback reaches the user."""
+    from ailint.core.model import Severity
+    from ailint.core.rule import Rule, Scope
+    from ailint.engine.config import Settings
+    from ailint.engine.registry import RegisteredRule, _LazyCheck
+    from ailint.engine.run import lint
+
+    def boom(obj, ctx, opts):
+        raise ZeroDivisionError("the rule divided by zero")
+        yield  # a generator, as checks are
+
+    def fine(obj, ctx, opts):
+        from ailint.core.model import Finding
+
+        yield Finding("XOK001", "still-runs", Severity.INFO, "ran", obj.file, obj.span(()), obj.ref)
+
+    def declared(code: str, name: str, scope: Scope = Scope.OBJECT) -> Rule:
+        return Rule(
+            code=code, name=name, severity=Severity.WARNING, summary="a test rule", kinds=("ConfigMap",), scope=scope
+        )
+
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    rules = [
+        RegisteredRule(declared("XCR001", "crashes"), boom, "doc", "tests"),
+        RegisteredRule(
+            declared("XCR002", "cannot-import", Scope.BUNDLE), _LazyCheck("ailint.rules.no_such_rule"), "doc", "tests"
+        ),
+        RegisteredRule(declared("XOK001", "still-runs"), fine, "doc", "tests"),
+        all_rules()["AIL003"],
+    ]
+    result = lint([str(manifest)], Settings(root=str(tmp_path)), rules=rules)
+    by_code = {}
+    for f in result.findings:
+        by_code.setdefault(f.code, []).append(f.message)
+    assert [m for m in by_code["AIL003"] if m.startswith("XCR001 crashed on this object (ZeroDivisionError")], by_code
+    assert [m for m in by_code["AIL003"] if m.startswith("XCR002 crashed on this object (ModuleNotFoundError")], by_code
+    assert by_code["XOK001"] == ["ran"]

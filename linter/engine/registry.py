@@ -136,6 +136,23 @@ class _LazyCheck:
     def __reduce__(self) -> tuple[Any, ...]:
         return (_LazyCheck, (self.module,))
 
+    def resolve(self) -> Callable[..., Iterator[Finding]]:
+        """The rule module's `check`, imported now if it was not yet."""
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = importlib.import_module(self.module).check
+        return fn
+
+
+def check_function(reg: RegisteredRule) -> Callable[..., Iterator[Finding]]:
+    """The function that checks for `reg`: its module's `check` (imported now, for a rule of
+    the index), or the function it was registered with."""
+    check = reg.check
+    if isinstance(check, _LazyCheck):
+        return check.resolve()
+    assert check is not None
+    return check
+
 
 # -- the rule index: rule metadata without importing 80 rule modules ------------------------
 # Discovery imports every rule module (and the helper modules and regexes they pull in): a
