@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Foreign, K8sObject
 from ailint.core.pkgdata import submodules
-from ailint.domain.extract import PodTemplate, take_carried_facts
+from ailint.domain.extract import TEMPLATES_MEMO, PodTemplate, take_carried_facts
 from ailint.domain.quantities import parse_quantity
 from ailint.domain.workloads.base import Catalog, Facts, Family, Kind, written
 
@@ -324,7 +324,7 @@ def bind(obj: K8sObject, catalog: Catalog) -> None:
         pods = list(_templates(obj, catalog))
     except Exception:
         return  # the unmerged templates stay; the rule that reads them reports a crash
-    obj.memo = {"pod_templates": pods}
+    obj.memo = {TEMPLATES_MEMO: pods}
 
 
 def relocate(f: Finding, obj: K8sObject, hidden: frozenset[str] = frozenset()) -> Finding:
@@ -355,13 +355,13 @@ def pod_templates(obj: K8sObject, catalog: Catalog | None = None) -> Iterator[Po
     if catalog is not None:
         return _templates(obj, catalog)
     memo = obj.memo
-    found = memo.get("pod_templates") if memo is not None else None
+    found = memo.get(TEMPLATES_MEMO) if memo is not None else None
     if found is None:
         try:
             if obj.carried is None:
-                found = obj.cached("pod_templates", lambda: list(_templates(obj, None)))
+                found = obj.cached(TEMPLATES_MEMO, lambda: list(_templates(obj, None)))
             else:  # with what the process that parsed it knew of them (`extract.carry_facts`)
-                found = obj.cached("pod_templates", lambda: take_carried_facts(obj, list(_templates(obj, None))))
+                found = obj.cached(TEMPLATES_MEMO, lambda: take_carried_facts(obj, list(_templates(obj, None))))
         except Exception:
             return _templates(obj, None)  # the rule that asked reports the crash (AIL003)
     return iter(found)
