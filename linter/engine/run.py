@@ -83,9 +83,10 @@ class Engine:
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
     _kind_index: dict[bool, KindIndex] = field(default_factory=dict)  # per pool (bundle or not)
     _projects: Any = None  # `projects()`
-    # per rule (by identity): its check function itself (a lazy one resolved on first call)
-    # and its options, so that each of the 46,000 calls of a corpus run is one call
-    _calls: dict[int, tuple[Callable[..., Any], Options]] = field(default_factory=dict)
+    # per rule (hashed by identity, held here: no id is reused): its check function itself
+    # (a lazy one resolved on first call) and its options, so that each of the 46,000 calls
+    # of a corpus run is one call
+    _calls: dict[RegisteredRule, tuple[Callable[..., Any], Options]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for reg in self.rules:
@@ -142,9 +143,9 @@ class Engine:
         """`reg` on `obj`, which `rules_for` matched already (the dispatch table: kinds are
         not asked again per call); a crash is an AIL003 finding."""
         try:
-            call = self._calls.get(id(reg))
+            call = self._calls.get(reg)
             if call is None:
-                call = self._calls[id(reg)] = (registry.check_function(reg), self._options[reg.rule.code])
+                call = self._calls[reg] = (registry.check_function(reg), self._options[reg.rule.code])
             found = list(call[0](obj, ctx, call[1]))
         except Exception as exc:
             if self.debug or isinstance(exc, FileChangedError):  # an input edited during the run
