@@ -290,6 +290,15 @@ def _fix_quantity(v: Any) -> str | None:
     return s if s != v and QUANTITY_RE.match(s) else None
 
 
+# the bounds on a list's items and a mapping's fields: (what is counted, the bound)
+_COUNT_BOUNDS = {
+    "minItems": ("items", "at least"),
+    "maxItems": ("items", "at most"),
+    "minProperties": ("fields", "at least"),
+    "maxProperties": ("fields", "at most"),
+}
+
+
 def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: Any) -> str:
     where, raw = _where(path), _shown(obj, path, inst)
     if kw == "pattern":
@@ -303,14 +312,9 @@ def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: A
         return f"{where} is too short (at least {value} characters)"
     if kw == "maxLength":
         return f"{where} is {len(inst)} characters long; at most {value} are allowed"
-    if kw == "minItems":
-        return f"{where} has {len(inst)} items; at least {value} are required"
-    if kw == "maxItems":
-        return f"{where} has {len(inst)} items; at most {value} are allowed"
-    if kw == "minProperties":
-        return f"{where} has {len(inst)} fields; at least {value} are required"
-    if kw == "maxProperties":
-        return f"{where} has {len(inst)} fields; at most {value} are allowed"
+    if kw in _COUNT_BOUNDS:
+        what, bound = _COUNT_BOUNDS[kw]
+        return f"{where} has {len(inst)} {what}; {bound} {value} are {'required' if bound == 'at least' else 'allowed'}"
     if kw == "uniqueItems":
         return f"{where} has duplicate items"
     return f"{where} is invalid ({kw})"
