@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from ailint.core.model import Severity, SourceFile
 from ailint.domain.context import Context
 from ailint.domain.descheduler import policies_in
@@ -108,3 +109,48 @@ subjects: [{kind: Group, name: "system:serviceaccounts:a"}]
     pod = next(agent_templates(objs[0]))
     assert service_account(pod) == ("a", "default")
     assert sorted(b.name for b in bindings_for(ctx, ("a", "default"))) == ["crb", "rb"]
+
+
+AGENT_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: a}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: main
+          image: registry.example.com/{name}:1
+          env: [{{name: OPENAI_API_KEY, valueFrom: {{secretKeyRef: {{name: k, key: k}}}}}}]
+"""
+
+
+def _agent_decisions(name):
+    from ailint.domain.extract import pod_templates
+    from ailint.domain.roles import is_agent_pod
+
+    (obj,) = _objs(AGENT_DEPLOYMENT.format(name=name))
+    (pod,) = pod_templates(obj)
+    return is_agent_pod(pod), len(list(agent_templates(obj)))
+
+
+@pytest.mark.parametrize(
+    ("name", "agent"),
+    [
+        ("research-agent", True),
+        ("dialog-agent", True),  # not a log agent: an infrastructure name starts a word
+        ("catalog-assistant", True),
+        ("datadog-agent", False),
+        ("security-agent", False),  # infrastructure names once listed for RBAC only
+        ("backup-agent", False),
+        ("ci-runner-agent", False),
+        ("volcano-agent", False),  # and once for the role decision only
+        ("tailscale-agent", False),
+        ("amazon-cloudwatch-agent", False),
+    ],
+)
+def test_agent_decisions_read_one_infrastructure_list(name, agent):
+    """The role decision (`roles.is_agent_pod`) and RBAC's (`rbac.agent_templates`, SEC001)
+    take the same infrastructure agents out: each had a list of its own, and a name one of
+    them listed was an AI agent to the other."""
+    assert _agent_decisions(name) == (agent, int(agent))

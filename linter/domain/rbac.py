@@ -15,14 +15,12 @@ cluster-wide `pods/log` reads are warnings.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ailint.core.lazyre import lazy_re
 from ailint.core.model import K8sObject, Severity, as_dict, as_list, iter_dicts
 from ailint.domain.extract import PodTemplate, is_pod_kind, pod_templates
-from ailint.domain.roles import is_agent_pod, name_words, role_override
+from ailint.domain.roles import agent_words, is_agent_pod, name_words, role_override
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,25 +57,6 @@ SANDBOX_KINDS = ("Sandbox", "SandboxTemplate")
 # ---------------------------------------------------------------------------------------
 # Agent workloads
 # ---------------------------------------------------------------------------------------
-_AGENT_RE = lazy_re(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
-# Infrastructure "agents" (telemetry, security, node and CI agents) are not AI agents.
-_INFRA_AGENT_RE = lazy_re(
-    r"(datadog|dd|cloudwatch|cwagent|fluent[a-z-]*|otel|opentelemetry|adot|newrelic|nri|dynatrace|oneagent|splunk|"
-    r"elastic|filebeat|metricbeat|grafana|alloy|jaeger|zipkin|xray|x-ray|node|host|ssm|pod-identity|spire|vault|"
-    r"consul|teleport|kube|falcon|crowdstrike|sysdig|wiz|aqua|twistlock|prisma|lacework|instana|appdynamics|"
-    r"signalfx|sumologic|loki|promtail|vector|velero|calico|cilium|istio|linkerd|gitlab|github|buildkite|jenkins|"
-    r"azure|drone|tekton|ci|runner|build|ecs|nvidia|dcgm|neuron|efa|gpu|honeycomb|lightstep|coralogix|logzio|"
-    r"chaos|litmus|osquery|wazuh|qualys|tenable|snyk|trivy|kubescape|monitoring|metrics|logging|log|telemetry|"
-    r"tracing|trace|apm|security|backup|network|csi|storage|cluster|health|scheduler|system)[-_.]?agents?"
-    r"|agent[-_.]?(injector|exporter|operator-webhook)",
-    re.I,
-)
-
-
-def _agent_token(text: str) -> bool:
-    return bool(_AGENT_RE.search(_INFRA_AGENT_RE.sub(" ", text.lower())))
-
-
 def sandbox_templates(obj: K8sObject) -> Iterator[PodTemplate]:
     """agent-sandbox `Sandbox`/`SandboxTemplate`: `spec.podTemplate {metadata, spec}`."""
     if obj.kind in SANDBOX_KINDS and isinstance(obj.get("spec", "podTemplate", "spec"), dict):
@@ -99,7 +78,7 @@ def agent_templates(obj: K8sObject) -> Iterator[PodTemplate]:
             continue
         if obj.kind == "DaemonSet" or not is_agent_pod(pod):
             continue
-        if any(_agent_token(n) for n in name_words(pod)):
+        if any(agent_words(n) for n in name_words(pod)):
             yield pod
 
 

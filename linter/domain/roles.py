@@ -297,14 +297,21 @@ _TRAIN_CMD = lazy_re(
     r"\b(torchrun|deepspeed|accelerate launch|ray\.train|torch\.distributed\.run|"
     r"torch\.distributed\.launch|mpirun|horovodrun)\b"
 )
-_AGENT_RE = lazy_re(r"(^|[^a-z])(agent|mcp|copilot|assistant|sandbox)([^a-z]|$)")
-# Infrastructure "agents" (node, log, metrics, CI and secret agents) are not AI agents.
+# Infrastructure "agents" (node, log, metrics, tracing, security, CI and secret agents) are
+# not AI agents: their names are taken out of a pod's words before the agent words are looked
+# for. One list, read by the agent decisions here and by RBAC's (`ailint.domain.rbac`). A
+# name matches only where it starts a word (`dialog-agent` is no log agent).
 _INFRA_AGENT_RE = lazy_re(
-    r"(cloudwatch|amazon-cloudwatch|cwagent|datadog|dd|newrelic|nri|ssm|elastic|grafana|vault|consul|spire|"
-    r"otel|opentelemetry|fluent|fluentd|fluent-bit|volcano|vc|node|localmodelnode|kube|calico|cilium|dynatrace|"
-    r"sysdig|falco|jaeger|zipkin|beats|filebeat|logging|monitoring|metrics|buildkite|jenkins|gitlab|github|"
-    r"azure-pipelines|teleport|tailscale|in-place-restart|restart|efa|neuron|dcgm)[-_]?agent|"
-    r"agent[-_]?(scheduler|injector)"
+    r"(?<![a-z0-9])(amazon-cloudwatch|cloudwatch|cwagent|datadog|dd|newrelic|nri|dynatrace|oneagent|splunk|"
+    r"elastic|beats|filebeat|metricbeat|grafana|alloy|jaeger|zipkin|xray|x-ray|otel|opentelemetry|adot|"
+    r"fluent[a-z-]*|honeycomb|lightstep|coralogix|logzio|signalfx|sumologic|instana|appdynamics|loki|promtail|"
+    r"vector|node|localmodelnode|host|ssm|pod-identity|spire|vault|consul|teleport|tailscale|kube|volcano|vc|"
+    r"calico|cilium|istio|linkerd|falco|falcon|crowdstrike|sysdig|wiz|aqua|twistlock|prisma|lacework|chaos|"
+    r"litmus|osquery|wazuh|qualys|tenable|snyk|trivy|kubescape|velero|gitlab|github|buildkite|jenkins|azure|"
+    r"azure-pipelines|drone|tekton|ci|runner|build|ecs|nvidia|dcgm|neuron|efa|gpu|in-place-restart|restart|"
+    r"monitoring|metrics|logging|log|telemetry|tracing|trace|apm|security|backup|network|csi|storage|"
+    r"cluster|health|scheduler|system)[-_.]?agents?"
+    r"|agent[-_.]?(scheduler|injector|exporter|operator-webhook)"
 )
 
 
@@ -436,6 +443,12 @@ def name_words(pod: PodTemplate) -> list[str]:
     return names
 
 
+def agent_words(text: str) -> set[str]:
+    """The agent words (`agent`, `mcp`, `copilot`, `assistant`, `sandbox`) in `text` once
+    infrastructure agents' names are taken out of it."""
+    return {m.group(1) for m in _AGENT_WORD.finditer(_INFRA_AGENT_RE.sub(" ", text.lower()))}
+
+
 def _is_agent_pod(pod: PodTemplate) -> bool:
     ov = declared_role(pod)
     if ov:
@@ -447,9 +460,7 @@ def _is_agent_pod(pod: PodTemplate) -> bool:
         return False  # model servers and their endpoint picker
     if obj.kind == "DaemonSet":
         return False  # node agents (log shippers, device plugins, exporters)
-    names = name_words(pod)
-    text = _INFRA_AGENT_RE.sub(" ", " ".join(n.lower() for n in names))
-    words = {m.group(1) for m in _AGENT_WORD.finditer(text)}
+    words = agent_words(" ".join(name_words(pod)))
     if not words:
         return False
     if not words <= _AMBIGUOUS_AGENT_WORDS:
