@@ -25,7 +25,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+# (compiled where it is used: at import, before the code table serves `re`, it cost 0.17 ms
+# of every run, and most runs echo nothing through click)
+_ANSI = r"\033\[[;?0-9]*[a-zA-Z]"
 
 
 class _Unsupported(Exception):
@@ -196,7 +198,7 @@ class _Recorder:
         if nl:
             text += "\n"
         if color is not True and not _isatty(stream):
-            text = _ANSI.sub("", text)
+            text = re.sub(_ANSI, "", text)
         stream.write(text)
         stream.flush()
 
