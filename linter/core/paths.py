@@ -12,11 +12,14 @@ import functools
 import os
 
 
-def repository_root(start: str) -> str | None:
-    """The git work tree holding `start` (a `.git` folder or file above it), or None."""
-    cur = os.path.abspath(start)
+def repository_root(start: str, real: bool = False) -> str | None:
+    """The git work tree holding `start`: the nearest folder at or above it that holds
+    `.git` (a folder, or a file in a worktree or submodule), or None outside a repository.
+    `real`: walked up from `start`'s real path, as the project boundary sees folders
+    (`ailint.engine.boundary`); else from its absolute path, as reports name them."""
+    cur = os.path.realpath(start) if real else os.path.abspath(start)
     while True:
-        if os.path.exists(os.path.join(cur, ".git")):
+        if os.path.lexists(os.path.join(cur, ".git")):
             return cur
         parent = os.path.dirname(cur)
         if parent == cur:

@@ -30,20 +30,9 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ailint.core.paths import repository_root
+
 SPECIAL_TREES = ("/proc", "/sys", "/dev")
-
-
-def git_toplevel(start: str) -> str | None:
-    """The nearest folder at or above `start` holding `.git` (a folder, or a file in a
-    worktree or submodule), as a real path; None outside a repository."""
-    cur = os.path.realpath(start)
-    while True:
-        if os.path.lexists(os.path.join(cur, ".git")):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
 
 
 def _under(real: str, root: str) -> bool:
@@ -87,7 +76,7 @@ class Boundary:
             is_dir = os.path.isdir(absolute) and not is_link
             # the repository the path is in, looked up from where the path itself lives
             where = absolute if is_dir else os.path.dirname(absolute)
-            top = git_toplevel(where)
+            top = repository_root(where, real=True)
             add(top)
             if top is None and not config_root:
                 add(os.path.realpath(where))
