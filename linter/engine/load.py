@@ -211,16 +211,9 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             mark = exc.problem_mark or exc.context_mark
             span = mark_span(mark, mark) if mark else Span(1, 1, 1, 2)
             if has_template:
-                m = _TEMPLATE_RE.search(text)
-                assert m is not None
-                line, col = source.position(m.start())
                 result.findings.append(
-                    yml_finding(
-                        "YML002",
-                        display,
-                        Span(line, col, line, col + 2),
-                        "unrendered Helm/Go template: lint the output of `helm template` instead "
-                        f"(YAML parse stopped at line {span.line}: {exc.problem or exc.context})",
+                    _template_finding(
+                        source, display, f" (YAML parse stopped at line {span.line}: {exc.problem or exc.context})"
                     )
                 )
             else:
@@ -274,17 +267,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             continue
         if conv.complex_keys and has_template:
             # `image: {{ .Values.image }}` parses as a flow mapping used as a key.
-            m = _TEMPLATE_RE.search(text)
-            assert m is not None
-            line, col = source.position(m.start())
-            result.findings.append(
-                yml_finding(
-                    "YML002",
-                    display,
-                    Span(line, col, line, col + 2),
-                    "unrendered Helm/Go template: lint the output of `helm template` instead",
-                )
-            )
+            result.findings.append(_template_finding(source, display))
             return result
         result.findings.extend(_problems(conv.findings, display))
         start_line = node.start_mark.line + 1
@@ -295,6 +278,19 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                 template = sources[i][1]
         _add_objects(result, source, doc_index, data, conv.positions, template, node)
     return result
+
+
+def _template_finding(source: SourceFile, display: str, why: str = "") -> Finding:
+    """YML002 at the text's first `{{`: a Helm or Go template that was not rendered."""
+    m = _TEMPLATE_RE.search(source.text)
+    assert m is not None  # (asked only of a text that holds one)
+    line, col = source.position(m.start())
+    return yml_finding(
+        "YML002",
+        display,
+        Span(line, col, line, col + 2),
+        f"unrendered Helm/Go template: lint the output of `helm template` instead{why}",
+    )
 
 
 def _add_objects(
