@@ -290,12 +290,12 @@ def _fix_quantity(v: Any) -> str | None:
     return s if s != v and QUANTITY_RE.match(s) else None
 
 
-# the bounds on a list's items and a mapping's fields: (what is counted, the bound)
+# the bounds on a list's items and a mapping's fields: (what is counted, the bound, what it says of them)
 _COUNT_BOUNDS = {
-    "minItems": ("items", "at least"),
-    "maxItems": ("items", "at most"),
-    "minProperties": ("fields", "at least"),
-    "maxProperties": ("fields", "at most"),
+    "minItems": ("items", "at least", "required"),
+    "maxItems": ("items", "at most", "allowed"),
+    "minProperties": ("fields", "at least", "required"),
+    "maxProperties": ("fields", "at most", "allowed"),
 }
 
 
@@ -313,8 +313,8 @@ def _constraint_message(obj: K8sObject, path: Path, inst: Any, kw: str, value: A
     if kw == "maxLength":
         return f"{where} is {len(inst)} characters long; at most {value} are allowed"
     if kw in _COUNT_BOUNDS:
-        what, bound = _COUNT_BOUNDS[kw]
-        return f"{where} has {len(inst)} {what}; {bound} {value} are {'required' if bound == 'at least' else 'allowed'}"
+        what, bound, verb = _COUNT_BOUNDS[kw]
+        return f"{where} has {len(inst)} {what}; {bound} {value} are {verb}"
     if kw == "uniqueItems":
         return f"{where} has duplicate items"
     return f"{where} is invalid ({kw})"
