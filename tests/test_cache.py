@@ -1140,7 +1140,9 @@ parent = os.getpid()
 real_exit = os._exit
 def probe(code):
     if os.getpid() == parent:
-        print("PARENT", *sorted(m for m in ("yaml", "ailint.core.yamldata") if m in sys.modules), file=sys.stderr)
+        # (`yaml` itself is a stand-in whose `__init__` has not run, `ailint.doors.lean.defer_init`)
+        print("PARENT", *sorted(m for m in ("yaml._yaml", "yaml.composer", "ailint.core.yamldata") if m in sys.modules),
+              file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]

@@ -114,6 +114,9 @@ def probe(code):
     print("FAMILIES", *sorted(k.rsplit(".", 1)[1] for k in sys.modules if k.startswith("ailint.domain.workloads.")),
           file=sys.stderr)
     print("BASE64", type(sys.modules.get("base64")).__name__, file=sys.stderr)
+    print("DATETIME", type(sys.modules.get("datetime")).__name__, file=sys.stderr)
+    print("YAML", type(sys.modules.get("yaml")).__name__,
+          *sorted(k for k in ("yaml.loader", "yaml.dumper", "yaml.cyaml") if k in sys.modules), file=sys.stderr)
     real_exit(code)
 os._exit = probe
 sys.argv = ["ailint", *sys.argv[1:]]
@@ -167,6 +170,74 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     families = next(ln for ln in proc.stderr.splitlines() if ln.startswith("FAMILIES")).split()[1:]
     assert "core" in families and "dra" in families and not {"kserve", "ome", "kubeflow"} & set(families), families
     assert "BASE64 _Deferred" in proc.stderr.splitlines() or "BASE64 NoneType" in proc.stderr.splitlines()
+    # PyYAML's timestamps import `datetime`, whose stand-in holds `_datetime`'s classes; its
+    # parser is read from its submodules, and its `__init__` (loaders, dumpers) never runs
+    assert "DATETIME _Deferred" in proc.stderr.splitlines(), proc.stderr
+    assert "YAML _DeferredInit" in proc.stderr.splitlines(), proc.stderr
+
+
+_NAMESPACE = """
+import sys, types
+def describe(module):
+    return sorted(
+        (k, type(v).__name__, getattr(v, "__module__", None), getattr(v, "__qualname__", None),
+         v is sys.modules.get(getattr(v, "__name__", None)) if isinstance(v, types.ModuleType) else None)
+        for k, v in vars(module).items() if k != "__builtins__"
+    )
+"""
+
+
+def _namespaces(deferred: str, plain: str) -> tuple[str, str]:
+    out = []
+    for code in (deferred, plain):
+        proc = subprocess.run(
+            [sys.executable, "-c", _NAMESPACE + code], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0 and proc.stdout, proc.stderr
+        out.append(proc.stdout)
+    return out[0], out[1]
+
+
+def test_yaml_read_by_its_submodules_is_the_package_a_plain_import_makes() -> None:
+    """A check reads PyYAML's parser from its submodules and never runs the package's
+    `__init__`; the first read of a package-level name runs it in the same module object,
+    and the package is then the one a plain `import yaml` makes, name for name."""
+    deferred = (
+        "from ailint.doors.lean import defer_init\n"
+        "defer_init('yaml')\n"
+        "from ailint.core.yamldata import compose_all, Converter\n"
+        "import yaml\n"
+        "assert type(yaml).__name__ == '_DeferredInit'\n"
+        "assert not {'yaml.loader', 'yaml.dumper', 'yaml.cyaml'} & set(sys.modules), sorted(sys.modules)\n"
+        "node = next(compose_all('a: [1, on]\\n'))\n"
+        "assert Converter.__name__ and node.value[0][0].value == 'a'\n"
+        "assert yaml.safe_load('a: [1, on]') == {'a': [1, True]}  # runs the __init__\n"
+        "assert type(yaml) is types.ModuleType and yaml.cyaml.CParser is yaml._yaml.CParser\n"
+        "print(describe(yaml))\n"
+    )
+    plain = "import yaml, yaml._yaml\nprint(describe(yaml))\n"
+    got, want = _namespaces(deferred, plain)
+    assert got == want
+
+
+def test_datetime_stand_in_holds_the_classes_of_the_real_module() -> None:
+    """The stand-in of `datetime` holds `_datetime`'s public names, which are the module's
+    own; any other name loads the real module, which then lends its names."""
+    deferred = (
+        "import _datetime\n"
+        "from ailint.doors.lean import defer_import\n"
+        "defer_import('datetime', '_datetime')\n"
+        "import datetime\n"
+        "assert type(datetime).__name__ == '_Deferred' and datetime.date is _datetime.date\n"
+        "assert datetime.datetime(2024, 5, 1, tzinfo=datetime.UTC).isoformat() == '2024-05-01T00:00:00+00:00'\n"
+        "assert type(sys.modules['datetime']).__name__ == '_Deferred'  # nothing loaded yet\n"
+        "assert datetime.__all__ and type(sys.modules['datetime']) is types.ModuleType\n"
+        "assert datetime.__doc__ == sys.modules['datetime'].__doc__\n"
+        "print(describe(sys.modules['datetime']))\n"
+    )
+    plain = "import datetime\nprint(describe(datetime))\n"
+    got, want = _namespaces(deferred, plain)
+    assert got == want
 
 
 def test_a_deferred_module_is_loaded_whole_on_first_read() -> None:

@@ -14,12 +14,16 @@ import operator
 import sys
 from dataclasses import dataclass
 
-import yaml
+import yaml.constructor
+import yaml.nodes
+import yaml.resolver
 from ailint.core.limits import Limits
 from ailint.core.model import Path, Pos, Span
+from yaml._yaml import CParser
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 _INT, _FLOAT, _BOOL, _NULL = (
@@ -52,16 +56,27 @@ class _LazyResolver:
     ascend_resolver = staticmethod(tuple)  # () -> ignored
 
     def resolve(self, kind: Any, value: str, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.ScalarNode:
+        if kind is yaml.nodes.ScalarNode:
             return _PLAIN if implicit[0] else _STR
-        if kind is yaml.SequenceNode:
+        if kind is yaml.nodes.SequenceNode:
             return _SEQ
         return _MAP
 
 
-class FastLoader(yaml.cyaml.CParser, _LazyResolver):  # type: ignore[misc]
+class FastLoader(CParser, _LazyResolver):  # type: ignore[misc]
     def __init__(self, stream: str) -> None:
-        yaml.cyaml.CParser.__init__(self, stream)
+        CParser.__init__(self, stream)
+
+
+def compose_all(text: str) -> Iterator[Any]:
+    """The composed documents of `text`: what `yaml.compose_all(text, Loader=FastLoader)`
+    yields, read without PyYAML's package-level names."""
+    loader = FastLoader(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    finally:
+        loader.dispose()
 
 
 def resolve_plain(value: str) -> str:
@@ -102,7 +117,7 @@ class LimitExceeded(Exception):
         self.code, self.mark, self.message = code, mark, message
 
 
-_ScalarNode, _MappingNode, _SequenceNode = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+_ScalarNode, _MappingNode, _SequenceNode = yaml.nodes.ScalarNode, yaml.nodes.MappingNode, yaml.nodes.SequenceNode
 # Keys and short strings repeat across objects (`name`, `image`, `IfNotPresent`): one copy of
 # each keeps a run's objects (held until the bundle rules) about 40% smaller.
 _intern = sys.intern

@@ -292,7 +292,28 @@ class _Deferred(types.ModuleType):
         return getattr(real, name)
 
 
-def defer_import(name: str) -> None:
+class _DeferredInit(types.ModuleType):
+    """A package in `sys.modules` whose `__init__` has not run: its submodules import as
+    usual (its `__path__` is set), and the first read of any other name runs the package's
+    `__init__` in this same module object, which is an ordinary module from then on."""
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("__"):
+            sub = f"{self.__name__}.{name}"
+            try:
+                __import__(sub)  # (binds the submodule here, as any import of it does)
+            except ModuleNotFoundError as exc:
+                if exc.name != sub:
+                    raise
+            else:
+                return sys.modules[sub]
+        loader: Any = getattr(self.__spec__, "loader", None)
+        setattr(self, "__class__", types.ModuleType)  # noqa: B010 (no second call here, even if `__init__` fails)
+        loader.exec_module(self)
+        return getattr(self, name)
+
+
+def defer_import(name: str, accelerator: str | None = None) -> None:
     """Make `import name` give a stand-in that loads the module on its first attribute read.
 
     `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize`: a tenth of a cached
@@ -301,6 +322,11 @@ def defer_import(name: str) -> None:
     the real one. (`importlib.util.LazyLoader` cannot do this on Python 3.11: an `import`
     statement reads the module's `__spec__`, which loads it.) `tests/test_lean.py` checks
     that a one-file run leaves it unloaded, and that a read loads it whole.
+
+    `accelerator`: the C module whose public names the module re-exports as they are (it
+    defines its own only for a Python without it). The stand-in holds them from the start,
+    so reading one loads nothing more; any other name (`__all__`, `__file__`, `__doc__`)
+    loads the real module, as above.
     """
     if name in sys.modules:
         return
@@ -311,14 +337,53 @@ def defer_import(name: str) -> None:
         return
     stand_in = _Deferred(name)
     stand_in.__spec__ = spec  # what an `import` statement reads: not a load
+    if accelerator is not None:
+        try:
+            fast = __import__(accelerator)
+        except ImportError:
+            return  # the module is its own implementation: imported as usual
+        del stand_in.__doc__  # (the real module's, read from it)
+        stand_in.__dict__.update({k: v for k, v in fast.__dict__.items() if not k.startswith("_")})
     sys.modules[name] = stand_in
+
+
+def defer_init(name: str) -> None:
+    """Make `import name` give the package `name` without running its `__init__` (see
+    `_DeferredInit`): for a package whose `__init__` imports much that a run does not read.
+
+    PyYAML's `__init__` imports its loaders and dumpers and builds their classes; a check
+    reads its C parser, nodes, resolver and constructor, each from its own submodule
+    (`ailint.core.yamldata`). The parser's C module reads the error classes of nine
+    submodules, which import as they would anyway; `yaml.loader`, `yaml.dumper`,
+    `yaml.cyaml` and the `__init__` itself are not run until something reads a name of the
+    package (`yaml.safe_load`, `yaml.CSafeLoader`): 0.6% of a one-file run's instructions
+    (273.2 M, from 274.9 M; `/tmp/icv.sh` in docs/speed.md's last section). PyYAML's
+    `__init__` binds no name of a submodule to anything else, so a submodule read first is
+    what `yaml.<name>` is after the `__init__` too (`tests/test_lean.py` compares the two).
+    """
+    if name in sys.modules:
+        return
+    from importlib._bootstrap import module_from_spec  # type: ignore[import-not-found]  # (`importlib.util`'s)
+
+    from ailint.core.pkgdata import find_spec
+
+    spec = find_spec(name)
+    if spec is None or spec.submodule_search_locations is None or spec.loader is None:
+        return
+    module = module_from_spec(spec)  # (what an import makes before running the `__init__`)
+    module.__class__ = _DeferredInit
+    sys.modules[name] = module
 
 
 # Imported at a run's start by modules that read them only on paths a check rarely takes:
 # `inspect` by `dataclasses` (a docstring for a class without one: with `ast`, `dis` and
 # `tokenize`, a tenth of a one-file run) and `base64` by PyYAML (`!!binary` scalars, which
-# ailint never constructs).
-_DEFERRED = ("inspect", "base64")
+# ailint never constructs). PyYAML imports `datetime` for timestamps, and on Python 3.11
+# `datetime.py` defines every class in Python before it replaces them with `_datetime`'s
+# (0.9% of a one-file run's instructions, 1.3% of its time); its stand-in holds `_datetime`'s
+# names, which are the module's.
+_DEFERRED: tuple[tuple[str, str | None], ...] = (("inspect", None), ("base64", None), ("datetime", "_datetime"))
+_DEFERRED_INIT = ("yaml",)
 
 
 def main() -> None:
@@ -336,8 +401,10 @@ def main() -> None:
         import gc
 
         gc.disable()
-    for name in _DEFERRED:
-        defer_import(name)
+    for name, accelerator in _DEFERRED:
+        defer_import(name, accelerator)
+    for name in _DEFERRED_INIT:
+        defer_init(name)
     from ailint.core import codecache
 
     codecache.install()  # before any dataclass or pattern of a run is created (a third of a one-file run)

@@ -115,11 +115,10 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     `---` lines (libyaml ends any block there too); each non-CRD piece is composed behind
     blank lines, so every mark keeps its line in the file.
     """
-    import yaml  # here, not at import: a cached run reads no YAML
-    from ailint.core.yamldata import FastLoader
+    from ailint.core.yamldata import compose_all
 
     if templated or "CustomResourceDefinition" not in text or not _CRD_KIND_RE.search(text):
-        yield from yaml.compose_all(text, Loader=FastLoader)
+        yield from compose_all(text)
         return
     starts = document_starts(text)
     bounds = ([0] if not starts or starts[0] != 0 else []) + starts + [len(text)]
@@ -133,7 +132,7 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
         first = False
         if chunk.lstrip().startswith("%"):
             # directives: give up on cutting and let libyaml read the whole stream
-            yield from yaml.compose_all(text[a:], Loader=FastLoader)
+            yield from compose_all(text[a:])
             return
         line0 = text.count("\n", 0, a)
         m = _CRD_KIND_RE.search(chunk)
@@ -150,7 +149,7 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
                 len(nm.group(1)) + 1 if nm else 1,
             )
             continue
-        docs = list(yaml.compose_all("\n" * line0 + chunk, Loader=FastLoader))
+        docs = list(compose_all("\n" * line0 + chunk))
         yield from docs if docs or not is_marker else [None]
 
 
@@ -185,7 +184,8 @@ def _add_skipped(
 
 def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     """Parse a decoded file into objects and YML findings. Never raises on bad input."""
-    import yaml  # here, not at import: a cached run reads no YAML
+    import yaml.error  # here, not at import: a cached run reads no YAML
+    import yaml.nodes
     from ailint.core.yamldata import Converter, LimitExceeded, mark_span
 
     result = FileResult(path=source.display, source=source)
@@ -207,7 +207,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             node = next(docs)
         except StopIteration:
             break
-        except yaml.MarkedYAMLError as exc:
+        except yaml.error.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             span = mark_span(mark, mark) if mark else Span(1, 1, 1, 2)
             if has_template:
@@ -219,7 +219,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             else:
                 result.findings.append(yml_finding("YML001", display, span, _syntax_message(exc, parse_text)))
             break
-        except yaml.YAMLError as exc:  # reader errors: control characters and the like
+        except yaml.error.YAMLError as exc:  # reader errors: control characters and the like
             result.findings.append(yml_finding("YML001", display, Span(1, 1, 1, 2), f"cannot parse: {exc}"))
             break
         except UnicodeError:
@@ -242,7 +242,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                 )
             )
             break
-        if node is None or (node.__class__ is yaml.ScalarNode and node.value == "" and not node.style):
+        if node is None or (node.__class__ is yaml.nodes.ScalarNode and node.value == "" and not node.style):
             continue  # an empty document (`---` twice): kubectl skips it too
         result.documents += 1
         if isinstance(node, _Skipped):

@@ -86,16 +86,16 @@ def scalar(value: Any) -> str:
 def _resolver() -> Any:
     """PyYAML's implicit resolver, built on the first fix that writes a plain string: a
     rerun whose rules offer no such fix (most edit reruns) never imports the parser."""
-    import yaml
+    import yaml.resolver
 
     return yaml.resolver.Resolver()
 
 
 def _resolves_to_str(s: str) -> bool:
     """Whether YAML 1.1 reads the plain scalar `s` back as a string (not a bool, number, null...)."""
-    import yaml
+    import yaml.nodes
 
-    return bool(_resolver().resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG)
+    return bool(_resolver().resolve(yaml.nodes.ScalarNode, s, (True, False)) == _STR_TAG)
 
 
 def _float_text(value: float) -> str:
