@@ -313,9 +313,9 @@ def replay(cls: type, params: tuple[Any, ...], plan: tuple[Any, ...]) -> type | 
         resolve = _Resolver(cls, fields, dc)
         params_object = object.__new__(dc._DataclassParams)
         for slot, value in params_state:
-            setattr(params_object, slot, resolve.value(value))
+            setattr(params_object, slot, value[1] if value[0] == "c" else resolve.value(value))
         resolve.build(functions)
-        values = [(key, resolve.value(desc)) for key, desc in changes]
+        values = [(key, desc[1] if desc[0] == "c" else resolve.value(desc)) for key, desc in changes]
     except (TypeError, ValueError, AttributeError, KeyError, IndexError):
         return None  # not a plan of this Python's `dataclasses`
     # what `_process_class` does to the class, in its order
@@ -387,12 +387,14 @@ class _Resolver:
                     cell.cell_contents = value(desc)
             fn.__qualname__ = qualname
             fn.__module__ = module
-            fn.__doc__ = value(doc)
+            # (a constant, most of a plan's values, is read here: a call per value was a
+            # fifth of a replay)
+            fn.__doc__ = doc[1] if doc[0] == "c" else value(doc)
             if defaults is not None:
                 fn.__defaults__ = value(defaults)
             if kwdefaults is not None:
                 fn.__kwdefaults__ = {k: value(v) for k, v in kwdefaults}
-            fn.__annotations__ = {k: value(v) for k, v in annotations}
+            fn.__annotations__ = {k: v[1] if v[0] == "c" else value(v) for k, v in annotations}
             for k, v in extra:
                 setattr(fn, k, value(v))
 
