@@ -382,7 +382,8 @@ real_exit = os._exit
 parent = os.getpid()
 def probe(code):
     if os.getpid() == parent:
-        names = ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run")
+        names = ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run",
+                 "yaml.composer", "yaml.nodes")
         out = {}
         for n in names:
             m = sys.modules[n]
@@ -403,7 +404,8 @@ main()
 def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_path: Path) -> None:
     """A module served from the table has the `__file__`, `__path__`, `__spec__.origin`,
     `__name__`, `__package__` and `__cached__` it has when imported from its file, and its
-    source is found for tracebacks; only its loader differs."""
+    source is found for tracebacks; only its loader differs. PyYAML's parser modules are
+    served as ailint's are (`codecache.SERVED`)."""
 
     def modules(**extra: str) -> dict:
         proc = subprocess.run(
@@ -416,7 +418,14 @@ def test_modules_from_the_table_are_the_modules_imported_from_their_files(tmp_pa
     plain = modules(AILINT_NO_CACHE="1")
     modules()  # keeps them
     served = modules()
-    for name in ("ailint.core.model", "ailint.domain.workloads", "ailint.rules.gpu", "ailint.engine.run"):
+    for name in (
+        "ailint.core.model",
+        "ailint.domain.workloads",
+        "ailint.rules.gpu",
+        "ailint.engine.run",
+        "yaml.composer",
+        "yaml.nodes",
+    ):
         assert plain[name][6] == "SourceFileLoader" and served[name][6] == "_ModuleLoader", name
         assert served[name][:6] == plain[name][:6], name
     assert served["source line"] == plain["source line"] != ""
