@@ -220,6 +220,32 @@ def test_yaml_read_by_its_submodules_is_the_package_a_plain_import_makes() -> No
     assert got == want
 
 
+def test_threads_that_read_yaml_at_once_all_wait_for_its_init() -> None:
+    """Threads that read a package-level name of the deferred PyYAML at the same moment (a
+    webhook's request threads) each get it: one runs the `__init__`, the others wait."""
+    code = (
+        "import sys, threading\n"
+        "from ailint.doors.lean import defer_init\n"
+        "defer_init('yaml')\n"
+        "import yaml, yaml.nodes\n"
+        "sys.setswitchinterval(1e-6)\n"
+        "start = threading.Barrier(8)\n"
+        "got = []\n"
+        "def read():\n"
+        "    start.wait()\n"
+        "    try:\n"
+        "        got.append(yaml.safe_load('a: [1, on]'))\n"
+        "    except Exception as exc:\n"
+        "        got.append(repr(exc))\n"
+        "threads = [threading.Thread(target=read) for _ in range(8)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join()\n"
+        "print(got)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() == str([{"a": [1, True]}] * 8), proc.stdout + proc.stderr
+
+
 def test_datetime_stand_in_holds_the_classes_of_the_real_module() -> None:
     """The stand-in of `datetime` holds `_datetime`'s public names, which are the module's
     own; any other name loads the real module, which then lends its names."""

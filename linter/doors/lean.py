@@ -15,6 +15,7 @@ lists through both paths and compares output and exit code.
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
 import sys
@@ -295,7 +296,11 @@ class _Deferred(types.ModuleType):
 class _DeferredInit(types.ModuleType):
     """A package in `sys.modules` whose `__init__` has not run: its submodules import as
     usual (its `__path__` is set), and the first read of any other name runs the package's
-    `__init__` in this same module object, which is an ordinary module from then on."""
+    `__init__` in this same module object, which is an ordinary module from then on.
+
+    The `__init__` runs once, under a lock: another thread that reads a name meanwhile waits
+    for it (a webhook's request threads), and a read from inside it finds the module as
+    partly made as an import leaves it."""
 
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("__"):
@@ -307,10 +312,22 @@ class _DeferredInit(types.ModuleType):
                     raise
             else:
                 return sys.modules[sub]
-        loader: Any = getattr(self.__spec__, "loader", None)
-        setattr(self, "__class__", types.ModuleType)  # noqa: B010 (no second call here, even if `__init__` fails)
-        loader.exec_module(self)
+        with _INIT_LOCK:
+            if type(self) is _DeferredInit:
+                if self.__name__ in _initializing:
+                    raise AttributeError(f"partially initialized module {self.__name__!r} has no attribute {name!r}")
+                _initializing.add(self.__name__)
+                try:
+                    loader: Any = getattr(self.__spec__, "loader", None)
+                    loader.exec_module(self)
+                finally:  # an ordinary module from now on, even if the `__init__` failed
+                    _initializing.discard(self.__name__)
+                    setattr(self, "__class__", types.ModuleType)  # noqa: B010
         return getattr(self, name)
+
+
+_INIT_LOCK = _thread.RLock()
+_initializing: set[str] = set()
 
 
 def defer_import(name: str, accelerator: str | None = None) -> None:
