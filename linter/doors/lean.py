@@ -374,9 +374,9 @@ def defer_init(name: str) -> None:
     submodules, which import as they would anyway; `yaml.loader`, `yaml.dumper`,
     `yaml.cyaml` and the `__init__` itself are not run until something reads a name of the
     package (`yaml.safe_load`, `yaml.CSafeLoader`): 0.6% of a one-file run's instructions
-    (cachegrind: 273.2 M, from 274.9 M). PyYAML's
-    `__init__` binds no name of a submodule to anything else, so a submodule read first is
-    what `yaml.<name>` is after the `__init__` too (`tests/test_lean.py` compares the two).
+    (cachegrind: 273.2 M, from 274.9 M). PyYAML's `__init__` binds no name of a submodule to
+    anything else, so a submodule read first is what `yaml.<name>` is after the `__init__`
+    too (`tests/test_lean.py` compares the two).
     """
     if name in sys.modules:
         return
