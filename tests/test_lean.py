@@ -108,7 +108,7 @@ def probe(code):
     print("MODULES", type(m).__name__,
           *sorted(k for k in ("ast", "dis", "tokenize", "pkgutil", "typing", "decimal", "zlib", "tempfile",
                               "ailint.engine.bounded", "ailint.domain.karpenter", "ailint.schema.findings",
-                              "ailint.schema.crd_rules") if k in sys.modules),
+                              "ailint.schema.crd_rules", "ailint.domain.descheduler.model") if k in sys.modules),
           file=sys.stderr)
     print("GC", gc.isenabled(), file=sys.stderr)
     print("FAMILIES", *sorted(k.rsplit(".", 1)[1] for k in sys.modules if k.startswith("ailint.domain.workloads.")),
@@ -135,7 +135,8 @@ def test_a_one_file_check_never_loads_inspect(fmt: str, tmp_path: Path) -> None:
     (`ailint.engine.bounded`, with zlib), and no workload family is imported that the
     Deployment cannot belong to or read. Nor are the domains and passes a lone, valid
     Deployment never calls into: the Karpenter domain (no NodePool, NodeClass or Karpenter
-    label), Kubeflow's (no MPIJob), and the schema's error reporting and CEL rules."""
+    label), Kubeflow's (no MPIJob), the descheduler's policy model (no policy in the files),
+    and the schema's error reporting and CEL rules."""
     env = {**os.environ, "AILINT_CACHE_DIR": str(tmp_path / "c")}
     env.pop("AILINT_NO_LEAN", None)
     env.pop("AILINT_NO_CACHE", None)

@@ -117,13 +117,15 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.descheduler import TSC_PLUGIN, Policy, policies, protected_by
+from ailint.domain.descheduler import policies
 from ailint.domain.extract import pod_templates
 from ailint.fix import edits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ailint.domain.descheduler.model import Policy
 
 RULE = Rule(
     code="REL001",
@@ -169,6 +171,8 @@ def _autoscaled(obj: Any, ctx: Any) -> bool:
 
 def _policy_fix(pol: Policy, obj: Any, profile: Any) -> Any:
     """Add ScheduleAnyway to the plugin's constraints of a policy in the same file."""
+    from ailint.domain.descheduler.model import TSC_PLUGIN  # (with a policy in the files)
+
     if pol.obj.source is not obj.source:
         return None
     idx, args = profile.plugin_config(TSC_PLUGIN)
@@ -236,6 +240,8 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 def _why_not_rebalanced(obj: Any, pod: Any, ns: str, pols: list[Policy], ctx: Any) -> tuple[str | None, Any]:
     if not pols:
         return "no DeschedulerPolicy is in these files and deschedulerInstalled is false", None
+    from ailint.domain.descheduler.model import TSC_PLUGIN, protected_by  # (the model: a policy is in the files)
+
     partial = None
     protected = None
     for pol in pols:

@@ -143,7 +143,8 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context
-from ailint.domain.descheduler import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, policies_in, protected_by
+from ailint.domain.descheduler import policies_in
+from ailint.domain.descheduler.model import EVICTOR, LEGACY_FLAGS, LegacyProfile, Policy, Profile, protected_by
 from ailint.domain.extract import is_accelerator_pod, is_serving_pod, pod_templates
 from ailint.fix import edits
 

@@ -139,7 +139,7 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain.context import Context, copyable_selector
-from ailint.domain.descheduler import policies, protected_by
+from ailint.domain.descheduler import policies
 from ailint.domain.disruption import disrupting_reasons
 from ailint.domain.extract import pod_accelerators, pod_templates
 from ailint.domain.pod_labels import LWS, may_select
@@ -196,6 +196,8 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
     if not pods:
         return None
     pols = policies(ctx)
+    if pols:
+        from ailint.domain.descheduler.model import protected_by  # (the model: a policy is in the files)
     for pol in pols:
         for prof in pol.profiles():
             plugins = prof.healthy_pod_evictors()

@@ -1,5 +1,6 @@
-"""Descheduler policies in a run: top-level `DeschedulerPolicy` documents and the Helm
-chart's form, a ConfigMap whose data value holds the policy as embedded YAML.
+"""The model of a descheduler policy: its profiles, plugins, evictor and what protects a pod
+from eviction (found by `ailint.domain.descheduler.policies`, which imports this module only
+when the files hold a policy).
 
 Field names follow kubernetes-sigs/descheduler (`pkg/api/v1alpha2/types.go`,
 `pkg/framework/plugins/defaultevictor/{types,defaultevictor}.go`, README):
@@ -165,7 +166,8 @@ class Embedded:
         return Edit(start, end, "\n".join(out))
 
 
-def _parse_embedded(obj: K8sObject, key: str, text: str) -> Embedded | None:
+def parse_embedded(obj: K8sObject, key: str, text: str) -> Embedded | None:
+    """The policy a ConfigMap's data value `key` embeds, with positions; None if it holds none."""
     if len(text) > 1024 * 1024 or "DeschedulerPolicy" not in text:
         return None
     import yaml  # here: only a ConfigMap that embeds a policy needs the parser
@@ -418,49 +420,6 @@ class LegacyProfile(Profile):
 
 
 # ---------------------------------------------------------------------------------------
-# Discovery
-# ---------------------------------------------------------------------------------------
-def is_policy_document(obj: K8sObject) -> bool:
-    return obj.kind == "DeschedulerPolicy" and obj.api_version.startswith("descheduler/")
-
-
-def policies_in(obj: K8sObject) -> list[Policy]:
-    """The policies one document holds (itself, or ConfigMap data values)."""
-    if is_policy_document(obj):
-        return [Policy(obj, obj.data)]
-    if obj.kind == "ConfigMap" and obj.api_version == "v1":
-        out = []
-        for key, value in as_dict(obj.data.get("data")).items():
-            if isinstance(value, str) and "DeschedulerPolicy" in value:
-                emb = _parse_embedded(obj, str(key), value)
-                if emb is not None:
-                    out.append(Policy(obj, emb.view.data, emb))
-        return out
-    return []
-
-
-_CACHE_ATTR = "_ailint_descheduler_policies"
-
-
-def policies(ctx: Any) -> list[Policy]:
-    """Every descheduler policy in the run (cached on the context)."""
-    cached = getattr(ctx, _CACHE_ATTR, None)
-    if cached is not None:
-        return cached
-    out: list[Policy] = []
-    root = getattr(ctx, "root", "")
-    for obj in list(ctx.of_kind("DeschedulerPolicy")) + list(ctx.of_kind("ConfigMap")):
-        for pol in policies_in(obj):
-            pol.root = root
-            out.append(pol)
-    try:
-        setattr(ctx, _CACHE_ATTR, out)
-    except AttributeError:
-        pass
-    return out
-
-
-# ---------------------------------------------------------------------------------------
 # What protects a pod from eviction
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -535,9 +494,7 @@ __all__ = [
     "Profile",
     "Trait",
     "has_pdb",
-    "is_policy_document",
+    "parse_embedded",
     "pod_traits",
-    "policies",
-    "policies_in",
     "protected_by",
 ]
