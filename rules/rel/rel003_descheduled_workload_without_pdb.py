@@ -197,7 +197,26 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
         return None
     pols = policies(ctx)
     if pols:
-        from ailint.domain.descheduler.model import protected_by  # (the model: a policy is in the files)
+        by_policy = _evicting_plugin(pols, pods, ns, ctx)
+        if by_policy is not None:
+            return by_policy
+    elif ctx.profile.flag("deschedulerInstalled"):
+        return "the descheduler (profile deschedulerInstalled)"
+    for pod in pods:
+        for pool in ctx.pools_for(pod):
+            if pod_accelerators(pod) and not pool.can_launch_accelerators:
+                continue
+            reasons = disrupting_reasons(pool)
+            if reasons:
+                return f"Karpenter {' and '.join(reasons)} on {ctx.describe(pool.obj)}"
+    return None
+
+
+def _evicting_plugin(pols: list[Any], pods: list[Any], ns: str, ctx: Any) -> str | None:
+    """The first enabled plugin of a policy that evicts one of the pods, said as the finding
+    says it; None if the policies' evictors protect them all."""
+    from ailint.domain.descheduler.model import protected_by  # (the model: a policy is in the files)
+
     for pol in pols:
         for prof in pol.profiles():
             plugins = prof.healthy_pod_evictors()
@@ -207,15 +226,6 @@ def _evicted_by(obj: Any, ctx: Any) -> str | None:
                 hit = next((p for p in plugins if prof.plugin_covers(p, ns, pod)), None)
                 if hit:
                     return f"the descheduler plugin {hit} of {pol.short_label}"
-    if not pols and ctx.profile.flag("deschedulerInstalled"):
-        return "the descheduler (profile deschedulerInstalled)"
-    for pod in pods:
-        for pool in ctx.pools_for(pod):
-            if pod_accelerators(pod) and not pool.can_launch_accelerators:
-                continue
-            reasons = disrupting_reasons(pool)
-            if reasons:
-                return f"Karpenter {' and '.join(reasons)} on {ctx.describe(pool.obj)}"
     return None
 
 
