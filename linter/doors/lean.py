@@ -284,6 +284,17 @@ class _Deferred(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         real_name = self.__name__
+        accelerator = _accelerators.get(real_name)
+        if accelerator is not None and not name.startswith("_"):
+            # its C module's public names are the module's (`defer_import`): taken on the
+            # first read of one, not at start, so a run that reads none loads neither
+            try:
+                fast = __import__(accelerator)
+            except ImportError:
+                fast = None
+            if fast is not None and name in fast.__dict__:
+                self.__dict__.update({k: v for k, v in fast.__dict__.items() if not k.startswith("_")})
+                return fast.__dict__[name]
         if sys.modules.get(real_name) is self:
             del sys.modules[real_name]
         import importlib
@@ -341,9 +352,10 @@ def defer_import(name: str, accelerator: str | None = None) -> None:
     that a one-file run leaves it unloaded, and that a read loads it whole.
 
     `accelerator`: the C module whose public names the module re-exports as they are (it
-    defines its own only for a Python without it). The stand-in holds them from the start,
-    so reading one loads nothing more; any other name (`__all__`, `__file__`, `__doc__`)
-    loads the real module, as above.
+    defines its own only for a Python without it). The first read of one of them takes them
+    all from the C module, so reading them loads nothing more (and a run that reads none,
+    such as a cached rerun, imports neither); any other name (`__all__`, `__file__`,
+    `__doc__`), or any name when the C module is missing, loads the real module, as above.
     """
     if name in sys.modules:
         return
@@ -355,13 +367,12 @@ def defer_import(name: str, accelerator: str | None = None) -> None:
     stand_in = _Deferred(name)
     stand_in.__spec__ = spec  # what an `import` statement reads: not a load
     if accelerator is not None:
-        try:
-            fast = __import__(accelerator)
-        except ImportError:
-            return  # the module is its own implementation: imported as usual
+        _accelerators[name] = accelerator
         del stand_in.__doc__  # (the real module's, read from it)
-        stand_in.__dict__.update({k: v for k, v in fast.__dict__.items() if not k.startswith("_")})
     sys.modules[name] = stand_in
+
+
+_accelerators: dict[str, str] = {}  # a deferred module -> the C module whose public names it re-exports
 
 
 def defer_init(name: str) -> None:
