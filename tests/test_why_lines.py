@@ -58,3 +58,25 @@ def test_why_when_names_sentences_of_the_why_section() -> None:
             assert any(s.startswith(opening) for s in sents), (code, opening)
             used += 1
     assert used >= 4
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "A warning when the pool has no limit, and an error when it has no taint either.",
+        "An ERROR when the job has 2 or more workers; INFO otherwise.",  # any case
+        "Severity: warning, for a pod that asks for a GPU.",
+        "Nothing is said of any level here.",
+        "Une erreur. An error when the café's pods (über-large) share one node.",  # not ASCII
+        "An \u0130nfo when the \u017fervice has no port.",  # folds to `info` only as a pattern
+        "",
+    ],
+)
+def test_the_clauses_of_a_doc_are_those_asked_one_severity_at_a_time(doc: str) -> None:
+    """The rule index finds each severity's clause with the doc made plain once, passing over
+    a severity an ASCII doc never names; what it finds is what `clause_in_doc` finds."""
+    from ailint.report.explain import clause_in_doc, clauses_in_doc
+
+    severities = ["error", "warning", "info"]
+    one_at_a_time = {sev: clause_in_doc(doc, sev) for sev in severities}
+    assert clauses_in_doc(doc, severities) == {s: c for s, c in one_at_a_time.items() if c is not None}

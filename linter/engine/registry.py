@@ -345,9 +345,10 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
     import marshal
     from binascii import crc32
 
-    from ailint.report.explain import clause_in_doc
+    from ailint.report.explain import clauses_in_doc
 
     entries = []
+    severities = [sev.value for sev in Severity]
     for reg in found.values():
         row = _rule_to_row(reg.rule)
         if not _plain(row) or _rule_from_row(marshal.loads(marshal.dumps(row))) != reg.rule:
@@ -355,8 +356,7 @@ def _write_index(path: str | None, found: dict[str, RegisteredRule]) -> None:
         # what the doc says of each severity, found once here: a report asks it of every
         # finding printed at another severity than the rule's, and finding it in the doc
         # took 10 M instructions (3%) of a one-file run with five such findings
-        said = ((sev.value, clause_in_doc(reg.doc, sev.value)) for sev in Severity)
-        clauses = tuple((sev, clause) for sev, clause in said if clause is not None)
+        clauses = tuple(clauses_in_doc(reg.doc, severities).items())
         entries.append((reg.module, reg.check is not None, row, clauses))
     from ailint.core.cachedir import keep
     from ailint.core.sourcekey import KEPT_INDEXES
