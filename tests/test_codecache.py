@@ -735,3 +735,69 @@ def test_a_second_sarif_report_compiles_nothing(tmp_path: Path) -> None:
     out2, compiled2, *_ = _check_counts(tmp_path / "c", "--format", "sarif")
     assert compiled1 > 30 and compiled2 == 0
     assert out1 == out2 and '"version": "2.1.0"' in out1
+
+
+def test_a_first_run_keeps_a_module_from_its_pyc_only_when_importlib_would_take_it(tmp_path: Path) -> None:
+    """What a first run keeps of a module imported the usual way is the code in its `.pyc`
+    (read as bytes, not unmarshalled and marshalled again), and only from a `.pyc` that
+    importlib takes for the source as it is: this Python's magic number, checked by
+    timestamp, with the source's mtime and size. Any other `.pyc` is passed over, and the
+    code is read through the loader, as before."""
+    import importlib.util
+    import marshal
+    import py_compile
+
+    from ailint.core import codecache
+
+    source = tmp_path / "mod.py"
+    source.write_text("VALUE = 41 + 1\n")
+    cached = importlib.util.cache_from_source(str(source))
+    py_compile.compile(str(source), cfile=cached, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    body = codecache._pyc_body(cached, source.stat())
+    assert body is not None
+    namespace: dict = {}
+    exec(marshal.loads(body), namespace)
+    assert namespace["VALUE"] == 42
+    assert codecache._pyc_body(None, source.stat()) is None  # no `.pyc` named
+    assert codecache._pyc_body(str(tmp_path / "missing.pyc"), source.stat()) is None
+    st = source.stat()
+    source.write_text("VALUE = 41 + 10\n")  # one byte more, and maybe the same second
+    assert codecache._pyc_body(cached, source.stat()) is None, "the source's size changed"
+    source.write_text("VALUE = 41 + 1\n")
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    assert codecache._pyc_body(cached, source.stat()) is None, "the source's mtime changed"
+    py_compile.compile(str(source), cfile=cached, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    assert codecache._pyc_body(cached, source.stat()) is None, "a hash-based .pyc"
+    py_compile.compile(str(source), cfile=cached, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    assert codecache._pyc_body(cached, source.stat()) is not None
+    data = Path(cached).read_bytes()
+    Path(cached).write_bytes(b"\0\0\r\n" + data[4:])
+    assert codecache._pyc_body(cached, source.stat()) is None, "another Python's magic number"
+
+
+def test_a_first_run_compiles_each_pattern_once_into_the_pattern_re_makes(tmp_path: Path) -> None:
+    """Once `re`'s steps have given `re`'s own pattern in a process, a pattern the table
+    lacks is compiled by those steps once (not by `re` and then again for its program), and
+    is the pattern `re` makes: equal (its whole program), with the same groups and names."""
+    code = r"""
+import re, sys
+from ailint.core import codecache
+codecache.install()
+original = codecache._originals["re"]
+sources = [(r"(?P<x>a+)b", 0), (r"[a-z]{2,}", re.I), (b"\d+(?=x)", 0), (r"(?<![\w-])(sk-[\w-]{20,})", 0),
+           (r"^kind:\s*(\S+)$", re.M), (r"caf\u00e9|\u0130nfo", re.I), (r"(a)(?P<b>b)?(?(2)c|d)", 0)]
+parses = []
+real_parse = re._parser.parse
+re._parser.parse = lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k)
+for source, flags in sources:
+    got = re.compile(source, flags)
+    want = original(source, int(flags))
+    assert got == want and got.groups == want.groups and got.groupindex == want.groupindex, source
+print(codecache._replica["same"], parses.count(sources[-1][0]), codecache.compiled_here("regex") >= len(sources))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path / "c"), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the last pattern: parsed once by the compile (the table's steps) and once by `original`
+    assert proc.stdout.split() == ["True", "2", "True"], proc.stdout + proc.stderr
