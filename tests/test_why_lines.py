@@ -80,3 +80,37 @@ def test_the_clauses_of_a_doc_are_those_asked_one_severity_at_a_time(doc: str) -
     severities = ["error", "warning", "info"]
     one_at_a_time = {sev: clause_in_doc(doc, sev) for sev in severities}
     assert clauses_in_doc(doc, severities) == {s: c for s, c in one_at_a_time.items() if c is not None}
+
+
+def _plain_by_patterns(markdown: str) -> str:
+    """What `explain._plain` makes of a docstring section, pattern by pattern."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    text = re.sub(r"^\s*[-*]\s+", "", text, flags=re.M)
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "a `b` c `d",  # an odd backtick stays
+        "``x`` and `y`",
+        "```yaml\nkind: Pod\n```\nthen `z`",
+        "[the docs](https://x.y/z) say `c`",
+        "`a` [b `c`](u) `",
+        "- `x`\n* y\n  - z",
+        "no markup at all",
+    ],
+)
+def test_a_doc_made_plain_is_what_the_patterns_make_of_it(markdown: str) -> None:
+    from ailint.report.explain import _plain
+
+    assert _plain(markdown) == _plain_by_patterns(markdown)
+
+
+def test_every_rule_doc_made_plain_is_what_the_patterns_make_of_it() -> None:
+    from ailint.report.explain import _plain
+
+    for code, reg in all_rules().items():
+        assert _plain(reg.doc) == _plain_by_patterns(reg.doc), code
