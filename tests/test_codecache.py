@@ -463,9 +463,10 @@ def test_a_module_whose_source_changed_is_not_served(tmp_path: Path, monkeypatch
     assert codecache._ModuleFinder.find_spec("ailint.probe", here) is None
 
 
-def _served_module(tmp_path: Path, monkeypatch, source_text: str) -> None:
+def _served_module(tmp_path: Path, monkeypatch, source_text: str, compiled_as: str | None = None) -> None:
     """A table that serves `ailint.fastprobe` from `tmp_path/fastprobe.py` (`source_text`),
-    a module of the `ailint` package (`tmp_path` added to its `__path__`)."""
+    a module of the `ailint` package (`tmp_path` added to its `__path__`); its code names
+    `compiled_as` as its file (default: the source's path)."""
     import marshal
 
     from ailint.core import codecache
@@ -473,7 +474,7 @@ def _served_module(tmp_path: Path, monkeypatch, source_text: str) -> None:
     source = tmp_path / "fastprobe.py"
     source.write_text(source_text)
     st = source.stat()
-    code = marshal.dumps(compile(source_text, str(source), "exec"))
+    code = marshal.dumps(compile(source_text, compiled_as or str(source), "exec"))
     monkeypatch.setitem(codecache._state, "file", code)
     monkeypatch.setitem(codecache._tables, "module", {})
     monkeypatch.setattr(codecache, "_crc32", __import__("binascii").crc32)
@@ -801,3 +802,22 @@ print(codecache._replica["same"], parses.count(sources[-1][0]), codecache.compil
     assert proc.returncode == 0, proc.stderr
     # the last pattern: parsed once by the compile (the table's steps) and once by `original`
     assert proc.stdout.split() == ["True", "2", "True"], proc.stdout + proc.stderr
+
+
+def test_a_served_module_names_its_source_as_importlib_makes_a_pyc_name_it(tmp_path: Path, monkeypatch) -> None:
+    """A `.pyc` names the path it was compiled from (`compileall` of a relative folder, a
+    tree moved since), and a first run keeps a module's code from its `.pyc`; served, its
+    code names the source's own path, as importlib makes it name it: tracebacks, `inspect`
+    and the dataclass plans kept by it see the file that is there."""
+    from ailint.core import codecache
+
+    monkeypatch.setitem(codecache._fast, "original", lambda name, import_: pytest.fail(f"importlib loaded {name}"))
+    monkeypatch.setitem(codecache._fast, "threads", lambda: 0)
+    _served_module(tmp_path, monkeypatch, "def where():\n    return 1\n", compiled_as="linter/fastprobe.py")
+    monkeypatch.delitem(sys.modules, "ailint.fastprobe", raising=False)
+    try:
+        module = codecache._fast_find_and_load("ailint.fastprobe", __import__)
+        assert module.where.__code__.co_filename == str(tmp_path / "fastprobe.py") == module.__file__
+    finally:
+        sys.modules.pop("ailint.fastprobe", None)
+        vars(sys.modules["ailint"]).pop("fastprobe", None)

@@ -57,6 +57,7 @@ write it; only the process that installed it does, at exit.
 
 from __future__ import annotations
 
+import _imp
 import builtins
 import marshal
 import os
@@ -555,10 +556,16 @@ class _ModuleLoader:
     def exec_module(module: Any) -> None:
         spec = module.__spec__
         entry, spec.loader_state = spec.loader_state, None  # a view of the table: not kept
-        _builtin_exec(marshal.loads(entry), module.__dict__)
+        code = marshal.loads(entry)
+        # the source's own path in every code object, as importlib gives a `.pyc`'s (whose
+        # code names the path it was compiled from: `compileall` of a relative folder, a
+        # tree moved since); one comparison where it is already
+        _fix_co_filename(code, spec.origin)
+        _builtin_exec(code, module.__dict__)
 
 
 _LOADER: Any = _ModuleLoader()  # a loader by protocol (importlib.abc would import typing)
+_fix_co_filename: Any = getattr(_imp, "_fix_co_filename")  # noqa: B009 (not in typeshed)
 _CACHE_TAG = sys.implementation.cache_tag
 # whether a module's `__cached__` is `<folder>/__pycache__/<name>.<tag>.pyc`, as importlib
 # names it on POSIX without `PYTHONPYCACHEPREFIX` or -O (else importlib works it out)
