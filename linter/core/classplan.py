@@ -145,14 +145,13 @@ class _Describer:
     """Names each value `dataclasses` put on a class by where a replay finds it again
     (`_Resolver` is its inverse)."""
 
-    def __init__(self, cls: type, fields: dict[str, Any]) -> None:
+    def __init__(self, cls: type, fields: dict[str, Any], names: tuple[dict[int, str], dict[int, str]]) -> None:
         dc = sys.modules["dataclasses"]
         self.cls = cls
         self.fields = fields
         self.module_globals = sys.modules[cls.__module__].__dict__
         self.dc_globals = dc.__dict__
-        self.dc_names = {id(v): k for k, v in reversed(dc.__dict__.items())}
-        self.builtin_names = {id(v): k for k, v in reversed(builtins.__dict__.items())}
+        self.dc_names, self.builtin_names = names
         self.functions: list[Any] = []
         self.function_index: dict[int, int] = {}
         self.keep: list[Any] = []  # what was described stays alive: no id is reused meanwhile
@@ -235,8 +234,22 @@ class _Describer:
         return tuple(out)
 
 
+def global_names() -> tuple[dict[int, str], dict[int, str]]:
+    """By id, the name of each value of `dataclasses`' globals and of the builtins (the first
+    name, where one value has two): how a plan names what it finds of theirs on a class."""
+    dc = sys.modules["dataclasses"]
+    return (
+        {id(v): k for k, v in reversed(dc.__dict__.items())},
+        {id(v): k for k, v in reversed(builtins.__dict__.items())},
+    )
+
+
 def describe(
-    cls: type, before: dict[str, Any], result: type, fingerprint: tuple[Any, ...]
+    cls: type,
+    before: dict[str, Any],
+    result: type,
+    fingerprint: tuple[Any, ...],
+    names: tuple[dict[int, str], dict[int, str]] | None = None,
 ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """(the plan, what else a check compares) of what `dataclasses` did to `cls`, whose body
     was `before` and which it made into `result` (`cls` itself, or its copy with
@@ -249,7 +262,7 @@ def describe(
     own = before.get("__annotations__", {})
     if any(f._field_type is not dc._FIELD for f in fields.values()) or any(n not in fields for n in own):
         raise Unplannable("a ClassVar, InitVar or KW_ONLY")
-    d = _Describer(cls, fields)
+    d = _Describer(cls, fields, names or global_names())
     params_object = body["__dataclass_params__"]
     params_state = tuple((s, d.value(getattr(params_object, s))) for s in params_object.__class__.__slots__)
     changes = []
@@ -406,14 +419,15 @@ def record(
     taken then; it made `result`), once replaying the plan on a copy of the class as it was
     defined made the same class; None when it did not, or a plan cannot say it."""
     try:
-        plan, check = describe(cls, before, result, fingerprint)
+        names = global_names()  # (once for both descriptions: 300 values each time)
+        plan, check = describe(cls, before, result, fingerprint, names)
         copy = type(cls.__name__, cls.__bases__, {k: v for k, v in before.items() if k not in _SKIPPED_KEYS})
         copy.__qualname__ = cls.__qualname__
         copy_before = dict(copy.__dict__)
         made = replay(copy, params, plan)
         if made is None:
             return None
-        again = describe(copy, copy_before, made, fingerprint)
+        again = describe(copy, copy_before, made, fingerprint, names)
     except Exception:  # Unplannable, or a `dataclasses` that works otherwise
         return None
     return plan if (plan, check) == again else None
