@@ -11,9 +11,11 @@ install instead). Scenarios, each with the targets of the speed issue:
 
 - the plain corpus (../shared/corpus/*/plain, copied to $TMPDIR/ailint-bench/plain, outside
   this work tree so that each folder stays a project of its own, and so one file can be
-  edited): cold (`--no-cache`) against a warm Checkov; rerun with nothing changed;
-  rerun after editing one file (each sample edits it again);
-- one small file, cold and warm, against a bare `python -c pass` of an empty venv (more
+  edited): cold (`--no-cache`) against a warm Checkov; a first run with an emptied results
+  cache; a first run after an install (the whole cache folder emptied: start-up code, rule
+  index and results, as on a CI runner); rerun with nothing changed; rerun after editing one
+  file (each sample edits it again);
+- one small file, cold, first after an install, and warm, against a bare `python -c pass` of an empty venv (more
   rounds than the rest, `--small-repeat`: the ratio of two runs of 10 to 80 ms moves by
   a tenth with one millisecond; Checkov keeps `--repeat`);
 - generated corpora of 1, 10 and 100 MB (copies of the corpus files), cold: time and peak
@@ -212,6 +214,16 @@ def empty_results(cache_dir: str) -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
+def empty_cache(cache_dir: str) -> None:
+    """The whole cache folder emptied: ailint's start-up code, rule index and results alike,
+    as on a CI runner, where each job installs ailint afresh and runs it once."""
+    for entry in Path(cache_dir).iterdir() if Path(cache_dir).is_dir() else ():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_dir: str) -> list[dict]:
     small = ROOT / "fixtures" / "demo" / "vllm.yaml"
     fmt = ["check", "--format", "json", "--fail-on", "never"]
@@ -228,6 +240,13 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_di
             "key": "fill",
             "ailint": [*fmt, *plain],
             "before": lambda: empty_results(cache_dir),
+            "of": "cold",
+        },
+        {
+            "name": "plain corpus, first run after an install (an empty cache folder: a CI runner's run)",
+            "key": "fresh",
+            "ailint": [*fmt, *plain],
+            "before": lambda: empty_cache(cache_dir),
             "of": "cold",
         },
         {"name": "plain corpus, rerun with nothing changed", "key": "warm", "ailint": [*fmt, *plain], "of": "cold"},
@@ -250,6 +269,13 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_di
             "key": "one",
             "ailint": [*fmt, "--no-cache", str(small)],
             "checkov": ["-f", str(small)],
+            "baseline": [bare_python(), "-c", "pass"],
+        },
+        {
+            "name": "one small file, first run after an install (an empty cache folder)",
+            "key": "one-fresh",
+            "ailint": [*fmt, str(small)],
+            "before": lambda: empty_cache(cache_dir),
             "baseline": [bare_python(), "-c", "pass"],
         },
         {
