@@ -6,6 +6,7 @@
                                                     # which a busy machine does not change
     python bench/compare.py HEAD~3 --pairs 40 --scenario one
     python bench/compare.py HEAD~3 --scenario edit  # a rerun after editing one file (the cache on)
+    python bench/compare.py HEAD~3 --scenario fresh # one file, the cache folder emptied first
 
 Why: the machine's speed moves by half within an hour (Checkov's own time in `bench/run.py`
 went from 6.6 to 14.7 s on one day), so two versions timed at different moments cannot be
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 WORK = ROOT / "bench" / ".compare"
 SMALL = ROOT / "fixtures" / "demo" / "vllm.yaml"
+SIDES = ("revision", "tree")  # each side's cache folder: bench/.compare/cache-<side>
 _SKIP = shutil.ignore_patterns(".git", ".venv", "bench", "__pycache__", "*.egg-info", "build", "tests", "docs")
 
 
@@ -67,6 +69,8 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
     fmt = ["check", "--format", "json", "--fail-on", "never", "--no-cache"]
     if which == "one":
         return [*fmt, str(SMALL)], None
+    if which == "fresh":  # one small file, each side's whole cache folder emptied first (a CI runner)
+        return [*fmt, str(SMALL)], lambda: [shutil.rmtree(WORK / f"cache-{n}", ignore_errors=True) for n in SIDES]
     if which == "edit":  # as bench/run.py's edit row: its copy of the corpus, one file edited
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import run as bench_run
@@ -139,10 +143,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revision", help="the git revision to compare this tree with")
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "both"), default="both")
+    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "fresh", "both"), default="both")
     ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args()
-    if not CORPUS.is_dir() and args.scenario != "one":
+    if not CORPUS.is_dir() and args.scenario not in ("one", "fresh"):
         sys.exit(f"compare: {CORPUS} not found (the corpus scenario needs ../shared/corpus)")
     WORK.mkdir(parents=True, exist_ok=True)
     tree = revision_tree(args.revision)
@@ -152,11 +156,11 @@ def main() -> None:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     new = install("tree", ROOT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AILINT_")}
-    env_a = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-revision")}
-    env_b = {**env, "AILINT_CACHE_DIR": str(WORK / "cache-tree")}
+    env_a = {**env, "AILINT_CACHE_DIR": str(WORK / f"cache-{SIDES[0]}")}
+    env_b = {**env, "AILINT_CACHE_DIR": str(WORK / f"cache-{SIDES[1]}")}
     for which in ("corpus", "one") if args.scenario == "both" else (args.scenario,):
         cmd, before = scenario(which)
-        pairs = args.pairs if which != "one" else max(args.pairs, 40)
+        pairs = args.pairs if which not in ("one", "fresh") else max(args.pairs, 40)
         print(f"{which}: {paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before)}")
         if args.count:
             if before is not None:
