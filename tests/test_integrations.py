@@ -122,6 +122,44 @@ def test_action_passes_on_clean_input_and_respects_inputs(tmp_path):
     assert summary == "" and "::error" not in stdout
 
 
+def test_action_keeps_results_in_the_cache_folder_a_later_job_restores(tmp_path):
+    """With `results-cache: true` the action lints through the results cache, as `ailint
+    check` does: the folder it fills is what a workflow's `actions/cache` step restores for
+    the next job, whose fresh checkout (every file with a new mtime) gets the same report
+    from it. By default, and with AILINT_NO_CACHE=1, it keeps no results (a runner's empty
+    folder would only be filled)."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "pod.yaml").write_text(GPU_BAD)
+    (ws / "ok.yaml").write_text(GPU_BAD.replace("requests:", "limits:").replace("name: p", "name: q"))
+    cache = tmp_path / "cache"
+    runs = []
+    for n in range(2):
+        runner = tmp_path / f"job{n}"
+        runner.mkdir()
+        code, stdout, outputs, summary = run_action(
+            ws, runner, env_extra={"AILINT_CACHE_DIR": str(cache)}, **{"results-cache": "true"}
+        )
+        shown = stdout.replace(str(runner), "RUNNER")  # (the install step names the runner's folder)
+        runs.append((code, shown, {k: v for k, v in outputs.items() if k != "sarif-file"}))
+        runs[-1] += (summary.replace(str(runner), "RUNNER"),)
+        runs[-1] += (_read(outputs["sarif-file"]).replace(str(runner), "RUNNER"),)
+        assert list(cache.glob("results-v*")), "the results are kept in the cache folder"
+        for f in ws.iterdir():  # the next job's checkout
+            os.utime(f, (f.stat().st_atime + 10, f.stat().st_mtime + 10))
+    assert runs[0] == runs[1] and runs[0][0] == 1 and "::error file=pod.yaml" in runs[0][1]
+    for n, (given, extra) in enumerate((({}, {}), ({"results-cache": "true"}, {"AILINT_NO_CACHE": "1"}))):
+        runner = tmp_path / f"off{n}"
+        runner.mkdir()
+        none = tmp_path / f"none{n}"
+        code, *_ = run_action(ws, runner, env_extra={"AILINT_CACHE_DIR": str(none), **extra}, **given)
+        assert code == 1 and not list(none.glob("results-v*"))
+    runner = tmp_path / "bad"
+    runner.mkdir()
+    code, stdout, outputs, _ = run_action(ws, runner, **{"results-cache": "sometimes"})
+    assert code == 2 and "::error title=ailint::results-cache: expected true or false" in stdout
+
+
 def test_annotations_are_capped_per_type(tmp_path):
     ws = tmp_path / "repo"
     ws.mkdir()

@@ -2,7 +2,8 @@
 
 Called by `action.yml` as `python -m ailint.doors.github_action`; inputs arrive as environment
 variables (`AILINT_PATHS`, `AILINT_CONFIG`, `AILINT_FAIL_ON`, `AILINT_SARIF_FILE`,
-`AILINT_ANNOTATIONS`, `AILINT_SUMMARY`, `AILINT_NEW_FINDINGS_ONLY`, `AILINT_SINCE`).
+`AILINT_ANNOTATIONS`, `AILINT_SUMMARY`, `AILINT_NEW_FINDINGS_ONLY`, `AILINT_SINCE`,
+`AILINT_RESULTS_CACHE`).
 GitHub shows at most 10 annotations of each type per step, so the most severe findings are
 annotated and a notice says how many more there are; the SARIF upload carries all of them.
 
@@ -208,6 +209,7 @@ def _run(sarif_file: str) -> int:
         raise InputError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     want_annotations = _bool_input("AILINT_ANNOTATIONS", True)
     want_summary = _bool_input("AILINT_SUMMARY", True)
+    results_cache = _bool_input("AILINT_RESULTS_CACHE", False)
     mode = (os.environ.get("AILINT_NEW_FINDINGS_ONLY") or "auto").strip().lower()
     if mode not in ("auto", *_BOOLS):
         raise InputError(f"new-findings-only: expected auto, true or false, got {mode!r}")
@@ -225,7 +227,11 @@ def _run(sarif_file: str) -> int:
     if fail_on:
         settings.fail_on = fail_on
     jobs = os.cpu_count() or 1
-    result = lint(paths, settings, jobs=jobs)
+    # `results-cache`: through the results cache, as `ailint check` runs, for a workflow that
+    # restores the cache folder from an earlier job (the README's `actions/cache` step): the
+    # files it holds are not parsed or judged again. Off by default: a runner starts with an
+    # empty folder, which the run would only fill (a third more time on a large repository)
+    result = lint(paths, settings, jobs=jobs, cache=results_cache)
     _write(sarif_file, sarif_report.render(result, root=settings.root if settings.config_path else None))
     _set_output("sarif-file", sarif_file)
     total = len(result.findings)
