@@ -194,7 +194,7 @@ def _dump(value, cls, seen=None):
         return {
             "code": [
                 code.co_code.hex(),
-                repr([k for k in code.co_consts if not hasattr(k, "co_code")]),
+                repr([_ordered(k) for k in code.co_consts if not hasattr(k, "co_code")]),
                 code.co_names,
                 code.co_varnames,
                 code.co_freevars,
@@ -223,6 +223,13 @@ def _dump(value, cls, seen=None):
     if type(value).__name__ == "_DataclassParams":
         return {s: getattr(value, s) for s in type(value).__slots__}
     return f"<{type(value).__qualname__}>"
+
+
+def _ordered(const: object) -> object:
+    """A code constant as its repr compares across processes: a frozenset (Python 3.13's
+    frozen `__setattr__` holds the field names as one) in sorted order, not in the order a
+    process's string hashes give it."""
+    return sorted(const, key=repr) if isinstance(const, frozenset) else const
 
 
 def _structure(cls) -> dict:

@@ -151,6 +151,7 @@ class _Describer:
         self.fields = fields
         self.module_globals = sys.modules[cls.__module__].__dict__
         self.dc_globals = dc.__dict__
+        self.reprlib_globals = _reprlib_globals()
         self.dc_names, self.builtin_names = names
         self.functions: list[Any] = []
         self.function_index: dict[int, int] = {}
@@ -195,6 +196,8 @@ class _Describer:
             where = "m"
         elif fn.__globals__ is self.dc_globals:
             where = "d"
+        elif fn.__globals__ is self.reprlib_globals:
+            where = "r"  # `__repr__`'s wrapper on Python 3.13 (`reprlib.recursive_repr`)
         else:
             raise Unplannable("a function of another module")
         try:
@@ -232,6 +235,16 @@ class _Describer:
             else:
                 out.append((slot, self.value(v)))
         return tuple(out)
+
+
+def _reprlib_globals(load: bool = False) -> dict[str, Any] | None:
+    """`reprlib`'s globals: Python 3.13's `dataclasses` wraps `__repr__` with
+    `reprlib.recursive_repr`, whose wrapper runs in them (3.11's and 3.12's wrapper is
+    `dataclasses`' own). None when `reprlib` is not loaded (and `load` is false)."""
+    module = sys.modules.get("reprlib")
+    if module is None and load:
+        import reprlib as module
+    return None if module is None else module.__dict__
 
 
 def global_names() -> tuple[dict[int, str], dict[int, str]]:
@@ -382,15 +395,16 @@ class _Resolver:
     def build(self, table: tuple[tuple[Any, ...], ...]) -> None:
         """The plan's functions: each made first with empty closure cells (a wrapper closes
         over the method made after it), then filled in."""
-        module_globals = sys.modules[self.cls.__module__].__dict__
-        dc_globals = self.dc.__dict__
+        where = {"m": sys.modules[self.cls.__module__].__dict__, "d": self.dc.__dict__}
         functions = self.functions
         value = self.value
         made = []
         for entry in table:
             closure = entry[9]
             cells = None if closure is None else tuple([CellType() for _ in closure])
-            fn = FunctionType(entry[0], module_globals if entry[1] == "m" else dc_globals, entry[2], None, cells)
+            if entry[1] == "r" and "r" not in where:
+                where["r"] = _reprlib_globals(load=True)
+            fn = FunctionType(entry[0], where[entry[1]], entry[2], None, cells)
             functions.append(fn)
             made.append(cells)
         for fn, cells, entry in zip(functions, made, table, strict=True):
