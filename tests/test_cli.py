@@ -281,3 +281,26 @@ def test_an_in_process_check_leaves_the_cyclic_collector_on(bad):
     assert gc.isenabled()
     run(["check", "--no-config", str(bad)])
     assert gc.isenabled()
+
+
+def test_a_check_that_ends_its_process_keeps_the_run_objects_until_then(monkeypatch, tmp_path):
+    """A console run (`cli.main`, the lean path) ends with `os._exit`: its objects are held
+    for it (`run.hold_until_exit`), the last run's only; any other caller's are freed."""
+    from ailint.doors import cli as cli_module
+    from ailint.engine import run as run_module
+
+    first = tmp_path / "a.yaml"
+    first.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n", encoding="utf-8")
+    second = tmp_path / "b.yaml"
+    second.write_text("apiVersion: v1\nkind: Service\nmetadata:\n  name: b\n", encoding="utf-8")
+    monkeypatch.setattr(run_module, "_held", None)
+    monkeypatch.setattr(cli_module, "_ends_with_exit", False)
+    args = ["check", "--no-config", "--no-cache", "--format", "json"]
+    assert CliRunner().invoke(cli, [*args, str(first)]).exit_code == 0
+    assert run_module._held is None, "an in-process caller lints on: nothing is held"
+    monkeypatch.setattr(cli_module, "_ends_with_exit", True)
+    assert CliRunner().invoke(cli, [*args, str(first)]).exit_code == 0
+    held = run_module._held
+    assert held and [o.name for fr in held[0] for o in fr.objects] == ["a"]
+    assert CliRunner().invoke(cli, [*args, str(second)]).exit_code == 0
+    assert [o.name for fr in run_module._held[0] for o in fr.objects] == ["b"], "the last run's only"

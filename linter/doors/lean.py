@@ -465,6 +465,7 @@ def lean_check(argv: list[str]) -> None:
     except BaseException:
         _fall_back()
         raise
+    cli.ends_with_exit()
     try:
         cmd.fn(**kwargs)
         code: Any = 0
