@@ -304,3 +304,6 @@ def test_a_check_that_ends_its_process_keeps_the_run_objects_until_then(monkeypa
     assert held and [o.name for fr in held[0] for o in fr.objects] == ["a"]
     assert CliRunner().invoke(cli, [*args, str(second)]).exit_code == 0
     assert [o.name for fr in run_module._held[0] for o in fr.objects] == ["b"], "the last run's only"
+    monkeypatch.setattr(run_module, "_held", None)
+    fixing = CliRunner().invoke(cli, ["check", "--no-config", "--fix", "--format", "json", str(first)])
+    assert fixing.exit_code == 0 and run_module._held is None, "a fix runs twice: nothing is held beside it"

@@ -278,8 +278,8 @@ def _check(
     progress = first_hour.progress(paths, bool(ux.get("quiet")))  # over a terminal, after ~2 s
     if (since_ref or only_changed_lines) and "-" in paths:
         _fail("--since and --only-changed-lines compare files with git: standard input cannot be compared")
-    if _ends_with_exit:  # the run's objects go with the process, not one by one before it
-        hold_until_exit()
+    if _ends_with_exit and not fixing:  # the run's objects go with the process, not one by one
+        hold_until_exit()  # (a fix's second run would hold them beside its own)
     result = lint(
         list(paths) or ["."],
         settings,
