@@ -432,8 +432,9 @@ def hold_until_exit() -> None:
 
 
 def _hold(*parts: Any) -> None:
-    """Keep `parts` until the process ends, in place of what the run before kept (a fix's
-    second run frees the first's), when `hold_until_exit` was called."""
+    """Keep `parts` until the process ends, in place of what the run before kept (`--since`
+    lints the base revision first: its files are freed when the head's run holds its own),
+    when `hold_until_exit` was called."""
     if _held is not None:
         _held[:] = parts
 
