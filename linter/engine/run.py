@@ -433,8 +433,8 @@ def hold_until_exit() -> None:
 
 def _hold(*parts: Any) -> None:
     """Keep `parts` until the process ends, in place of what the run before kept (`--since`
-    lints the base revision first: its files are freed when the head's run holds its own),
-    when `hold_until_exit` was called."""
+    lints the base revision after the head: the head's files are freed when the base's run
+    holds its own), when `hold_until_exit` was called."""
     if _held is not None:
         _held[:] = parts
 
