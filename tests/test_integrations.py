@@ -160,6 +160,24 @@ def test_action_keeps_results_in_the_cache_folder_a_later_job_restores(tmp_path)
     assert code == 2 and "::error title=ailint::results-cache: expected true or false" in stdout
 
 
+def test_action_process_starts_and_ends_as_a_check_does(tmp_path):
+    """The action's one run is set up as `ailint check` is (`lean.prepare`): its start-up code
+    is served from, and kept in, the cache folder's code table, which an `actions/cache` step
+    restores for the next job; the run's output and exit code are the same either way."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "pod.yaml").write_text(GPU_BAD)
+    cache = tmp_path / "cache"
+    reports = []
+    for n in range(2):
+        runner = tmp_path / f"job{n}"
+        runner.mkdir()
+        code, stdout, outputs, _ = run_action(ws, runner, env_extra={"AILINT_CACHE_DIR": str(cache)})
+        assert list(cache.glob("code-*.bin")), "the start-up code is kept for the next run"
+        reports.append((code, stdout.replace(str(runner), "RUNNER"), _read(outputs["sarif-file"])))
+    assert reports[0] == reports[1] and reports[0][0] == 1 and "::error file=pod.yaml" in reports[0][1]
+
+
 def test_annotations_are_capped_per_type(tmp_path):
     ws = tmp_path / "repo"
     ws.mkdir()

@@ -455,7 +455,9 @@ def _emit(text: str | Iterable[str], output: str | None, is_rich: bool, to_stder
             stream.write(piece)
         stream.flush()
     except BrokenPipeError:  # `ailint check . | head`: the reader left; the run ends as it would
-        _reader_left(stream)
+        from ailint.doors.lean import reader_left
+
+        reader_left(stream)
 
 
 @cli.command("init")
@@ -676,12 +678,10 @@ def ends_with_exit() -> None:
 
 
 def main() -> None:
-    """The console entry point: run the command, then leave without tearing the heap down.
+    """The console entry point: run the command, then leave without tearing the heap down
+    (`lean.fast_exit`)."""
+    from ailint.doors.lean import fast_exit
 
-    A run ends holding every parsed object; the interpreter's orderly shutdown frees them
-    one by one (about 35 ms of a 0.3 s one-file run, more on a large tree) for nothing.
-    Output is flushed and atexit handlers run (worker pools, temp files) before `os._exit`.
-    """
     ends_with_exit()
     try:
         cli(prog_name="ailint")
@@ -689,34 +689,6 @@ def main() -> None:
     except SystemExit as stop:
         code = stop.code
     fast_exit(code)
-
-
-def fast_exit(code: Any) -> None:
-    import atexit
-
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # sys.exit("message") prints the message, exit 1
-        print(code, file=sys.stderr)
-        code = 1
-    try:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # `ailint check . | head`: the reader left; say nothing
-        _reader_left(sys.stdout)
-        code = code or 1
-    except Exception:
-        code = code or 1
-    os._exit(code)
-
-
-def _reader_left(stream: Any) -> None:
-    """The reader of `stream` is gone: what is still buffered or written goes nowhere, and
-    no later flush raises (as a `| head` reader expects)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, stream.fileno())
-    os.close(devnull)
 
 
 if __name__ == "__main__":

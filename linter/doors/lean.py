@@ -11,6 +11,9 @@ an unknown option, a value click would reject, an option with a callback, a comb
 flag, another command, ...) goes to click itself, in the same process, with the stand-in
 removed first, so the answer there is click's. `tests/test_lean.py` runs the same argument
 lists through both paths and compares output and exit code.
+
+`prepare` and `fast_exit` start and end any process that does one run: `ailint check`
+here, and the GitHub Action (`ailint.doors.github_action`).
 """
 
 from __future__ import annotations
@@ -414,18 +417,21 @@ _DEFERRED: tuple[tuple[str, str | None], ...] = (("inspect", None), ("base64", N
 _DEFERRED_INIT = ("yaml",)
 
 
-def main() -> None:
-    argv = sys.argv[1:]
-    if argv[:1] == ["check"]:
-        # A check is one process that ends with `os._exit` (`cli.fast_exit`), and the cyclic
-        # collector mostly walks the many acyclic objects a run keeps. Off, a cold run of the
-        # corpus takes 1.05 s instead of 1.09 s and an edit rerun 0.28 s instead of 0.30 s,
-        # with the same peak memory on the corpus and the 100 MB tree: the cycles a run drops
-        # (pod templates and their containers of merged objects, about 20 MiB on the corpus)
-        # wait for a full collection, which a growing heap puts off past the peak anyway.
-        # Off before the run's first import: it would otherwise walk the classes and functions
-        # 150 modules create at import, none of them garbage (0.8 ms of a one-file run).
-        # In-process callers keep it on (`cli._check` only raises its thresholds).
+def prepare(one_run: bool) -> None:
+    """Set up a process that starts ailint, before any of ailint's modules is imported: the
+    deferred imports, and the start-up code table (`ailint.core.codecache`: before any
+    dataclass or pattern of a run is created, a third of a one-file run). `one_run`: the
+    process does one run and ends with `fast_exit` (`ailint check`, the GitHub Action).
+
+    Such a process runs without the cyclic collector, which mostly walks the many acyclic
+    objects a run keeps. Off, a cold run of the corpus takes 1.05 s instead of 1.09 s and an
+    edit rerun 0.28 s instead of 0.30 s, with the same peak memory on the corpus and the
+    100 MB tree: the cycles a run drops (pod templates and their containers of merged
+    objects, about 20 MiB on the corpus) wait for a full collection, which a growing heap
+    puts off past the peak anyway. Off before the run's first import: it would otherwise walk
+    the classes and functions 150 modules create at import, none of them garbage (0.8 ms of
+    a one-file run). In-process callers keep it on (`cli._check` only raises its thresholds)."""
+    if one_run:
         import gc
 
         gc.disable()
@@ -435,7 +441,44 @@ def main() -> None:
         defer_init(name)
     from ailint.core import codecache
 
-    codecache.install()  # before any dataclass or pattern of a run is created (a third of a one-file run)
+    codecache.install()
+
+
+def fast_exit(code: Any) -> None:
+    """End the process without tearing the heap down: a run ends holding every parsed
+    object, which the interpreter's orderly shutdown would free one by one (about 35 ms of a
+    0.3 s one-file run, more on a large tree) for nothing. Output is flushed and atexit
+    handlers run (worker pools, temp files) before `os._exit`."""
+    import atexit
+
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints the message, exit 1
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `ailint check . | head`: the reader left; say nothing
+        reader_left(sys.stdout)
+        code = code or 1
+    except Exception:
+        code = code or 1
+    os._exit(code)
+
+
+def reader_left(stream: Any) -> None:
+    """The reader of `stream` is gone: what is still buffered or written goes nowhere, and
+    no later flush raises (as a `| head` reader expects)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    prepare(one_run=argv[:1] == ["check"])
     if (
         argv[:1] == ["check"]
         and not os.environ.get("AILINT_NO_LEAN")
@@ -471,4 +514,4 @@ def lean_check(argv: list[str]) -> None:
         code: Any = 0
     except SystemExit as stop:
         code = stop.code
-    cli.fast_exit(code)
+    fast_exit(code)
