@@ -227,6 +227,93 @@ def test_since_reports_only_new_findings(pr_repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_since_skips_the_revision_run_when_no_manifest_changed(pr_repo, monkeypatch):
+    """A change that touches no file the run reads (code, docs) has the revision's findings
+    already: they are the work tree's. REF's tree is not written or linted; once a manifest
+    differs (here an untracked one), it is, and only that manifest's findings are new."""
+    from ailint.doors.cli import cli
+    from ailint.engine import since
+    from click.testing import CliRunner
+
+    repo, _ = pr_repo
+    git(repo, "checkout", "-q", "-b", "code-only")
+    (repo / "app.py").write_text("print('serving')\n")
+    (repo / "README.md").write_text("# serving\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "code only")
+    written: list[str] = []
+    real = since.write_tree
+
+    def write_tree(commit, top, dest, wanted):
+        written.append(commit)
+        return real(commit, top, dest, wanted)
+
+    monkeypatch.setattr(since, "write_tree", write_tree)
+    monkeypatch.chdir(repo)
+    args = ["check", "--no-config", "--no-cache", "--format", "json", "--since", "feature", "."]
+    quiet = CliRunner().invoke(cli, args)
+    assert quiet.exit_code == 0 and json.loads(quiet.output)["findings"] == [] and written == []
+    assert json.loads(CliRunner().invoke(cli, args[:-3] + ["."]).output)["findings"], "the tree has findings"
+    (repo / "more.yaml").write_text(GPU_BAD)
+    loud = CliRunner().invoke(cli, args)
+    assert written and {f["file"] for f in json.loads(loud.output)["findings"]} == {"more.yaml"}
+
+
+def test_unchanged_since_counts_every_file_a_run_reads(tmp_path):
+    """`since.unchanged_since`: manifests (tracked, untracked, ignored when the run reads
+    ignored files too), `.gitignore` files, and symlinks decide; other files do not."""
+    from ailint.engine.since import unchanged_since
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / "a.yaml").write_text("kind: ConfigMap\n")
+    (repo / "code.py").write_text("x = 1\n")
+    (repo / ".gitignore").write_text("build/\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    top = os.path.realpath(repo)
+
+    def manifest(rel: str) -> bool:
+        return rel.endswith((".yaml", ".yml", ".json"))
+
+    def same(with_ignored: bool = False) -> bool:
+        return unchanged_since(commit, top, manifest, with_ignored=with_ignored)
+
+    assert same()
+    (repo / "code.py").write_text("x = 2\n")
+    (repo / "notes.txt").write_text("untracked, not a manifest\n")
+    assert same(), "files a run does not read"
+    (repo / "build").mkdir()
+    (repo / "build" / "out.yaml").write_text("kind: ConfigMap\n")
+    assert same() and not same(with_ignored=True), "an ignored manifest counts when ignored files are read"
+    (repo / "b.yaml").write_text("kind: ConfigMap\n")
+    assert not same(), "an untracked manifest"
+    (repo / "b.yaml").unlink()
+    (repo / "a.yaml").write_text("kind: Secret\n")
+    assert not same(), "a changed manifest"
+    git(repo, "checkout", "-q", "--", "a.yaml")
+    (repo / ".gitignore").write_text("build/\ndist/\n")
+    assert not same(), "a .gitignore decides what is read"
+    git(repo, "checkout", "-q", "--", ".gitignore")
+    (repo / "a.yaml").unlink()
+    assert not same(), "a removed manifest"
+    git(repo, "checkout", "-q", "--", "a.yaml")
+    assert same()
+    os.symlink("a.yaml", repo / "link.yaml")
+    git(repo, "add", "link.yaml")
+    git(repo, "commit", "-q", "-m", "link")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    assert not same(), "a symlinked manifest: REF's tree is written without it"
+    git(repo, "rm", "-q", "link.yaml")
+    git(repo, "commit", "-q", "-m", "no link")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    assert same()
+    git(repo, "update-index", "--assume-unchanged", "a.yaml")
+    assert not same(), "git diff would not see an edit of a file it is told not to look at"
+
+
 def test_since_unknown_revision_is_a_usage_error(pr_repo):
     repo, _ = pr_repo
     proc = ailint(repo, "check", "--no-config", "--since", "no-such-branch", ".")

@@ -349,7 +349,15 @@ def _check(
         shown_root = settings.root if settings.config_path else os.getcwd()
         try:
             if since_ref:
-                old = since.findings_at(since_ref, list(paths) or ["."], settings, shown_root, context_paths, jobs)
+                old = since.findings_at(
+                    since_ref,
+                    list(paths) or ["."],
+                    settings,
+                    shown_root,
+                    context_paths,
+                    jobs,
+                    current=result.findings if result.render is None else None,
+                )
                 result.findings, known_before = since.new_findings(result.findings, old)
                 result.suppressed.extend(known_before)
             if only_changed_lines:

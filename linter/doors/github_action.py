@@ -242,7 +242,9 @@ def _run(sarif_file: str) -> int:
         shown_root = settings.root if settings.config_path else os.getcwd()
         try:
             _ensure_commit(base)
-            old = since.findings_at(base, paths, settings, shown_root, jobs=jobs)
+            old = since.findings_at(
+                base, paths, settings, shown_root, jobs=jobs, current=result.findings if result.render is None else None
+            )
         except since.GitError as exc:
             print(f"::warning title=ailint::cannot compare with {base} ({exc}); reporting every finding")
         else:
