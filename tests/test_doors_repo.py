@@ -259,6 +259,52 @@ def test_since_skips_the_revision_run_when_no_manifest_changed(pr_repo, monkeypa
     assert written and {f["file"] for f in json.loads(loud.output)["findings"]} == {"more.yaml"}
 
 
+def test_since_takes_the_unchanged_files_from_the_work_tree_run(tmp_path, monkeypatch):
+    """REF's run takes each file whose text is unchanged from the work tree's run
+    (`run.reused`) and parses only the others, with the findings of a run that parses
+    everything: here an InferenceService left as it was is judged against REF's runtime
+    (tensor parallel 8 on 4 GPUs: SRV004), not the work tree's (4), in one process and in
+    two."""
+    from ailint.engine import run as run_module
+    from ailint.engine import since
+    from ailint.engine.config import load_settings
+
+    runtime, isvc = (ROOT / "fixtures" / "SRV004" / "pass_kserve_runtime_tp_matches.yaml").read_text().split("\n---\n")
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "fixtures" / "KRP003", repo / "pools", ignore=shutil.ignore_patterns("*.expected"))
+    (repo / "serving").mkdir()
+    (repo / "serving" / "runtime.yaml").write_text(
+        runtime.replace("--tensor-parallel-size=4", "--tensor-parallel-size=8")
+    )
+    (repo / "serving" / "isvc.yaml").write_text(isvc)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    (repo / "serving" / "runtime.yaml").write_text(runtime)
+    gone = sorted((repo / "pools").glob("*.yaml"))[0]
+    gone.unlink()
+    monkeypatch.chdir(repo)
+    settings = load_settings(None, no_config=True, cwd=str(repo))
+    taken: list[str] = []
+    real = run_module.reused
+
+    def counted(c, s, parsed):
+        got = real(c, s, parsed)
+        if got is not None:
+            taken.append(c.display)
+        return got
+
+    monkeypatch.setattr(run_module, "reused", counted)
+    for jobs in (1, 2):
+        head = run_module.lint(["."], settings, jobs=jobs, keep_parsed=True)
+        assert head.parsed and not any(f.code == "SRV004" for f in head.findings)
+        again = since.findings_at("HEAD", ["."], settings, str(repo), jobs=jobs, reuse=head.parsed)
+        parsed_all = since.findings_at("HEAD", ["."], settings, str(repo), jobs=jobs)
+        # (reported at the runtime's argument, the field its author wrote)
+        assert again == parsed_all and any(f.code == "SRV004" and f.file == "serving/runtime.yaml" for f in again)
+    assert "serving/isvc.yaml" in taken and "serving/runtime.yaml" not in taken
+
+
 def test_unchanged_since_counts_every_file_a_run_reads(tmp_path):
     """`since.unchanged_since`: manifests (tracked, untracked, ignored when the run reads
     ignored files too), `.gitignore` files, and symlinks decide; other files do not."""

@@ -291,6 +291,7 @@ def _check(
         cache=not (no_cache or fixing),  # fixes rewrite files: always from a fresh parse
         context=context_paths,
         on_files=progress.files if progress is not None else None,
+        keep_parsed=bool(since_ref) and not fixing,  # REF's run takes the files whose text is the same
     )
     del files
     if fix or unsafe_fixes or diff:
@@ -357,6 +358,7 @@ def _check(
                     context_paths,
                     jobs,
                     current=result.findings if result.render is None else None,
+                    reuse=result.parsed,
                 )
                 result.findings, known_before = since.new_findings(result.findings, old)
                 result.suppressed.extend(known_before)

@@ -231,7 +231,7 @@ def _run(sarif_file: str) -> int:
     # restores the cache folder from an earlier job (the README's `actions/cache` step): the
     # files it holds are not parsed or judged again. Off by default: a runner starts with an
     # empty folder, which the run would only fill (a third more time on a large repository)
-    result = lint(paths, settings, jobs=jobs, cache=results_cache)
+    result = lint(paths, settings, jobs=jobs, cache=results_cache, keep_parsed=compare)
     _write(sarif_file, sarif_report.render(result, root=settings.root if settings.config_path else None))
     _set_output("sarif-file", sarif_file)
     total = len(result.findings)
@@ -243,7 +243,13 @@ def _run(sarif_file: str) -> int:
         try:
             _ensure_commit(base)
             old = since.findings_at(
-                base, paths, settings, shown_root, jobs=jobs, current=result.findings if result.render is None else None
+                base,
+                paths,
+                settings,
+                shown_root,
+                jobs=jobs,
+                current=result.findings if result.render is None else None,
+                reuse=result.parsed,
             )
         except since.GitError as exc:
             print(f"::warning title=ailint::cannot compare with {base} ({exc}); reporting every finding")

@@ -7,6 +7,7 @@ the CLI and the webhook decide what to do with the result.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -57,6 +58,10 @@ class RunResult:
     render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     boundary: Boundary | None = None  # what the run may read and --fix may write (ailint.engine.boundary)
     cache: Any = None  # the results cache the run used (ailint.engine.cache.RunCache), if any
+    # the files the run parsed, by (report path, context file?), when it was asked to keep
+    # them (`lint(keep_parsed=True)`): a second run over another tree takes those whose text is
+    # the same (`lint(reuse=...)`, `--since`)
+    parsed: dict[tuple[str, bool], FileResult] | None = None
 
     @property
     def object_count(self) -> int:
@@ -79,6 +84,8 @@ class Engine:
     run_root: str = ""  # what bundle messages name other files against ("": `bundle_root(settings)`)
     scope_paths: tuple[str, ...] = ()  # the paths given to the run: `repo` scope's last resort (ailint.engine.scope)
     progress: Callable[[int], None] | None = None  # told how many more files are read and checked
+    keep_parsed: bool = False  # the run's result keeps its parsed files (`RunResult.parsed`)
+    reuse: dict[tuple[str, bool], FileResult] | None = None  # another run's parsed files (`reused`)
     _options: dict[str, Options] = field(default_factory=dict)
     _dispatch: dict[tuple[str, str, bool], list[RegisteredRule]] = field(default_factory=dict)
     _kind_index: dict[bool, KindIndex] = field(default_factory=dict)  # per pool (bundle or not)
@@ -265,14 +272,26 @@ def lint(
     cache: bool = False,
     run_root: str | None = None,
     on_files: Callable[[int, int], None] | None = None,
+    keep_parsed: bool = False,
+    reuse: dict[tuple[str, bool], FileResult] | None = None,
 ) -> RunResult:
     """Lint `paths`; `context` (and the config's `context` globs) are loaded for the bundle
     rules only. `root` overrides the folder report paths are relative to, `run_root` the one
     messages name other objects' files against (`ailint.core.paths.run_root` by default).
-    `on_files(done, total)` hears how many files are read and checked (a progress line)."""
+    `on_files(done, total)` hears how many files are read and checked (a progress line).
+    `keep_parsed`: the result keeps the parsed files (`RunResult.parsed`); `reuse`: another
+    run's, taken where a file's text is the same (`reused`)."""
     if rules is None:
         rules = registry.select(settings.select, settings.ignore, settings.extend_select)
-    engine = Engine(settings, rules, debug, run_root=run_root or "", scope_paths=tuple(paths or ["."]))
+    engine = Engine(
+        settings,
+        rules,
+        debug,
+        run_root=run_root or "",
+        scope_paths=tuple(paths or ["."]),
+        keep_parsed=keep_parsed,
+        reuse=reuse,
+    )
     for provider in registry.providers():
         provider.begin_run()
     shown_root = root or (settings.root if settings.config_path else os.getcwd())
@@ -368,7 +387,12 @@ def context_candidates(
 def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: str | None = None) -> FileResult:
     """Parse one file and run the single-object rules on its objects (none on a context file)."""
     key = None
-    if engine.cache is not None and c.path != "-" and not c.problem:
+    taken = None
+    if engine.reuse is not None and c.path != "-" and not c.problem:
+        taken = reused(c, settings, engine.reuse)
+    if taken is not None:
+        fr = taken
+    elif engine.cache is not None and c.path != "-" and not c.problem:
         raw, early = read_raw(c, settings)
         if early is not None or raw is None:
             return early or FileResult(path=c.display)
@@ -380,7 +404,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     from ailint.engine.catalogue import deferred
 
     ctx = Context(profile=settings.profile, bundle=False)
-    if not c.context:
+    if not c.context and taken is None:
         waiting = []
         for n, obj in enumerate(fr.objects):
             if deferred(obj):  # its pods depend on other files: judged in `finish`
@@ -413,6 +437,38 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
 
         pack(fr)
     return fr
+
+
+def reused(c: Candidate, settings: Settings, parsed: dict[tuple[str, bool], FileResult]) -> FileResult | None:
+    """What another run (`RunResult.parsed`) made of a file of the same report path, role
+    (linted or context) and text, as this run would make it: the same objects with none of
+    the facts that run worked out (`memo`, `carried`: a merged pod may hold another file's
+    fields) and the file's own findings, or None when there is no such file.
+
+    The objects' data and position tables are shared, as parsed data is never mutated. On a
+    pull request that changes a few manifests, the base revision's run (`--since`) parses
+    only those."""
+    prior = parsed.get((c.display, c.context))
+    if prior is None or prior.source is None or prior.source.__class__ is not SourceFile:
+        return None  # (a spilled text is not held: parsed again)
+    raw, early = read_raw(c, settings)
+    if early is not None or raw is None:
+        return None
+    text, problem = decode(raw, c.display)
+    if problem is not None or text != prior.source.text:
+        return None
+    source = SourceFile(c.path, c.display, text)
+    source.template_paths = dict(prior.source.template_paths)
+    objects = [dataclasses.replace(o, source=source, memo=None, carried=None) for o in prior.objects]
+    return FileResult(
+        path=prior.path,
+        documents=prior.documents,
+        objects=objects,
+        findings=list(prior.findings),
+        source=source,
+        suppressions=prior.suppressions,
+        deferred=prior.deferred,
+    )
 
 
 BOUNDED_BYTES = 32 * 1024 * 1024  # above this much input, spill (see ailint.engine.bounded)
@@ -497,6 +553,8 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     _stop_sharing()  # the parse is over
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
     _hold(file_results)
+    if engine.keep_parsed:
+        result.parsed = {(fr.path, fr.path in engine.context_only): fr for fr in file_results}
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None

@@ -25,6 +25,10 @@ from collections.abc import Callable, Sequence
 from ailint.core.model import Finding
 from ailint.engine.sources import EXTENSIONS
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class GitError(Exception):
     """git is missing, the folder is not a repository, or the revision is unknown."""
@@ -133,6 +137,7 @@ def findings_at(
     context: Sequence[str] = (),
     jobs: int = 1,
     current: Sequence[Finding] | None = None,
+    reuse: dict[tuple[str, bool], Any] | None = None,
 ) -> list[Finding]:
     """The findings the same run would have reported on REF's tree (same paths, settings
     and report paths).
@@ -142,7 +147,11 @@ def findings_at(
     from REF's (`unchanged_since`), REF's findings are these: the same files, linted with
     the same settings. A pull request that changes no manifest then costs one run, not two
     (on the corpus in one repository, `--since HEAD` linted REF's tree in 1.9 to 2.8 s, a
-    second cold run)."""
+    second cold run).
+
+    `reuse`: the files this run parsed (`RunResult.parsed`). REF's run takes each whose text
+    is the same in REF's tree instead of parsing it and running its object rules again
+    (`run.reused`); its cross-resource rules and passes run over the whole tree as ever."""
     from ailint.engine.run import bundle_root, lint
 
     top = repo_top(shown_root)
@@ -184,6 +193,7 @@ def findings_at(
             context=old_context,
             root=old_root,
             run_root=old_run_root,
+            reuse=reuse,
         )
         return result.findings
     finally:
