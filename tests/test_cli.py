@@ -307,3 +307,6 @@ def test_a_check_that_ends_its_process_keeps_the_run_objects_until_then(monkeypa
     monkeypatch.setattr(run_module, "_held", None)
     fixing = CliRunner().invoke(cli, ["check", "--no-config", "--fix", "--format", "json", str(first)])
     assert fixing.exit_code == 0 and run_module._held is None, "a fix runs twice: nothing is held beside it"
+    monkeypatch.setenv("AILINT_BOUNDED", "1")
+    assert CliRunner().invoke(cli, [*args, str(first)]).exit_code == 0
+    assert not run_module._held, "a run with bounded memory frees what it can"

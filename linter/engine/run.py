@@ -479,7 +479,8 @@ _held: list[Any] | None = None  # the last run's parsed files, once `hold_until_
 def hold_until_exit() -> None:
     """This process ends with `os._exit` once its run is reported (the console entry points:
     `lean.main`, `cli.main`): from now on the last run's parsed files and bundle contexts are
-    kept until that exit, not freed object by object when `lint` returns. Freeing the corpus's
+    kept until that exit, not freed object by object when `lint` returns (but for a run with
+    bounded memory, whose next run, `--since`'s, may be as large). Freeing the corpus's
     2,280 files took 13 to 14 ms of a cold run's serial tail, after every other part of the run.
     A program that lints on (the webhook, the test suite's in-process runs) never calls it."""
     global _held
@@ -552,9 +553,10 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
 
     _stop_sharing()  # the parse is over
     objects: list[K8sObject] = [o for fr in file_results for o in fr.objects]
-    _hold(file_results)
-    if engine.keep_parsed:
-        result.parsed = {(fr.path, fr.path in engine.context_only): fr for fr in file_results}
+    if not engine.bounded:  # (a bounded run frees what it can: its next run may be as large)
+        _hold(file_results)
+        if engine.keep_parsed:  # (a spilled text cannot be compared: nothing to keep then)
+            result.parsed = {(fr.path, fr.path in engine.context_only): fr for fr in file_results}
     hidden = engine.context_only
     findings: list[Finding] = [f for fr in file_results if fr.path not in hidden for f in fr.findings]
     memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None
@@ -591,7 +593,8 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             engine,
             lambda objs: Context(objects=objs, profile=settings.profile, bundle=True, root=root),
         )
-        _hold(file_results, ctxs)
+        if not engine.bounded:
+            _hold(file_results, ctxs)
         ctx = ctxs[0]
         scoped = (which, ctxs) if len(ctxs) > 1 else None
         forked = (
