@@ -5,15 +5,20 @@ the API server reads them) plus a side table `path -> Pos` (see `ailint.core.mod
 the loader's hot loop, and the one converter of the project: the engine's loader, the fixer's
 re-parse and rules that read YAML embedded in a string (a ConfigMap's policy) all use it. No
 tag is ever executed: unknown tags keep their plain value. `FastLoader` is the composer that
-tags plain scalars lazily (`resolve_plain` resolves them during conversion).
+tags plain scalars lazily (`resolve_plain` resolves them during conversion), and makes nodes
+of this module's classes (`_Node`: built in C), which `Converter` reads as tuples. Every other
+use of PyYAML's C loaders in ailint goes through this module too (`load_data` and the
+functions beside it), under the lock the composer holds (`PYYAML_C`).
 """
 
 from __future__ import annotations
 
+import _thread
 import operator
 import sys
 from dataclasses import dataclass
 
+import yaml._yaml
 import yaml.constructor
 import yaml.nodes
 import yaml.resolver
@@ -56,9 +61,9 @@ class _LazyResolver:
     ascend_resolver = staticmethod(tuple)  # () -> ignored
 
     def resolve(self, kind: Any, value: str, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.nodes.ScalarNode:
+        if kind is ScalarNode or kind is _PyScalarNode:
             return _PLAIN if implicit[0] else _STR
-        if kind is yaml.nodes.SequenceNode:
+        if kind is SequenceNode or kind is _PySequenceNode:
             return _SEQ
         return _MAP
 
@@ -68,13 +73,159 @@ class FastLoader(CParser, _LazyResolver):  # type: ignore[misc]
         CParser.__init__(self, stream)
 
 
+class _Node(BaseException):
+    """A composed node that libyaml's composer makes without running any Python code.
+
+    PyYAML's composer (`yaml._yaml`, Cython) calls the node classes it finds in its module's
+    globals, `ScalarNode(tag, value, start_mark, end_mark, style)` and the like, for each of
+    the 220,000 nodes of the plain corpus; PyYAML's classes run a Python `__init__` for each,
+    a third of the composer's time. An exception class takes the same positional arguments
+    and keeps them in `args` in C (0.343 to 0.242 s for the corpus's composing, best of 5),
+    and `Converter` reads them there as one tuple. Nothing raises these: the base is chosen
+    for its constructor only. Each class also derives from PyYAML's own, so that PyYAML's
+    constructors take them (`construct_yaml_int` asks for a `yaml.nodes.ScalarNode`).
+    `compose_all` puts these classes in the composer's globals for the span of each
+    document (`PYYAML_C`)."""
+
+    __slots__ = ()
+    tag = property(lambda self: self.args[0])
+    value = property(lambda self: self.args[1])
+    start_mark = property(lambda self: self.args[2])
+
+
+class ScalarNode(_Node, yaml.nodes.ScalarNode):
+    """args: (tag, value, start_mark, end_mark, style)."""
+
+    __slots__ = ()
+    end_mark = property(lambda self: self.args[3])
+    style = property(lambda self: self.args[4])
+
+
+class SequenceNode(_Node, yaml.nodes.SequenceNode):
+    """args: (tag, items, start_mark, None, flow_style); the composer sets `end_mark` once the
+    last item is read (an attribute of the instance)."""
+
+    __slots__ = ()
+
+
+class MappingNode(_Node, yaml.nodes.MappingNode):
+    """args: (tag, [(key, value), ...], start_mark, None, flow_style); `end_mark` as for a
+    sequence."""
+
+    __slots__ = ()
+
+
+_PyScalarNode, _PySequenceNode, _PyMappingNode = yaml.nodes.ScalarNode, yaml.nodes.SequenceNode, yaml.nodes.MappingNode
+_OURS = (ScalarNode, SequenceNode, MappingNode)
+_COMPOSER_GLOBALS: dict[str, Any] = vars(yaml._yaml)
+
+# Held while PyYAML's composer runs with this module's node classes in its globals: every
+# PyYAML C loader of the process (`yaml.CSafeLoader` too) would make them meanwhile, and
+# PyYAML's own resolver does not know them. ailint's other uses of the C loaders go through
+# `load_data` and the functions beside it, which hold it as well, so a thread of the webhook
+# that composes never hands another one these nodes. (Reentrant: a holder may compose.)
+PYYAML_C = _thread.RLock()
+
+
+def _composed(step: Any) -> Any:
+    """`step()` (a loader's `get_node` or `get_single_node`) with this module's node classes
+    (`_Node`)."""
+    g = _COMPOSER_GLOBALS
+    with PYYAML_C:
+        saved = g["ScalarNode"], g["SequenceNode"], g["MappingNode"]
+        g["ScalarNode"], g["SequenceNode"], g["MappingNode"] = _OURS
+        try:
+            node = step()
+        finally:
+            g["ScalarNode"], g["SequenceNode"], g["MappingNode"] = saved
+    if node is None or isinstance(node, _Node):
+        return node
+    return _adopted(node, {})  # a PyYAML whose composer finds its classes otherwise
+
+
+def _adopted(node: Any, memo: dict[int, Any]) -> Any:
+    """PyYAML's composed `node` rebuilt with this module's classes (an alias stays one node)."""
+    got = memo.get(id(node))
+    if got is not None:
+        return got
+    if isinstance(node, _PyScalarNode):
+        new: Any = ScalarNode(node.tag, node.value, node.start_mark, node.end_mark, node.style)
+        memo[id(node)] = new
+        return new
+    items: list[Any] = []
+    cls = SequenceNode if isinstance(node, _PySequenceNode) else MappingNode
+    new = cls(node.tag, items, node.start_mark, None, node.flow_style)
+    new.end_mark = node.end_mark
+    memo[id(node)] = new  # (before the children: an anchor may hold an alias of itself)
+    if cls is SequenceNode:
+        items.extend(_adopted(c, memo) for c in node.value)
+    else:
+        items.extend((_adopted(k, memo), _adopted(v, memo)) for k, v in node.value)
+    return new
+
+
+# PyYAML's own C loaders, for the code that wants PyYAML's data or nodes (configs, charts,
+# embedded documents, fixes): each holds `PYYAML_C`, and no other module names them
+# (tests/test_selflint.py), so none runs while a composer holds this module's classes.
+
+
+def load_data(stream: Any) -> Any:
+    """`yaml.load(stream, Loader=yaml.CSafeLoader)`."""
+    import yaml
+
+    with PYYAML_C:
+        return yaml.load(stream, Loader=yaml.CSafeLoader)
+
+
+def load_all_data(stream: Any) -> list[Any]:
+    """`list(yaml.load_all(stream, Loader=yaml.CSafeLoader))`."""
+    import yaml
+
+    with PYYAML_C:
+        return list(yaml.load_all(stream, Loader=yaml.CSafeLoader))
+
+
+def pyyaml_compose(text: str) -> Any:
+    """`yaml.compose(text, Loader=yaml.CSafeLoader)`: PyYAML's node classes and tags."""
+    import yaml
+
+    with PYYAML_C:
+        return yaml.compose(text, Loader=yaml.CSafeLoader)
+
+
+def pyyaml_compose_all(text: str) -> list[Any]:
+    """`list(yaml.compose_all(text, Loader=yaml.CSafeLoader))`."""
+    import yaml
+
+    with PYYAML_C:
+        return list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
+
+
+def pyyaml_events(text: str) -> list[Any]:
+    """`list(yaml.parse(text, Loader=yaml.CSafeLoader))`."""
+    import yaml
+
+    with PYYAML_C:
+        return list(yaml.parse(text, Loader=yaml.CSafeLoader))
+
+
 def compose_all(text: str) -> Iterator[Any]:
-    """The composed documents of `text`: what `yaml.compose_all(text, Loader=FastLoader)`
-    yields, read without PyYAML's package-level names."""
+    """The composed documents of `text`, as `yaml.compose_all(text, Loader=FastLoader)`
+    yields them but with this module's node classes (`_Node`)."""
     loader = FastLoader(text)
     try:
         while loader.check_node():
-            yield loader.get_node()
+            yield _composed(loader.get_node)
+    finally:
+        loader.dispose()
+
+
+def compose(text: str) -> Any:
+    """The one document of `text` (None for an empty stream), as `yaml.compose` gives it but
+    with this module's node classes; raises `yaml.composer.ComposerError` on a second."""
+    loader = FastLoader(text)
+    try:
+        return _composed(loader.get_single_node)
     finally:
         loader.dispose()
 
@@ -117,7 +268,7 @@ class LimitExceeded(Exception):
         self.code, self.mark, self.message = code, mark, message
 
 
-_ScalarNode, _MappingNode, _SequenceNode = yaml.nodes.ScalarNode, yaml.nodes.MappingNode, yaml.nodes.SequenceNode
+_ScalarNode, _MappingNode, _SequenceNode = ScalarNode, MappingNode, SequenceNode
 # Keys and short strings repeat across objects (`name`, `image`, `IfNotPresent`): one copy of
 # each keeps a run's objects (held until the bundle rules) about 40% smaller.
 _intern = sys.intern
@@ -180,7 +331,9 @@ class Converter:
         self.short = min(64, self.max_scalar)  # a string this long is interned, and under the limit
 
     def convert(self, node: Any, path: Path, key_pos: tuple[int, int, int, int] | None, depth: int) -> tuple[Any, int]:
-        sm, em = node.start_mark, node.end_mark
+        cls = node.__class__
+        sm = node.args[2]
+        em = node.args[3] if cls is _ScalarNode else node.end_mark
         line, col = sm.line + 1, sm.column + 1
         if key_pos is None:
             self.positions[path] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
@@ -202,7 +355,6 @@ class Converter:
                 return seen
         if depth > self.limits.max_depth:
             raise LimitExceeded("YML005", sm, f"nesting deeper than {self.limits.max_depth} levels; document skipped")
-        cls = node.__class__
         if cls is _ScalarNode:
             result: tuple[Any, int] = (self.scalar(node), 1)
         elif cls is _MappingNode:
@@ -219,15 +371,13 @@ class Converter:
         positions = self.positions
         memo = self.memo
         short = self.short
-        for i, child in enumerate(node.value):
+        for i, child in enumerate(node.args[1]):
             if child.__class__ is _ScalarNode and (memo is None or id(child) not in memo):
-                sm, em = child.start_mark, child.end_mark
+                tag, value, sm, em, style = child.args
                 line, col = sm.line + 1, sm.column + 1
                 positions[path + (i,)] = (line, col, line, col, line, col, em.line + 1, em.column + 1)
-                value = child.value
-                tag = child.tag
                 if len(value) <= short and (
-                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or child.style)
+                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or style)
                 ):
                     items.append(_intern(value))  # a short string (`scalar`, inline)
                 else:
@@ -240,9 +390,8 @@ class Converter:
         return (_shared(items, enumerate(items)) if _sharing else items), size
 
     def scalar(self, node: Any) -> Any:
-        value = node.value
-        tag = node.tag
-        if tag == _STR or node.style:
+        tag, value, _, _, style = node.args
+        if tag == _STR or style:
             if len(value) > self.max_scalar:
                 self._too_long(node)
             return _intern(value) if len(value) <= 64 else value
@@ -281,7 +430,7 @@ class Converter:
         positions = self.positions
         memo = self.memo
         short = self.short
-        for knode, vnode in node.value:
+        for knode, vnode in node.args[1]:
             if knode.__class__ is not _ScalarNode:
                 self.complex_keys += 1
                 self.findings.append(
@@ -292,11 +441,11 @@ class Converter:
                     )
                 )
                 continue
-            key = _intern(knode.value)
-            if key == "<<" and (knode.tag == _PLAIN or knode.tag == _MERGE):
+            ktag, key, ksm, kem, _ = knode.args
+            key = _intern(key)
+            if key == "<<" and ktag in (_PLAIN, _MERGE):
                 merges.append(vnode)
                 continue
-            ksm, kem = knode.start_mark, knode.end_mark
             if key in out:
                 self.findings.append(
                     Problem(
@@ -309,7 +458,7 @@ class Converter:
                 continue
             kl, kc = ksm.line + 1, ksm.column + 1
             if vnode.__class__ is _ScalarNode and (memo is None or id(vnode) not in memo):
-                sm, em = vnode.start_mark, vnode.end_mark
+                tag, value, sm, em, style = vnode.args
                 positions[path + (key,)] = (
                     kl,
                     kc,
@@ -320,10 +469,8 @@ class Converter:
                     em.line + 1,
                     em.column + 1,
                 )
-                value = vnode.value
-                tag = vnode.tag
                 if len(value) <= short and (
-                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or vnode.style)
+                    _IMPLICIT.get(value[:1]) is None if tag is _PLAIN else (tag == _STR or style)
                 ):
                     out[key] = _intern(value)  # a short string: what `scalar` makes of it, inline
                 else:

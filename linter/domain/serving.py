@@ -460,11 +460,10 @@ def append_arg_edit(obj: K8sObject, c: Container, text: str) -> Edit | None:
 # ---------------------------------------------------------------------------------------
 @lru_cache(maxsize=512)
 def _load_yaml(text: str) -> Any:
-    import yaml
+    from ailint.core.yamldata import load_data
 
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return yaml.load(text, Loader=loader)
+        return load_data(text)
     except Exception:
         return None
 

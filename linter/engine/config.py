@@ -86,10 +86,10 @@ def read_config(path: str) -> dict[str, Any]:
             with open(path, "rb") as fh:
                 data = tomllib.load(fh)
             return data.get("tool", {}).get("ailint", {}) or {}
-        import yaml
+        from ailint.core.yamldata import load_data
 
         with open(path, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=yaml.CSafeLoader)
+            data = load_data(fh)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except OSError as exc:
@@ -216,9 +216,10 @@ def _config_line(path: str, keys: tuple[Any, ...], needle: str, key_line: bool =
         return None
     if not path.endswith(".toml"):
         import yaml
+        from ailint.core.yamldata import pyyaml_compose
 
         try:
-            node: Any = yaml.compose(text, Loader=yaml.CSafeLoader)
+            node: Any = pyyaml_compose(text)
         except Exception:
             node = None
         for n, key in enumerate(keys):

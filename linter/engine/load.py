@@ -185,8 +185,7 @@ def _add_skipped(
 def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     """Parse a decoded file into objects and YML findings. Never raises on bad input."""
     import yaml.error  # here, not at import: a cached run reads no YAML
-    import yaml.nodes
-    from ailint.core.yamldata import Converter, LimitExceeded, mark_span
+    from ailint.core.yamldata import Converter, LimitExceeded, ScalarNode, mark_span
 
     result = FileResult(path=source.display, source=source)
     text = source.text
@@ -242,7 +241,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
                 )
             )
             break
-        if node is None or (node.__class__ is yaml.nodes.ScalarNode and node.value == "" and not node.style):
+        if node is None or (node.__class__ is ScalarNode and node.value == "" and not node.style):
             continue  # an empty document (`---` twice): kubectl skips it too
         result.documents += 1
         if isinstance(node, _Skipped):

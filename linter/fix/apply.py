@@ -103,10 +103,10 @@ class _Doc:
 
 def _documents(text: str) -> list[_Doc]:
     """Every document of `text` as plain data with positions (raises yaml.YAMLError)."""
-    from ailint.core.yamldata import Converter, LimitExceeded, Limits
+    from ailint.core.yamldata import Converter, LimitExceeded, Limits, compose_all
 
     out = []
-    for node in yaml.compose_all(text, Loader=yaml.CSafeLoader):
+    for node in compose_all(text):
         if node is None:
             out.append(_Doc(None, {}, 0))
             continue
@@ -224,10 +224,12 @@ def verify(old: str, new: str, edits: Iterable[Edit]) -> str | None:
 
 def _document_starts(text: str) -> list[int]:
     """Offsets where the documents of `text` start (their `---`, or their first token)."""
+    from ailint.core.yamldata import pyyaml_events
+
     src = SourceFile("-", "-", text)
     return [
         src.offset(ev.start_mark.line + 1, ev.start_mark.column + 1)
-        for ev in yaml.parse(text, Loader=yaml.CSafeLoader)
+        for ev in pyyaml_events(text)
         if isinstance(ev, yaml.DocumentStartEvent)
     ]
 

@@ -864,9 +864,10 @@ def append_document(obj: K8sObject, value: dict[str, Any]) -> DocumentEdit | Non
         return None
     doc = block(value, _indent_unit(obj), seq_indented(obj), _stats(obj)[2])
     import yaml
+    from ailint.core.yamldata import load_all_data
 
     try:
-        back = list(yaml.load_all(_join_lines(doc, "\n"), Loader=yaml.CSafeLoader))
+        back = load_all_data(_join_lines(doc, "\n"))
     except yaml.YAMLError:
         return None
     if repr(back) != repr([value]):

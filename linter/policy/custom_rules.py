@@ -55,10 +55,10 @@ class Where:
         except OSError:
             return
         if not path.endswith(".toml"):
-            import yaml
+            from ailint.core.yamldata import pyyaml_compose
 
             try:
-                self.root = yaml.compose(self.text, Loader=yaml.CSafeLoader)
+                self.root = pyyaml_compose(self.text)
             except Exception:
                 self.root = None
 
@@ -171,10 +171,11 @@ def load_specs(data: dict[str, Any], path: str | None) -> list[Spec]:
 
 def _specs_from_file(path: str) -> list[Spec]:
     import yaml
+    from ailint.core.yamldata import load_data
 
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = yaml.load(fh, Loader=yaml.CSafeLoader)
+            doc = load_data(fh)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the custom rules: {exc.strerror}") from None
     except yaml.MarkedYAMLError as exc:

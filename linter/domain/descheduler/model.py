@@ -171,10 +171,10 @@ def parse_embedded(obj: K8sObject, key: str, text: str) -> Embedded | None:
     if len(text) > 1024 * 1024 or "DeschedulerPolicy" not in text:
         return None
     import yaml  # here: only a ConfigMap that embeds a policy needs the parser
-    from ailint.core.yamldata import Converter, Limits
+    from ailint.core.yamldata import Converter, Limits, compose
 
     try:
-        node = yaml.compose(text, Loader=yaml.CSafeLoader)
+        node = compose(text)
     except yaml.YAMLError:
         return None
     except (RecursionError, ValueError):

@@ -61,13 +61,13 @@ def helm_version(binary: str) -> tuple[int, str] | None:
 
 def _yaml_at(path: str) -> tuple[Any, Any]:
     """(data, node) of a small YAML file; (None, None) when it does not parse."""
-    import yaml
+    from ailint.core.yamldata import load_data, pyyaml_compose
 
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read(1 << 20)
-        node = yaml.compose(text, Loader=yaml.CSafeLoader)
-        return yaml.load(text, Loader=yaml.CSafeLoader), node
+        node = pyyaml_compose(text)
+        return load_data(text), node
     except Exception:
         return None, None
 

@@ -69,12 +69,12 @@ def is_remote(entry: str) -> bool:
 
 
 def _load(path: str) -> tuple[Any, Any]:
-    import yaml
+    from ailint.core.yamldata import load_data, pyyaml_compose
 
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read(4 << 20)
-        return yaml.load(text, Loader=yaml.CSafeLoader), yaml.compose(text, Loader=yaml.CSafeLoader)
+        return load_data(text), pyyaml_compose(text)
     except Exception:
         return None, None
 

@@ -28,12 +28,12 @@ class Doc:
 
 def documents(text: str, first_line: int = 1, col_offset: int = 0) -> list[Doc]:
     """Every document of `text`; lines shifted so that text line 1 is `first_line`."""
-    import yaml
+    from ailint.core.yamldata import load_all_data, pyyaml_compose_all
 
     out: list[Doc] = []
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
-        datas = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        nodes = pyyaml_compose_all(text)
+        datas = load_all_data(text)
     except Exception:
         return out
     for node, data in zip(nodes, datas):
