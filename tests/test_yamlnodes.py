@@ -81,6 +81,30 @@ def test_the_nodes_carry_what_pyyamls_do():
     assert positions[("b", "e", 1, "g")] == (2, 22, 2, 23, 2, 25, 2, 26)
 
 
+def test_making_a_node_runs_no_python_code():
+    """What the classes are for: the composer makes each node in C (no `__init__` of
+    PyYAML's nodes runs, and ours have none)."""
+    nodes_py = yaml.nodes.__file__
+    called: list[str] = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename in (nodes_py, yamldata.__file__):
+            called.append(frame.f_code.co_qualname)  # (`FastLoader.__init__` runs, once)
+
+    sys.setprofile(hook)
+    try:
+        nodes = list(yamldata.compose_all(DOC + "---\n" + PLAIN))
+    finally:
+        sys.setprofile(None)
+    assert nodes and not [q for q in called if q.endswith("Node.__init__")], called[:5]
+    sys.setprofile(hook)
+    try:
+        yaml.compose(PLAIN, Loader=yaml.CSafeLoader)  # (the hook does see PyYAML's own)
+    finally:
+        sys.setprofile(None)
+    assert "ScalarNode.__init__" in called
+
+
 def test_compose_wants_one_document():
     assert yamldata.compose("") is None
     with pytest.raises(yaml.composer.ComposerError):
