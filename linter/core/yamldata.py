@@ -166,7 +166,7 @@ def _adopted(node: Any, memo: dict[int, Any]) -> Any:
 
 # PyYAML's own C loaders, for the code that wants PyYAML's data or nodes (configs, charts,
 # embedded documents, fixes): each holds `PYYAML_C`, and no other module names them
-# (tests/test_selflint.py), so none runs while a composer holds this module's classes.
+# (tests/test_yamlnodes.py), so none runs while a composer holds this module's classes.
 
 
 def load_data(stream: Any) -> Any:
