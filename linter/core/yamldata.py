@@ -169,44 +169,42 @@ def _adopted(node: Any, memo: dict[int, Any]) -> Any:
 # (tests/test_yamlnodes.py), so none runs while a composer holds this module's classes.
 
 
-def load_data(stream: Any) -> Any:
-    """`yaml.load(stream, Loader=yaml.CSafeLoader)`."""
+def _c_loaded(call: str, stream: Any) -> Any:
+    """`yaml.<call>(stream, Loader=yaml.CSafeLoader)` under `PYYAML_C`; a stream of results
+    is read out before the lock is let go."""
     import yaml
 
     with PYYAML_C:
-        return yaml.load(stream, Loader=yaml.CSafeLoader)
+        got = getattr(yaml, call)(stream, Loader=yaml.CSafeLoader)
+        return list(got) if call in _STREAMED else got
+
+
+_STREAMED = frozenset({"load_all", "compose_all", "parse"})
+
+
+def load_data(stream: Any) -> Any:
+    """`yaml.load(stream, Loader=yaml.CSafeLoader)`."""
+    return _c_loaded("load", stream)
 
 
 def load_all_data(stream: Any) -> list[Any]:
     """`list(yaml.load_all(stream, Loader=yaml.CSafeLoader))`."""
-    import yaml
-
-    with PYYAML_C:
-        return list(yaml.load_all(stream, Loader=yaml.CSafeLoader))
+    return _c_loaded("load_all", stream)  # type: ignore[no-any-return]
 
 
 def pyyaml_compose(text: str) -> Any:
     """`yaml.compose(text, Loader=yaml.CSafeLoader)`: PyYAML's node classes and tags."""
-    import yaml
-
-    with PYYAML_C:
-        return yaml.compose(text, Loader=yaml.CSafeLoader)
+    return _c_loaded("compose", text)
 
 
 def pyyaml_compose_all(text: str) -> list[Any]:
     """`list(yaml.compose_all(text, Loader=yaml.CSafeLoader))`."""
-    import yaml
-
-    with PYYAML_C:
-        return list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
+    return _c_loaded("compose_all", text)  # type: ignore[no-any-return]
 
 
 def pyyaml_events(text: str) -> list[Any]:
     """`list(yaml.parse(text, Loader=yaml.CSafeLoader))`."""
-    import yaml
-
-    with PYYAML_C:
-        return list(yaml.parse(text, Loader=yaml.CSafeLoader))
+    return _c_loaded("parse", text)  # type: ignore[no-any-return]
 
 
 def compose_all(text: str) -> Iterator[Any]:
