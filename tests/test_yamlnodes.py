@@ -5,6 +5,7 @@ loader of the process, in any thread, keeps PyYAML's classes and data."""
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import threading
 from pathlib import Path
@@ -157,6 +158,56 @@ def test_threads_that_load_while_others_compose_keep_pyyamls_data():
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[:3]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_while_a_thread_composes_can_compose_and_load():
+    """The child of a fork made while another thread held the lock, with ailint's classes in
+    the composer (that thread is not in the child): both are reset there."""
+    holding, done = threading.Event(), threading.Event()
+    g = vars(yaml._yaml)
+
+    def composer_in_the_middle() -> None:
+        with yamldata.PYYAML_C:
+            saved = g["ScalarNode"], g["SequenceNode"], g["MappingNode"]
+            g["ScalarNode"], g["SequenceNode"], g["MappingNode"] = yamldata._OURS
+            holding.set()
+            done.wait(10)
+            g["ScalarNode"], g["SequenceNode"], g["MappingNode"] = saved
+
+    t = threading.Thread(target=composer_in_the_middle)
+    t.start()
+    try:
+        assert holding.wait(10)
+        pid = os.fork()
+        if pid == 0:  # the child: the lock free, PyYAML's classes back
+            code = 1
+            try:
+                ok = yamldata.load_data(PLAIN)["n"] == "3" and isinstance(yamldata.compose(DOC), yamldata.MappingNode)
+                code = 0 if ok and g["ScalarNode"] is yaml.nodes.ScalarNode else 2
+            finally:
+                os._exit(code)
+        status = _waited(pid, 20)  # (a child stuck on the lock is killed: the test fails)
+    finally:
+        done.set()
+        t.join()
+    assert status == 0
+
+
+def _waited(pid: int, seconds: float) -> int | None:
+    """The child's exit code, or None when it had not ended after `seconds` (then killed)."""
+    import signal
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
 
 
 _C_LOADERS = {"CSafeLoader", "CLoader", "CBaseLoader", "CFullLoader", "CUnsafeLoader", "CParser", "_yaml"}

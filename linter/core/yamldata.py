@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import _thread
 import operator
+import os
 import sys
 from dataclasses import dataclass
 
@@ -125,6 +126,19 @@ _COMPOSER_GLOBALS: dict[str, Any] = vars(yaml._yaml)
 # `load_data` and the functions beside it, which hold it as well, so a thread of the webhook
 # that composes never hands another one these nodes. (Reentrant: a holder may compose.)
 PYYAML_C = _thread.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while another thread was composing: that thread is not in the child,
+    so neither is its hold on the lock, nor are the classes it had swapped in."""
+    global PYYAML_C
+    PYYAML_C = _thread.RLock()
+    g = _COMPOSER_GLOBALS
+    g["ScalarNode"], g["SequenceNode"], g["MappingNode"] = _PyScalarNode, _PySequenceNode, _PyMappingNode
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _composed(step: Any) -> Any:
