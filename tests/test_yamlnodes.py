@@ -92,17 +92,18 @@ def test_making_a_node_runs_no_python_code():
         if event == "call" and frame.f_code.co_filename in (nodes_py, yamldata.__file__):
             called.append(frame.f_code.co_qualname)  # (`FastLoader.__init__` runs, once)
 
+    before = sys.getprofile()
     sys.setprofile(hook)
     try:
         nodes = list(yamldata.compose_all(DOC + "---\n" + PLAIN))
     finally:
-        sys.setprofile(None)
+        sys.setprofile(before)
     assert nodes and not [q for q in called if q.endswith("Node.__init__")], called[:5]
     sys.setprofile(hook)
     try:
         yaml.compose(PLAIN, Loader=yaml.CSafeLoader)  # (the hook does see PyYAML's own)
     finally:
-        sys.setprofile(None)
+        sys.setprofile(before)
     assert "ScalarNode.__init__" in called
 
 
