@@ -8,6 +8,7 @@ import ast
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,9 @@ def test_a_process_forked_while_a_thread_composes_can_compose_and_load():
     t.start()
     try:
         assert holding.wait(10)
-        pid = os.fork()
+        with warnings.catch_warnings():  # (a fork beside a live thread is the point here)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: the lock free, PyYAML's classes back
             code = 1
             try:
