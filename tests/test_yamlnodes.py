@@ -1,5 +1,5 @@
 """The composer's node classes (`ailint.core.yamldata._Node`): libyaml's composer makes them
-without Python code, only for the span of ailint's own composing, and every other PyYAML C
+without a Python `__init__`, only for the span of ailint's own composing, and every other PyYAML C
 loader of the process, in any thread, keeps PyYAML's classes and data."""
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class FastLoader(CParser, _LazyResolver):  # type: ignore[misc]
 
 
 class _Node(BaseException):
-    """A composed node that libyaml's composer makes without running any Python code.
+    """A composed node that libyaml's composer makes without running a Python `__init__`.
 
     PyYAML's composer (`yaml._yaml`, Cython) calls the node classes it finds in its module's
     globals, `ScalarNode(tag, value, start_mark, end_mark, style)` and the like, for each of
