@@ -357,8 +357,7 @@ def _check(
                     shown_root,
                     context_paths,
                     jobs,
-                    current=result.findings if result.render is None else None,
-                    reuse=result.parsed,
+                    head=result,
                 )
                 result.findings, known_before = since.new_findings(result.findings, old)
                 result.suppressed.extend(known_before)

@@ -248,8 +248,7 @@ def _run(sarif_file: str) -> int:
                 settings,
                 shown_root,
                 jobs=jobs,
-                current=result.findings if result.render is None else None,
-                reuse=result.parsed,
+                head=result,
             )
         except since.GitError as exc:
             print(f"::warning title=ailint::cannot compare with {base} ({exc}); reporting every finding")

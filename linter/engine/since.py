@@ -136,23 +136,28 @@ def findings_at(
     shown_root: str,
     context: Sequence[str] = (),
     jobs: int = 1,
-    current: Sequence[Finding] | None = None,
+    head: Any = None,
     reuse: dict[tuple[str, bool], Any] | None = None,
 ) -> list[Finding]:
     """The findings the same run would have reported on REF's tree (same paths, settings
     and report paths).
 
-    `current`: the findings of this run on the work tree, when it rendered no chart or
-    overlay (whose sources need not be manifests). When no file such a run reads differs
-    from REF's (`unchanged_since`), REF's findings are these: the same files, linted with
-    the same settings. A pull request that changes no manifest then costs one run, not two
-    (on the corpus in one repository, `--since HEAD` linted REF's tree in 1.9 to 2.8 s, a
-    second cold run).
+    `head`: this run's result on the work tree (`RunResult`). When it rendered no chart or
+    overlay (whose sources need not be manifests) and no file it reads differs from REF's
+    (`unchanged_since`), REF's findings are its findings: the same files, linted with the
+    same settings. A pull request that changes no manifest then costs one run, not two (on
+    the corpus in one repository, `--since HEAD` linted REF's tree in 1.9 to 2.8 s, a second
+    cold run).
 
-    `reuse`: the files this run parsed (`RunResult.parsed`). REF's run takes each whose text
-    is the same in REF's tree instead of parsing it and running its object rules again
-    (`run.reused`); its cross-resource rules and passes run over the whole tree as ever."""
+    `reuse` (by default `head.parsed`): the files a run parsed (`RunResult.parsed`). REF's
+    run takes each whose text is the same in REF's tree instead of parsing it and running
+    its object rules again (`run.reused`); its cross-resource rules and passes run over the
+    whole tree as ever."""
     from ailint.engine.run import bundle_root, lint
+
+    current = head.findings if head is not None and head.render is None else None
+    if reuse is None and head is not None:
+        reuse = head.parsed
 
     top = repo_top(shown_root)
     commit = resolve(ref, top)
