@@ -122,6 +122,9 @@ def run_tool(
         timed_out = False
         try:
             proc.wait(timeout=timeout)
+            # the limit is the tool's time, however soon this process looked: on a busy
+            # machine it may first look after the tool ended, past the limit
+            timed_out = time.monotonic() - start > timeout
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill(proc)
