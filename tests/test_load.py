@@ -50,6 +50,79 @@ def test_yaml_11_resolution_like_the_api_server():
     assert data == {"mode": 493, "flag": True, "s": "0755"}
 
 
+SCALARS = [
+    "0",
+    "1",
+    "42",
+    "007",
+    "0755",
+    "08",
+    "1_000",
+    "+5",
+    "-3",
+    "-0",
+    "0x1F",
+    "0b101",
+    "190:20:30",
+    "12345678901234567890",
+    "1e3",
+    "1.5",
+    ".5",
+    "-.inf",
+    ".nan",
+    "yes",
+    "Yes",
+    "YES",
+    "no",
+    "No",
+    "NO",
+    "on",
+    "On",
+    "ON",
+    "off",
+    "Off",
+    "OFF",
+    "true",
+    "True",
+    "TRUE",
+    "false",
+    "False",
+    "FALSE",
+    "y",
+    "n",
+    "~",
+    "null",
+    "Null",
+    "NULL",
+    "'1'",
+    '"2"',
+    "2001-12-14",
+    "١٢",
+    "²",
+]
+
+
+def test_scalars_are_what_pyyaml_makes_of_them():
+    """The converter's inline paths (plain decimals, booleans) give what PyYAML's own
+    constructors give, for every form YAML 1.1 resolves."""
+    import math
+
+    import yaml
+
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + "".join(
+        f"  k{i}: {v}\n" for i, v in enumerate(SCALARS)
+    )
+    ours = load(text).objects[0].data["data"]
+    theirs = {k: v if not hasattr(v, "isoformat") else str(v) for k, v in yaml.safe_load(text)["data"].items()}
+    for k, v in theirs.items():
+        got = ours[k]
+        assert type(got) is type(v) and (got == v or (isinstance(v, float) and math.isnan(v) and math.isnan(got))), (
+            SCALARS[int(k[1:])],
+            got,
+            v,
+        )
+
+
 def test_multi_document_stream_and_empty_documents():
     r = load(POD + "---\n---\n# only a comment\n---\n" + POD.replace("name: p", "name: q"))
     assert [o.name for o in r.objects] == ["p", "q"]

