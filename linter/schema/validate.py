@@ -83,8 +83,15 @@ _SERVED_ELSEWHERE = {("kubeflow.org", "MPIJob"): frozenset({"v1"})}
 # Schema stores
 # ---------------------------------------------------------------------------------------
 def _parse_version(v: str) -> tuple[int, int] | None:
-    m = re.match(r"^v?(\d+)\.(\d+)", str(v).strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    got = _VERSIONS.get(v)  # (asked once per object, of the run's one or two versions)
+    if got is None:
+        m = _VERSION.match(str(v).strip())
+        got = _VERSIONS[v] = (int(m.group(1)), int(m.group(2))) if m else ()
+    return got or None
+
+
+_VERSION = lazy_re(r"^v?(\d+)\.(\d+)")
+_VERSIONS: dict[str, tuple[int, int] | tuple[()]] = {}
 
 
 def _kv_schema_root() -> str | None:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, iter_dicts
 from ailint.core.rule import Options, Rule
@@ -90,8 +91,14 @@ def _containers(obj: Any) -> Iterator[tuple[tuple, dict[str, Any]]]:
         yield cont.path, cont.data
 
 
+@cache
+def _ubuntu_tag() -> re.Pattern[str]:
+    """The DLC tag that names an Ubuntu base (compiled once, not once per object)."""
+    return re.compile(serving.data()["dlc_ubuntu_tag"], re.I)
+
+
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
-    ubuntu = re.compile(serving.data()["dlc_ubuntu_tag"], re.I)
+    ubuntu = _ubuntu_tag()
     for path, data in _containers(obj):
         image = data.get("image")
         ref = serving.parse_image(image)
