@@ -151,3 +151,68 @@ def test_a_config_text_the_key_prefilter_skips_has_no_secret_line() -> None:
             assert hits == [], (text, hits)
             assert list(agents.scan_config_text(text)) == []
     assert skipped > 500 and hits_seen > 500  # both kinds of text were tried
+
+
+def test_secret_kind_passes_over_only_entries_that_cannot_hit() -> None:
+    """`secret_kind` returns early for an entry whose name is no secret or URL name and
+    whose value holds no shape: its answers are those of the full sequence of checks, for
+    names and values of every kind (shapes, references, placeholders, URL passwords)."""
+    import random
+    import re
+
+    from ailint.core.pkgdata import load_json
+    from ailint.domain import agents
+
+    def full(name: str, value: object) -> agents.SecretHit | None:  # the checks, none skipped
+        if value is None or isinstance(value, (bool, dict, list)):
+            return None
+        v = str(value)
+        if not v.strip():
+            return None
+        if agents.is_reference(v) and not re.match(r"^\$\{", v.strip()):
+            return None
+        shape = agents.value_shape(v)
+        if shape:
+            return agents.SecretHit(f"the value looks like {shape}", agents.is_placeholder(v))
+        c = agents._compiled()
+        n = name.strip().upper()
+        if n in c["url_names"]:
+            m = c["url_pw"].search(v)
+            if not m:
+                return None
+            return agents.SecretHit(
+                "the URL embeds a password", agents.is_placeholder(m.group(1)) or m.group(1).startswith("$")
+            )
+        c_name = n and not c["not_secret"].search(n) and (n in c["names"] or n.endswith(c["suffixes"]))
+        if not c_name and n not in c["url_names"]:
+            return None
+        if agents._not_a_secret_value(v) and not re.match(r"^\$\{", v.strip()):
+            return None
+        return agents.SecretHit("matched by its name", agents.is_placeholder(v))
+
+    d = load_json("ailint.data", "secrets.json")
+    names = [*d["names"], *d["url_names"], *(f"DB{s}" for s in d["name_suffixes"]), "PAD_TOKEN", "LOG_LEVEL", "x", ""]
+    values = [
+        "s3cr3t-Value-9f8e7d",
+        "postgres://u:pw@db:5432/x",
+        "redis://:${PASS}@r:6379",
+        "hf_" + "a" * 34,
+        "sk-proj-" + "b" * 24,
+        "${TOKEN}",
+        "$(cat /run/token)",
+        "changeme",
+        "8080",
+        "true",
+        "x y",
+        "",
+        None,
+        7,
+    ]
+    rng = random.Random(5)
+    hits = 0
+    for _ in range(4000):
+        name, value = rng.choice(names), rng.choice(values)
+        name = name.lower() if rng.random() < 0.3 else name
+        assert agents.secret_kind(name, value) == full(name, value), (name, value)
+        hits += agents.secret_kind(name, value) is not None
+    assert hits > 400

@@ -187,9 +187,9 @@ def value_shape(value: str) -> str | None:
 def is_secret_name(name: str) -> bool:
     c = _compiled()
     n = name.strip().upper()
-    if not n or c["not_secret"].search(n):
-        return False
-    return n in c["names"] or n.endswith(c["suffixes"]) or n in c["url_names"]
+    if not (n in c["names"] or n.endswith(c["suffixes"]) or n in c["url_names"]):
+        return False  # (most names: the exceptions' pattern is asked only of the others)
+    return not c["not_secret"].search(n)
 
 
 def is_reference(value: str) -> bool:
@@ -229,13 +229,17 @@ def secret_kind(name: str, value: Any) -> SecretHit | None:
     v = str(value)
     if not v.strip():
         return None
+    c = _compiled()
+    n = name.strip().upper()
+    # Only the value's shape, a URL name or a secret name can make a hit: most entries hold
+    # none and are passed over here, before the reference and shape patterns run
+    if n not in c["url_names"] and not is_secret_name(n) and not c["may_shape"].search(v):
+        return None
     if is_reference(v) and not re.match(r"^\$\{", v.strip()):
         return None
     shape = value_shape(v)
     if shape:
         return SecretHit(f"the value looks like {shape}", is_placeholder(v))
-    c = _compiled()
-    n = name.strip().upper()
     if n in c["url_names"]:
         m = c["url_pw"].search(v)
         if not m:
