@@ -83,10 +83,11 @@ _SERVED_ELSEWHERE = {("kubeflow.org", "MPIJob"): frozenset({"v1"})}
 # Schema stores
 # ---------------------------------------------------------------------------------------
 def _parse_version(v: str) -> tuple[int, int] | None:
-    got = _VERSIONS.get(v)  # (asked once per object, of the run's one or two versions)
+    text = str(v)
+    got = _VERSIONS.get(text)  # (asked once per object, of the run's one or two versions)
     if got is None:
-        m = _VERSION.match(str(v).strip())
-        got = _VERSIONS[v] = (int(m.group(1)), int(m.group(2))) if m else ()
+        m = _VERSION.match(text.strip())
+        got = _VERSIONS[text] = (int(m.group(1)), int(m.group(2))) if m else ()
     return got or None
 
 
