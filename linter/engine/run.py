@@ -388,16 +388,18 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     """Parse one file and run the single-object rules on its objects (none on a context file)."""
     key = None
     taken = None
-    if engine.reuse is not None and c.path != "-" and not c.problem:
-        taken = reused(c, settings, engine.reuse)
-    if taken is not None:
-        fr = taken
-    elif engine.cache is not None and c.path != "-" and not c.problem:
-        raw, early = read_raw(c, settings)
+    if (engine.reuse is not None or engine.cache is not None) and c.path != "-" and not c.problem:
+        raw, early = read_raw(c, settings)  # (read once: for another run's file, the cache key, the parse)
         if early is not None or raw is None:
             return early or FileResult(path=c.display)
-        key = engine.cache.file_key(c.display, raw, c.context)
-        fr = parse_raw(c, raw, settings)
+        if engine.reuse is not None:
+            taken = reused(c, raw, engine.reuse)
+        if taken is not None:
+            fr = taken
+        else:
+            if engine.cache is not None:
+                key = engine.cache.file_key(c.display, raw, c.context)
+            fr = parse_raw(c, raw, settings)
     else:
         fr = read_candidate(c, settings, stdin_text)
     from ailint.domain.context import Context
@@ -439,11 +441,12 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     return fr
 
 
-def reused(c: Candidate, settings: Settings, parsed: dict[tuple[str, bool], FileResult]) -> FileResult | None:
+def reused(c: Candidate, raw: bytes, parsed: dict[tuple[str, bool], FileResult]) -> FileResult | None:
     """What another run (`RunResult.parsed`) made of a file of the same report path, role
-    (linted or context) and text, as this run would make it: the same objects with none of
-    the facts that run worked out (`memo`, `carried`: a merged pod may hold another file's
-    fields) and the file's own findings, or None when there is no such file.
+    (linted or context) and text (`raw`, as read), as this run would make it: the same
+    objects with none of the facts that run worked out (`memo`, `carried`: a merged pod may
+    hold another file's fields) and the file's own findings, or None when there is no such
+    file.
 
     The objects' data and position tables are shared, as parsed data is never mutated. On a
     pull request that changes a few manifests, the base revision's run (`--since`) parses
@@ -451,9 +454,6 @@ def reused(c: Candidate, settings: Settings, parsed: dict[tuple[str, bool], File
     prior = parsed.get((c.display, c.context))
     if prior is None or prior.source is None or prior.source.__class__ is not SourceFile:
         return None  # (a spilled text is not held: parsed again)
-    raw, early = read_raw(c, settings)
-    if early is not None or raw is None:
-        return None
     text, problem = decode(raw, c.display)
     if problem is not None or text != prior.source.text:
         return None

@@ -30,6 +30,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ailint.core import pkgdata
 from ailint.core.lazyre import lazy_re
@@ -82,17 +83,13 @@ _SERVED_ELSEWHERE = {("kubeflow.org", "MPIJob"): frozenset({"v1"})}
 # ---------------------------------------------------------------------------------------
 # Schema stores
 # ---------------------------------------------------------------------------------------
+@lru_cache(maxsize=16)  # (asked once per object, of the run's one or two versions)
 def _parse_version(v: str) -> tuple[int, int] | None:
-    text = str(v)
-    got = _VERSIONS.get(text)  # (asked once per object, of the run's one or two versions)
-    if got is None:
-        m = _VERSION.match(text.strip())
-        got = _VERSIONS[text] = (int(m.group(1)), int(m.group(2))) if m else ()
-    return got or None
+    m = _VERSION.match(str(v).strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 _VERSION = lazy_re(r"^v?(\d+)\.(\d+)")
-_VERSIONS: dict[str, tuple[int, int] | tuple[()]] = {}
 
 
 def _kv_schema_root() -> str | None:
