@@ -1,0 +1,80 @@
+"""`bench/phases.py` names each callgrind dump after the phase it ends in: a wrong mapping
+would put a phase's instructions in another's row and mislead every reading of the table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+PHASES = Path(__file__).resolve().parent.parent / "bench" / "phases.py"
+
+
+@pytest.fixture(scope="module")
+def phases():
+    spec = importlib.util.spec_from_file_location("bench_phases", PHASES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_run(folder: Path, parent: int, forks: list[tuple[str, int]], counts: list[int], children: dict[int, int]):
+    """Fake callgrind output: the parent's dump n (`cg.PID.n`) ends at its n-th fork, the last
+    file (`cg.PID`) holds the rest; a child's file holds its own work; plus the probe's log."""
+    with (folder / "forks.jsonl").open("w") as log:
+        for label, child in forks:
+            log.write(json.dumps({"pid": parent, "label": label, "child": child}) + "\n")
+    for n, count in enumerate(counts[:-1], start=1):
+        (folder / f"cg.{parent}.{n}").write_text(f"events: Ir\ntotals: {count}\n")
+    (folder / f"cg.{parent}").write_text(f"events: Ir\ntotals: {counts[-1]}\n")
+    for pid, count in children.items():
+        (folder / f"cg.{pid}").write_text(f"events: Ir\ntotals: {count}\n")
+    (folder / "cg.999").write_text("events: Ir\ntotals: 5\n")  # a boundary's child, which left at once
+
+
+def test_two_processes(tmp_path, phases):
+    forks = [
+        ("parse+", 0),
+        ("fork", 200),  # the parse child
+        ("run_forked-", 0),
+        ("parse-", 0),
+        ("finish+", 0),
+        ("fork", 300),  # the bundle child
+        ("run_forked-", 0),
+        ("finish-", 0),
+    ]
+    write_run(tmp_path, 100, forks, [1, 2, 30, 4, 5, 60, 700, 8000, 90000], {200: 11, 300: 22})
+    got = phases.segments(tmp_path)
+    assert got == {
+        "start-up": 1,
+        "parse": 2 + 30 + 4,
+        "join": 5 + 60,
+        "bundle": 700,
+        "finish": 8000 + 90000,
+        "children": {"parse": 11, "bundle": 22},
+    }
+
+
+def test_one_process(tmp_path, phases):
+    forks = [
+        ("parse+", 0),
+        ("parse-", 0),
+        ("finish+", 0),
+        ("bundle_chunk+", 0),
+        ("bundle_chunk+", 0),  # the schema pass: still the bundle phase
+        ("_provider_passes_apart-", 0),
+        ("finish-", 0),
+    ]
+    write_run(tmp_path, 100, forks, [1, 20, 3, 40, 500, 6000, 70000, 800000], {})
+    got = phases.segments(tmp_path)
+    assert got == {
+        "start-up": 1,
+        "parse": 20,
+        "join": 3 + 40,
+        "bundle": 500 + 6000,
+        "finish": 70000 + 800000,
+        "children": {},
+    }
