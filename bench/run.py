@@ -28,8 +28,10 @@ rows). A rerun's share of the cold run is the median of its samples' shares, eac
 paired with a cold run just before it: the machine's speed moves by half within the hour,
 and two rows measured minutes apart moved the share by a third. The load average of the
 machine is printed with the table. `--profile` adds where a cold corpus run spends its time
-(one process, stage by stage). `python bench/compare.py REV` compares this tree with an
-earlier revision, run against run.
+(one process, stage by stage), and `--phases` its instructions by phase, in one process and
+in two (`bench/phases.py`, under valgrind: the same on a busy machine), which show what the
+second process adds and what the run waits for. `python bench/compare.py REV` compares this
+tree with an earlier revision, run against run.
 """
 
 from __future__ import annotations
@@ -446,7 +448,9 @@ def run(args: argparse.Namespace) -> str:
             f"bench: {sc['name']}: " + ", ".join(f"{k} {v[0]:.3f}s {v[1]:.0f}MiB" for k, v in med.items()),
             file=sys.stderr,
         )
-    profile = stage_profile(str(Path(ailint[0]).with_name("python")), plain, env) if args.profile else ""
+    python = str(Path(ailint[0]).with_name("python"))
+    profile = stage_profile(python, plain, env) if args.profile else ""
+    by_phase = phase_table(python, plain) if args.phases else ""
     edit(victim)  # leave no trace of the run's edits but a fresh copy next time
     shutil.rmtree(cache_dir, ignore_errors=True)
     load_after = os.getloadavg()
@@ -478,7 +482,22 @@ def run(args: argparse.Namespace) -> str:
         lines.append(f"| {name} | {a[0]:.2f} s | {a[1]:.0f} MiB | {cs} | {cm} | {ratio} |")
     if profile:
         lines += ["", profile]
+    if by_phase:
+        lines += ["", by_phase]
     return "\n".join(lines) + "\n"
+
+
+def phase_table(python: str, plain: list[str]) -> str:
+    """The cold corpus run's instructions by phase, in one process and in two (`phases.py`)."""
+    import phases  # bench/phases.py, beside this script
+
+    if shutil.which("valgrind") is None:
+        return "(no valgrind here: no instructions by phase)"
+    print("bench: counting instructions by phase (valgrind, about three minutes)", file=sys.stderr)
+    return (
+        "Instructions of a cold corpus run by phase (`python bench/phases.py`: callgrind, its counts "
+        "written at each fork; the same on a busy machine):\n\n" + phases.table(python, plain)
+    )
 
 
 def update_readme(table: str) -> None:
@@ -507,6 +526,7 @@ def main() -> None:
     ap.add_argument("--peer-generated", action="store_true", help="also run Checkov on the generated corpora (slow)")
     ap.add_argument("--dev-venv", action="store_true", help="time this interpreter's ailint, not a user install")
     ap.add_argument("--profile", action="store_true", help="add where a cold corpus run spends its time")
+    ap.add_argument("--phases", action="store_true", help="add its instructions by phase and process (valgrind)")
     ap.add_argument("--update-readme", action="store_true")
     args = ap.parse_args()
     if args.install_peer:

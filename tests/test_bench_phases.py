@@ -78,3 +78,19 @@ def test_one_process(tmp_path, phases):
         "finish": 70000 + 800000,
         "children": {},
     }
+
+
+def test_table_critical_path(phases, monkeypatch):
+    """The critical path adds the serial phases to each shared phase split evenly, or to its
+    longer process; the totals count every process."""
+    m = 1_000_000
+    one = {"start-up": 100 * m, "parse": 4000 * m, "join": 50 * m, "bundle": 2000 * m, "finish": 300 * m}
+    two = {"start-up": 100 * m, "parse": 2500 * m, "join": 90 * m, "bundle": 1200 * m, "finish": 300 * m}
+    kids = {"parse": 2300 * m, "bundle": 1000 * m}
+    monkeypatch.setattr(phases, "counted", lambda python, paths, jobs: (one, {}) if jobs == 1 else (two, kids))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in phases.table("python", ["x"]).splitlines()}
+    assert rows["all"] == "| all | 6.450 G | 7.490 G in all (1.161) | |"
+    # 100 + (2,500 + 2,300) / 2 + 90 + (1,200 + 1,000) / 2 + 300, and with the longer processes
+    assert rows["critical path"] == "| critical path | 6.450 G | 3.990 G to 4.190 G (0.62 to 0.65) | |"
+    assert rows["parse (reading, parsing, object rules)"].endswith("| 4.000 G | 2.500 G | 2.300 G |")
+    assert rows["join (catalogue pass, project contexts, shared indexes)"].endswith("| 0.050 G | 0.090 G |  |")
