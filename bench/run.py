@@ -493,7 +493,7 @@ def phase_table(python: str, plain: list[str]) -> str:
 
     if shutil.which("valgrind") is None:
         return "(no valgrind here: no instructions by phase)"
-    print("bench: counting instructions by phase (valgrind, about three minutes)", file=sys.stderr)
+    print("bench: counting instructions by phase (valgrind, a few minutes)", file=sys.stderr)
     return (
         "Instructions of a cold corpus run by phase (`python bench/phases.py`: callgrind, its counts "
         "written at each fork; the same on a busy machine):\n\n" + phases.table(python, plain)
