@@ -98,6 +98,16 @@ main()
 """
 
 
+PHASES = ("start-up", "parse", "join", "bundle", "finish")
+LABELS = {
+    "start-up": "start-up (interpreter, imports, config, the walk)",
+    "parse": "parse (reading, parsing, object rules)",
+    "join": "join (catalogue pass, project contexts, shared indexes)",
+    "bundle": "bundle (bundle rules, schema, admission policies)",
+    "finish": "finish (suppressions, sorting, the report)",
+}
+
+
 def totals(path: Path) -> int:
     """The instructions a callgrind output file counts (0 when there is none)."""
     if not path.exists():
@@ -142,7 +152,7 @@ def segments(out: Path) -> dict[str, int | dict[str, int]]:
     forks = [e for e in events if e["pid"] == main]
     segments = [(e["label"], totals(out / f"cg.{main}.{n}")) for n, e in enumerate(forks, start=1)]
     segments.append(("exit", totals(out / f"cg.{main}")))
-    named = dict.fromkeys(("start-up", "parse", "join", "bundle", "finish"), 0)
+    named = dict.fromkeys(PHASES, 0)
     children: dict[str, int] = {}
     phase = "start-up"
     for (label, count), event in zip(segments, [*forks, None], strict=True):
@@ -159,16 +169,6 @@ def segments(out: Path) -> dict[str, int | dict[str, int]]:
             "_provider_passes_apart-": "finish",
         }.get(label, phase)
     return {**named, "children": children}
-
-
-PHASES = ("start-up", "parse", "join", "bundle", "finish")
-LABELS = {
-    "start-up": "start-up (interpreter, imports, config, the walk)",
-    "parse": "parse (reading, parsing, object rules)",
-    "join": "join (catalogue pass, project contexts, shared indexes)",
-    "bundle": "bundle (bundle rules, schema, admission policies)",
-    "finish": "finish (suppressions, sorting, the report)",
-}
 
 
 def counted(
