@@ -43,16 +43,17 @@ def test_two_processes(tmp_path, phases):
         ("parse-", 0),
         ("finish+", 0),
         ("fork", 300),  # the bundle child
+        ("bundle_chunk+", 0),  # this process's schema task: still the bundle phase
         ("run_forked-", 0),
         ("finish-", 0),
     ]
-    write_run(tmp_path, 100, forks, [1, 2, 30, 4, 5, 60, 700, 8000, 90000], {200: 11, 300: 22})
+    write_run(tmp_path, 100, forks, [1, 2, 30, 4, 5, 60, 700, 7000, 8000, 90000], {200: 11, 300: 22})
     got = phases.segments(tmp_path)
     assert got == {
         "start-up": 1,
         "parse": 2 + 30 + 4,
         "join": 5 + 60,
-        "bundle": 700,
+        "bundle": 700 + 7000,
         "finish": 8000 + 90000,
         "children": {"parse": 11, "bundle": 22},
     }
