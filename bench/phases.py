@@ -164,7 +164,7 @@ def segments(out: Path) -> dict[str, int | dict[str, int]]:
             "parse+": "parse",
             "parse-": "join",
             "fork": "bundle" if phase == "join" else phase,
-            "bundle_chunk+": "bundle" if phase == "join" else phase,
+            "bundle_chunk+": "bundle",
             "run_forked-": phase if phase == "parse" else "finish",
             "_provider_passes_apart-": "finish",
         }.get(label, phase)
