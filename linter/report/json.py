@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable, Iterator, Sequence
 
 from ailint import __version__
@@ -118,6 +119,15 @@ class Rows:
 
 _ROW = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
 _BATCH = 256  # rows per piece written: few writes, and no more than this many rows held
+# `_ROW`'s C encoder, made once: `_ROW.encode` makes one for every row it encodes (two
+# Python frames and the encoder: 13.9 against 9.2 ms for the corpus report's 3,100 rows).
+# No check for cycles: a row is a tree of fresh dicts and lists (`finding_dict`)
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # (None without `_json`)
+_C_ROW: Callable[[Any, int], Any] | None = (
+    _MAKE_ENCODER(None, _ROW.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    if _MAKE_ENCODER is not None
+    else None
+)
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -130,6 +140,7 @@ def dumps(doc: dict[str, Any]) -> str:
 def dumps_chunks(doc: dict[str, Any]) -> Iterator[str]:
     """`dumps(doc)` in pieces; a top-level list may be `Rows`, made as it is written."""
     encode = _ROW.encode
+    row = _C_ROW
     yield "{\n"
     for n, (key, value) in enumerate(doc.items()):
         head = (",\n" if n else "") + f"  {encode(key)}: "
@@ -138,7 +149,7 @@ def dumps_chunks(doc: dict[str, Any]) -> Iterator[str]:
             batch: list[str] = []
             first = True
             for v in value:
-                batch.append("    " + encode(v))
+                batch.append("    " + ("".join(row(v, 0)) if row is not None else encode(v)))
                 if len(batch) == _BATCH:
                     yield ("" if first else ",\n") + ",\n".join(batch)
                     first, batch = False, []
