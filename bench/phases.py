@@ -39,10 +39,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PLAIN = Path(tempfile.gettempdir()) / "ailint-bench" / "plain"  # bench/run.py's copy
-CORPUS = ROOT.parent / "shared" / "corpus"
-
 # Run in the measured interpreter: wraps the phase boundaries with a fork whose child leaves
 # at once (callgrind dumps the counts at each fork), and logs each fork of this process.
 PROBE = r"""
@@ -189,7 +185,8 @@ def settled(python: str, paths: list[str], env: dict[str, str], cache: Path, mos
     The first runs of new code write ailint's code table and what it replays (class plans,
     patterns) at exit, what one process or two meet is not all the same, and a pattern or
     module met only now and then is written a few runs later: in a folder only one-process
-    runs had used, the finish of one took 0.35 G instead of 0.27 (after an install, 0.46)."""
+    runs had used, this probe counted the finish of one at 0.35 G instead of 0.27 (after an
+    install, 0.46), though a plain run there costs what it costs in a settled folder."""
     cmd = [python, "-m", "ailint", "check", "--format", "json", "--fail-on", "never", "--no-cache"]
 
     def state() -> list[tuple[str, int, int]]:
@@ -239,6 +236,8 @@ def table(python: str, paths: list[str]) -> str:
 
 def default_paths() -> list[str]:
     """The corpus copy `bench/run.py` makes, else the corpus's plain folders."""
+    from run import CORPUS, PLAIN  # bench/run.py, beside this script
+
     paths = sorted(str(p) for p in PLAIN.iterdir()) if PLAIN.is_dir() else []
     return paths or sorted(glob.glob(str(CORPUS / "*" / "plain")))
 

@@ -231,21 +231,23 @@ def secret_kind(name: str, value: Any) -> SecretHit | None:
         return None
     c = _compiled()
     n = name.strip().upper()
+    url = n in c["url_names"]
+    named = not url and is_secret_name(n)  # (asked once: the name's test below reads it)
     # Only the value's shape, a URL name or a secret name can make a hit: most entries hold
     # none and are passed over here, before the reference and shape patterns run
-    if n not in c["url_names"] and not is_secret_name(n) and not c["may_shape"].search(v):
+    if not url and not named and not c["may_shape"].search(v):
         return None
     if is_reference(v) and not re.match(r"^\$\{", v.strip()):
         return None
     shape = value_shape(v)
     if shape:
         return SecretHit(f"the value looks like {shape}", is_placeholder(v))
-    if n in c["url_names"]:
+    if url:
         m = c["url_pw"].search(v)
         if not m:
             return None
         return SecretHit("the URL embeds a password", is_placeholder(m.group(1)) or m.group(1).startswith("$"))
-    if not is_secret_name(n):
+    if not named:
         return None
     if _not_a_secret_value(v) and not re.match(r"^\$\{", v.strip()):
         return None
