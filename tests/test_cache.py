@@ -720,6 +720,38 @@ def test_deferred_objects_judged_again_when_their_catalogue_changes(tmp_path: Pa
     assert len(outcomes) >= 2, "the edits changed the findings"
 
 
+def test_an_edit_of_the_catalogue_in_one_project_reaches_workloads_in_another(tmp_path: Path) -> None:
+    """The run's catalogue is one for every project: a DRA claim template and a runtime in
+    repository `a` merge with a pod and an InferenceService in repository `b`. Each cached
+    rerun after editing, removing or adding back `a`'s files equals a fresh run, the bundle
+    rules on `b`'s merged pods included (GPU003 reads the claim's devices through them)."""
+    from test_catalogue import DRA, ISVC, POD, RUNTIME
+
+    a, b = tmp_path / "tree" / "a", tmp_path / "tree" / "b"
+    for repo in (a, b):
+        (repo / ".git").mkdir(parents=True)
+    (a / "claim.yaml").write_text(DRA.replace("CLASS", "nic.example.com"), encoding="utf-8")
+    (a / "runtime.yaml").write_text(RUNTIME.replace("TP", "4"), encoding="utf-8")
+    (b / "pod.yaml").write_text(POD, encoding="utf-8")
+    (b / "isvc.yaml").write_text(ISVC, encoding="utf-8")
+    cache, paths = tmp_path / "c", [str(tmp_path / "tree")]
+    assert _lint(paths, cache) == _lint(paths, None)
+    steps = [
+        lambda: (a / "claim.yaml").write_text(DRA.replace("CLASS", "gpu.nvidia.com"), encoding="utf-8"),
+        lambda: (a / "runtime.yaml").write_text(RUNTIME.replace("TP", "2"), encoding="utf-8"),
+        lambda: (a / "claim.yaml").unlink(),
+        lambda: (a / "claim.yaml").write_text(DRA.replace("CLASS", "gpu.nvidia.com"), encoding="utf-8"),
+        lambda: (a / "runtime.yaml").unlink(),
+    ]
+    seen = set()
+    for n, step in enumerate(steps):
+        step()
+        got = _lint(paths, cache)
+        assert got == _lint(paths, None), n
+        seen.add(json.dumps(sorted((x["code"], x["file"], x["line"]) for x in got["findings"] if "/b/" in x["file"])))
+    assert len(seen) >= 3, "the edits in `a` changed the findings in `b`"
+
+
 def _pack_item(v: object) -> bool:
     """(key, file entry): what the pack holds for a file."""
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)

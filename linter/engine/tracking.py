@@ -114,6 +114,23 @@ def _same_objects(cache: Any, before: Any, now: Any, fr: FileResult) -> bool:
     return True
 
 
+def _touch_merged_projects(
+    catalogue_touched: set[str],
+    merges: dict[str, list[tuple[str, ...]]],
+    project: dict[str, str],
+    touched_in: dict[str, set[str]],
+) -> None:
+    """A catalogue object changed (or came, or went): every project holding an object whose
+    pods merge with one of its kinds sees those pods change, whichever project the catalogue
+    object is in. Its calls that read the merged object (by its kind, through the pods, or
+    every object) run again, as in the catalogue object's own project."""
+    for d, per_object in merges.items():
+        proj = project.get(d)
+        if proj is None or not any(catalogue_touched.intersection(m) for m in per_object):
+            continue
+        touched_in.setdefault(proj, {ALL}).update(catalogue_touched)
+
+
 def _project_of(file_state: Any) -> str | None:
     """The project a file was in at the previous run (its state is `(key, project)`)."""
     if isinstance(file_state, tuple) and len(file_state) == 2 and isinstance(file_state[1], str):
@@ -284,6 +301,10 @@ def bundle_phase(
     # what the changes touched, per project: a call reads only its own project's objects
     # (`project_contexts`), so an edit in one repository reruns nothing in another
     touched_in: dict[str, set[str]] = {}
+    # what changed catalogue objects (runtimes, claims) touch: the run's catalogue is one for
+    # every project (`ailint.engine.catalogue`), so their change reaches the merged pods of
+    # workloads in other projects too
+    catalogue_touched: set[str] = set()
     results_of = {fr.path: fr for fr in file_results}
     for d in changed:
         before = prev_files.get(d)
@@ -295,6 +316,10 @@ def bundle_phase(
             touched = touched_in.setdefault(proj, {ALL})
             for tok in toks:
                 touched.update(tok)
+                if scoped(PODS, ANY_NAMESPACE) in tok:  # a catalogue object: run-wide
+                    catalogue_touched.update(tok)
+    if catalogue_touched:
+        _touch_merged_projects(catalogue_touched, merges, project, touched_in)
     nothing: set[str] = set()
 
     rules = engine.bundle_rules
