@@ -118,20 +118,24 @@ _EDITS = {
 }
 
 
-def test_reruns_after_edits_of_every_kind_identical_to_uncached(tmp_path: Path) -> None:
+@pytest.mark.parametrize("repos", [1, 3])
+def test_reruns_after_edits_of_every_kind_identical_to_uncached(tmp_path: Path, repos: int) -> None:
     """Edits that change what other objects' calls read (a file gone, an object moved to
     another namespace, relabelled, renamed, of another kind), one file at a time in a tree
-    of a third of every family's fixtures, which join as one project: each cached rerun
+    of a third of every family's fixtures, which join as one project, or as three (each a
+    repository of its own, the run's catalogue shared by all three): each cached rerun
     equals a fresh run (findings, spans, messages and fixes)."""
     import random
 
     tree = tmp_path / "tree"
     files = []
-    for p in sorted(FIXTURES.rglob("*.yaml"))[::3]:
-        if not p.name.endswith(".fixed.yaml"):
-            files.append(tree / p.relative_to(FIXTURES))
-            files[-1].parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, files[-1])
+    for n, p in enumerate(p for p in sorted(FIXTURES.rglob("*.yaml"))[::3] if not p.name.endswith(".fixed.yaml")):
+        repo = tree / f"repo{n % repos}" if repos > 1 else tree
+        files.append(repo / p.relative_to(FIXTURES))
+        files[-1].parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, files[-1])
+    for n in range(repos if repos > 1 else 0):
+        (tree / f"repo{n}" / ".git").mkdir()
     rnd = random.Random(17)  # fixed: the same edits every run
     cache, paths = tmp_path / "c", [str(tree)]
     _lint(paths, cache)
