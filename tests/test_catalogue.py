@@ -186,8 +186,9 @@ def test_a_repeated_finding_is_kept_as_the_one_of_the_object_holding_its_line() 
 
 
 def test_the_join_takes_which_objects_wait_from_their_files_object_rules(tmp_path: Path, monkeypatch) -> None:
-    """`process_file` notes which of a file's objects wait for the catalogue (FileResult.deferred),
-    and the join judges exactly those without working it out again; the finding is the same."""
+    """`process_file` notes which of a file's objects wait for the catalogue (FileResult.deferred)
+    and which are catalogue members (FileResult.catalogue), and the join judges exactly those
+    without working either out again, cached or not; the finding is the same."""
     from ailint.engine import catalogue
     from ailint.engine.run import Engine, process_file
     from ailint.engine.sources import Candidate
@@ -199,6 +200,7 @@ def test_the_join_takes_which_objects_wait_from_their_files_object_rules(tmp_pat
     fr = process_file(Candidate(str(both), "both.yaml"), settings, Engine(settings, []))
     assert [o.kind for o in fr.objects] == ["InferenceService", "ClusterServingRuntime"]
     assert fr.deferred == (0,)
+    assert fr.catalogue == (1,)  # the runtime
     alone = tmp_path / "alone.yaml"
     alone.write_text(RUNTIME.replace("TP", "4"), encoding="utf-8")
     none_wait = process_file(Candidate(str(alone), "alone.yaml"), settings, Engine(settings, []))
@@ -215,5 +217,8 @@ def test_the_join_takes_which_objects_wait_from_their_files_object_rules(tmp_pat
         catalogue, "_flag", lambda obj, memo, what, compute: asked.append(what) or real(obj, memo, what, compute)
     )
     assert _run([str(both)], None, ["SRV004"]) == want
-    assert b"catalogue" in asked  # the join ran, and worked out the catalogue's members
-    assert b"deferred" not in asked  # but which objects wait came with their file
+    cache = tmp_path / "cache"
+    assert _run([str(both)], cache, ["SRV004"]) == want  # the file's entry written
+    (tmp_path / "other.yaml").write_text("kind: ConfigMap\n", encoding="utf-8")
+    assert _run([str(tmp_path)], cache, ["SRV004"]) == _run([str(tmp_path)], None, ["SRV004"])
+    assert asked == []  # both came with each file: parsed, or from its cache entry

@@ -540,6 +540,10 @@ class FileResult:
     # the empty tuple is one object, even unpickled from a worker (an empty frozenset is 216
     # bytes a file: 4 MiB of the parent's 174 at the bundle fork on the 100 MB tree)
     deferred: tuple[int, ...] | None = None
+    # the positions in `objects` of the run's catalogue members among them (runtimes, claims:
+    # `ailint.domain.workloads.is_catalogue`), worked out with the parse (in parallel, and
+    # kept in the file's cache entry) instead of in the serial join; None: not known
+    catalogue: tuple[int, ...] | None = None
     # the results cache's key of the bytes parsed (`RunCache.file_key`), when a cached run
     # parsed them: the bytes may have changed since the run first read the file
     cache_key: bytes | None = None

@@ -38,6 +38,11 @@ def deferred(obj: K8sObject) -> bool:
         return False  # the object rules report what is wrong with it, file by file
 
 
+def members_of(objects: Sequence[K8sObject]) -> tuple[int, ...]:
+    """The positions of the catalogue members among `objects` (a file's, as parsed)."""
+    return tuple(n for n, o in enumerate(objects) if workloads.is_catalogue(o))
+
+
 def catalogue_pass(
     objects: list[K8sObject],
     settings: Any,
@@ -45,27 +50,34 @@ def catalogue_pass(
     already: Iterable[Finding] = (),
     memo: Any = None,
     waiting: Sequence[bool | None] | None = None,
+    member: Sequence[bool | None] | None = None,
 ) -> list[Finding]:
     """Object-rule findings of the deferred objects (not in context-only files), merged
     with the catalogue of `objects`; a finding identical to one of `already` or of this
     pass (one runtime line judged for many InferenceServices) is left out.
 
-    With the results cache's `memo` (`PassMemo`, whose `digest` stands for an object by its
-    file's bytes): which objects wait for the catalogue is kept per object, and an object's
-    findings under its digest and those of the run's catalogue objects, so a rerun judges
-    again only the objects whose file or catalogue changed (their pods are still merged:
-    bundle rules read them). Without it, `waiting` (per object: whether it waits, as its
-    file's object rules found, or None) spares working that out again."""
+    `waiting` and `member` (per object: whether it waits for the catalogue, whether it is
+    a catalogue member, as its file's parse found, or None) spare working either out again
+    here, in the serial join: both are facts of the object alone, and come with its file
+    (from the cache's file entries too). With the results cache's `memo` (`PassMemo`, whose
+    `digest` stands for an object by its file's bytes): a fact not given is kept per
+    object, and an object's findings under its digest and those of the run's catalogue
+    objects, so a rerun judges again only the objects whose file or catalogue changed
+    (their pods are still merged: bundle rules read them)."""
     hidden = engine.context_only
-    known = waiting if waiting is not None and memo is None else [None] * len(objects)
+    unknown = [None] * len(objects)
     todo = [
         o
-        for o, w in zip(objects, known, strict=True)
+        for o, w in zip(objects, waiting if waiting is not None else unknown, strict=True)
         if o.file not in hidden and (w if w is not None else _flag(o, memo, b"deferred", deferred))
     ]
     if not todo:
         return []
-    members = [o for o in objects if _flag(o, memo, b"catalogue", workloads.is_catalogue)]
+    members = [
+        o
+        for o, m in zip(objects, member if member is not None else unknown, strict=True)
+        if (m if m is not None else _flag(o, memo, b"catalogue", workloads.is_catalogue))
+    ]
     catalog = workloads.catalogue(members)
     base = _catalogue_digest(members, memo)
     out: list[Finding] = []

@@ -403,9 +403,11 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     else:
         fr = read_candidate(c, settings, stdin_text)
     from ailint.domain.context import Context
-    from ailint.engine.catalogue import deferred
+    from ailint.engine.catalogue import deferred, members_of
 
     ctx = Context(profile=settings.profile, bundle=False)
+    if taken is None:
+        fr.catalogue = members_of(fr.objects)
     if not c.context and taken is None:
         waiting = []
         for n, obj in enumerate(fr.objects):
@@ -468,6 +470,7 @@ def reused(c: Candidate, raw: bytes, parsed: dict[tuple[str, bool], FileResult])
         source=source,
         suppressions=prior.suppressions,
         deferred=prior.deferred,
+        catalogue=prior.catalogue,
     )
 
 
@@ -562,8 +565,11 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
     memo = engine.cache.pass_memo("catalogue") if engine.cache is not None else None
     # per object, whether it waits for the catalogue, when its file's object rules said
     waiting = [None if fr.deferred is None else n in fr.deferred for fr in file_results for n in range(len(fr.objects))]
+    members = [
+        None if fr.catalogue is None else n in fr.catalogue for fr in file_results for n in range(len(fr.objects))
+    ]
     # merged with the run's runtimes, claims
-    findings += catalogue_pass(objects, settings, engine, findings, memo, waiting)
+    findings += catalogue_pass(objects, settings, engine, findings, memo, waiting, members)
     if memo is not None:
         memo.save()
     root = engine.run_root or bundle_root(settings)
