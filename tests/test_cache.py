@@ -384,6 +384,23 @@ def _store(path: Path):  # type: ignore[no-untyped-def]
     return Store(str(path))
 
 
+def test_the_run_slot_gives_its_result_only_for_its_inputs(tmp_path: Path) -> None:
+    """The stored run is read for the inputs the slot names, never for others; a result
+    written by another run between the two reads (its inputs in it differ) is no hit."""
+    from ailint.engine.cache import RunCache
+
+    cache = RunCache(_store(tmp_path / "c"), b"k" * 20, ["/p"])
+    one, two = b"1" * 20, b"2" * 20
+    assert cache.load_run(one) is None  # nothing stored yet
+    cache.store_run(one, ["first"])
+    assert cache.load_run(one) == ["first"]
+    assert cache.load_run(two) is None
+    cache.store.put(cache.run_body, (two, ["second"]))  # another run's result, its inputs not yet
+    assert cache.load_run(one) is None and cache.load_run(two) is None
+    cache.store_run(two, ["second"])
+    assert cache.load_run(two) == ["second"] and cache.load_run(one) is None
+
+
 def test_permissions_owner_only(tmp_path: Path) -> None:
     s = _store(tmp_path / "c")
     s.put(b"k" * 20, {"a": 1})
