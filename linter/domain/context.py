@@ -130,11 +130,12 @@ class NodePoolView:
     def labels(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in as_dict(self.obj.get("spec", "template", "metadata", "labels")).items()}
 
-    @property
+    @cached_property
     def tolerable_taints(self) -> list[dict[str, Any]]:
         """The taints a pod must tolerate to land on the pool's nodes
         (`karpenter.tolerable_taints`), the Karpenter domain imported when a run first asks:
-        a run with no NodePool never loads it."""
+        a run with no NodePool never loads it. Read once per pool: GPU001 asks every pool
+        about every pod object it checks (33,000 times a run where the corpus is one project)."""
         from ailint.domain.karpenter import tolerable_taints
 
         return tolerable_taints(self)
