@@ -773,6 +773,40 @@ def test_an_edit_of_the_catalogue_in_one_project_reaches_workloads_in_another(tm
     assert len(seen) >= 3, "the edits in `a` changed the findings in `b`"
 
 
+def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None:
+    """A context file (`--context`: the cluster's NodePool) joins every project: after its
+    taint changes, or the file goes, a cached rerun equals a fresh run in each repository
+    (GPU001 on both Deployments), with one process and with two."""
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
+    from ailint.report import json as rep
+
+    pool, deployment = (FIXTURES / "GPU001" / "dedicated_taint.yaml").read_text(encoding="utf-8").split("\n---\n")
+    tree, cluster = tmp_path / "tree", tmp_path / "cluster" / "pool.yaml"
+    for repo in ("a", "b"):
+        (tree / repo / ".git").mkdir(parents=True)
+        (tree / repo / "vllm.yaml").write_text(deployment.replace("name: vllm", f"name: vllm-{repo}"), encoding="utf-8")
+    cluster.parent.mkdir()
+
+    def gpu001(cache: bool, jobs: int) -> list[str]:
+        os.environ["AILINT_CACHE_DIR"] = str(tmp_path / f"c{jobs}")
+        try:
+            result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),), jobs=jobs)
+        finally:
+            os.environ.pop("AILINT_CACHE_DIR", None)
+        return sorted(f["file"] for f in json.loads(rep.render(result))["findings"] if f["code"] == "GPU001")
+
+    for jobs in (1, 2):
+        cluster.write_text(pool, encoding="utf-8")
+        assert len(gpu001(True, jobs)) == 2  # both Deployments, one per repository
+        for text in (pool.replace("effect: NoSchedule", "effect: PreferNoSchedule"), pool, None):
+            if text is None:
+                cluster.unlink()
+            else:
+                cluster.write_text(text, encoding="utf-8")
+            assert gpu001(True, jobs) == gpu001(False, jobs), (jobs, text)
+
+
 def _pack_item(v: object) -> bool:
     """(key, file entry): what the pack holds for a file."""
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)

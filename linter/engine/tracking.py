@@ -28,6 +28,7 @@ NODEPOOLS = "NodePool"
 
 
 ANY_NAMESPACE = "*"  # `Kind/*`: a change that reaches every namespace's reads of the kind
+EVERY_PROJECT = "\0every"  # the project of a context file (`--context`): it joins every project
 
 
 def scoped(token: str, namespace: str) -> str:
@@ -126,7 +127,7 @@ def _touch_merged_projects(
     every object) run again, as in the catalogue object's own project."""
     for d, per_object in merges.items():
         proj = project.get(d)
-        if proj is None or not any(catalogue_touched.intersection(m) for m in per_object):
+        if proj is None or proj == EVERY_PROJECT or not any(catalogue_touched.intersection(m) for m in per_object):
             continue
         touched_in.setdefault(proj, {ALL}).update(catalogue_touched)
 
@@ -277,8 +278,9 @@ def bundle_phase(
         engine,
         lambda objs: TrackingContext(objects=objs, profile=settings.profile, bundle=True, root=root),
     )
-    # a file whose project changed (a `.git` made or removed) is a changed file
-    project = {o.file: names[w] for o, w in zip(objects, which, strict=True)}
+    # a file whose project changed (a `.git` made or removed) is a changed file; a context
+    # file's objects join every project (`scope.partition`), and so does its change
+    project = {o.file: EVERY_PROJECT if o.file in hidden else names[w] for o, w in zip(objects, which, strict=True)}
     keys = {d: None if k is None else (k, project.get(d, "")) for d, k in cache.file_keys.items()}
     # where each object sits: (display, index in its file)
     where: list[tuple[str, int]] = []
@@ -313,9 +315,11 @@ def bundle_phase(
         for proj, toks in ((project.get(d), kinds.get(d, ())), (_project_of(before), prev_kinds.get(d, ()))):
             if proj is None:
                 continue
-            touched = touched_in.setdefault(proj, {ALL})
+            for each in names if proj == EVERY_PROJECT else (proj,):
+                touched = touched_in.setdefault(each, {ALL})
+                for tok in toks:
+                    touched.update(tok)
             for tok in toks:
-                touched.update(tok)
                 if scoped(PODS, ANY_NAMESPACE) in tok:  # a catalogue object: run-wide
                     catalogue_touched.update(tok)
     if catalogue_touched:
