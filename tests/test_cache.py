@@ -807,6 +807,75 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None
             assert gpu001(True, jobs) == gpu001(False, jobs), (jobs, text)
 
 
+_TARGETED = [  # (what the file holds, a pattern in it, its replacement): edits other projects read
+    ("kind: NodePool", r"effect: NoSchedule", "effect: PreferNoSchedule"),
+    ("kind: NodePool", r"nvidia\.com/gpu", "nvidia.com/gpx"),
+    ("ServingRuntime", r"--tensor-parallel-size[= ]\d", "--tensor-parallel-size=8"),
+    ("ServingRuntime", r"image: \S+", "image: vllm/vllm-openai:latest"),
+    ("ServingRuntime", r"name: (\S+)", r"name: \1-x"),
+    ("ResourceClaimTemplate", r"deviceClassName: \S+", "deviceClassName: nic.example.com"),
+    ("InferenceService", r"nvidia\.com/gpu: \"?\d+\"?", "nvidia.com/gpu: 4"),
+    ("kind: Deployment", r"namespace: \S+", "namespace: elsewhere"),
+    ("", r"kind: (\w+)", r"kind: \1X"),
+]
+
+
+def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tmp_path: Path) -> None:
+    """Three repositories and a context folder (`--context`), from every fixture with a
+    NodePool, a runtime, a DRA claim or an InferenceService, each document a file of its
+    own: NodePools in the context folder (they join every project), the other documents
+    spread over the repositories (a runtime and its InferenceService apart). Edits of what
+    other projects read (taints, runtimes, claims) and removals, with a fixed seed: each
+    cached rerun equals a fresh run."""
+    import random
+    import re
+
+    from ailint.engine.config import Settings
+    from ailint.engine.run import lint
+    from ailint.report import json as rep
+
+    tree, cluster = tmp_path / "tree", tmp_path / "cluster"
+    cluster.mkdir()
+    for n in range(3):
+        (tree / f"repo{n}" / ".git").mkdir(parents=True)
+    kinds = ("kind: NodePool", "ServingRuntime", "ResourceClaimTemplate", "kind: InferenceService")
+    files: list[Path] = []
+    sources = sorted(p for p in FIXTURES.rglob("*.yaml") if not p.name.endswith(".fixed.yaml"))
+    for m, src in enumerate(p for p in sources if any(k in p.read_text(encoding="utf-8") for k in kinds)):
+        for d, doc in enumerate(src.read_text(encoding="utf-8").split("\n---\n")):
+            home = cluster if "kind: NodePool" in doc else tree / f"repo{(m + d) % 3}"
+            files.append(home / f"{src.parent.name}-{src.stem}-{d}.yaml")
+            files[-1].write_text(doc + "\n", encoding="utf-8")
+
+    def report(cache: bool) -> dict:
+        os.environ["AILINT_CACHE_DIR"] = str(tmp_path / "c")
+        try:
+            result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),))
+        finally:
+            os.environ.pop("AILINT_CACHE_DIR", None)
+        return json.loads(rep.render(result))
+
+    before = report(True)
+    assert before == report(False)
+    rnd = random.Random(23)  # fixed: the same edits every run
+    changed_findings = 0
+    for step in range(14):
+        if step % 7 == 6:
+            victim = rnd.choice([p for p in files if p.exists()])
+            victim.unlink()
+        else:
+            holds, pattern, new = rnd.choice(_TARGETED)
+            texts = {p: p.read_text(encoding="utf-8") for p in files if p.exists()}
+            candidates = [p for p, t in texts.items() if holds in t and re.search(pattern, t)]
+            victim = rnd.choice(candidates)
+            victim.write_text(re.sub(pattern, new, texts[victim], count=1), encoding="utf-8")
+        got = report(True)
+        assert got == report(False), f"step {step}: {victim.relative_to(tmp_path)}"
+        changed_findings += got["findings"] != before["findings"]
+        before = got
+    assert changed_findings >= 4, "the edits changed findings"
+
+
 def _pack_item(v: object) -> bool:
     """(key, file entry): what the pack holds for a file."""
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)
