@@ -8,6 +8,12 @@ rule) call's findings and tokens; after an edit, a call is reused when its objec
 unchanged and no token of it names what a changed, added or removed file holds (before or
 after the edit): its objects' kinds, and those kinds in their namespaces. Everything else
 runs again, in the same order as a full run, so the findings are identical.
+
+A call reads its own project's objects only (`ailint.engine.scope`), so a change touches the
+project of the changed file, with two exceptions where objects reach across projects: a
+context file's objects join every project (its change touches them all), and the run's
+catalogue is one for every project (a changed runtime or claim touches each project whose
+workloads' pods merge with its kind).
 """
 
 from __future__ import annotations
