@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-import cache_fuzz  # noqa: E402
+import cache_fuzz
 
 
 def test_a_short_run_on_fixtures_finds_every_rerun_the_same(tmp_path: Path) -> None:
