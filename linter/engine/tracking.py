@@ -124,18 +124,23 @@ def _same_objects(cache: Any, before: Any, now: Any, fr: FileResult) -> bool:
 def _touch_merged_projects(
     catalogue_touched: set[str],
     merges: dict[str, list[tuple[str, ...]]],
+    kinds: dict[str, list[tuple[str, ...]]],
     project: dict[str, str],
     touched_in: dict[str, set[str]],
 ) -> None:
-    """A catalogue object changed (or came, or went): every project holding an object whose
-    pods merge with one of its kinds sees those pods change, whichever project the catalogue
-    object is in. Its calls that read the merged object (by its kind, through the pods, or
-    every object) run again, as in the catalogue object's own project."""
+    """A catalogue object changed (or came, or went): every object whose pods merge with
+    one of its kinds has other pods now, whichever project the catalogue object is in. In
+    that object's project, the calls that read it run again: through its kind, through the
+    pods, through every object, as a change of the object itself would touch them."""
     for d, per_object in merges.items():
         proj = project.get(d)
-        if proj is None or proj == EVERY_PROJECT or not any(catalogue_touched.intersection(m) for m in per_object):
+        if proj is None or proj == EVERY_PROJECT:
             continue
-        touched_in.setdefault(proj, {ALL}).update(catalogue_touched)
+        for j, merged_with in enumerate(per_object):
+            if catalogue_touched.intersection(merged_with):
+                touched = touched_in.setdefault(proj, {ALL})
+                touched.update(catalogue_touched)
+                touched.update(kinds[d][j])
 
 
 def _project_of(file_state: Any) -> str | None:
@@ -329,7 +334,7 @@ def bundle_phase(
                 if scoped(PODS, ANY_NAMESPACE) in tok:  # a catalogue object: run-wide
                     catalogue_touched.update(tok)
     if catalogue_touched:
-        _touch_merged_projects(catalogue_touched, merges, project, touched_in)
+        _touch_merged_projects(catalogue_touched, merges, kinds, project, touched_in)
     nothing: set[str] = set()
 
     rules = engine.bundle_rules
