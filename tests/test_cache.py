@@ -807,26 +807,15 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None
             assert gpu001(True, jobs) == gpu001(False, jobs), (jobs, text)
 
 
-_TARGETED = [  # (what the file holds, a pattern in it, its replacement): edits other projects read
-    ("kind: NodePool", r"effect: NoSchedule", "effect: PreferNoSchedule"),
-    ("kind: NodePool", r"nvidia\.com/gpu", "nvidia.com/gpx"),
-    ("ServingRuntime", r"--tensor-parallel-size[= ]\d", "--tensor-parallel-size=8"),
-    ("ServingRuntime", r"image: \S+", "image: vllm/vllm-openai:latest"),
-    ("ServingRuntime", r"name: (\S+)", r"name: \1-x"),
-    ("ResourceClaimTemplate", r"deviceClassName: \S+", "deviceClassName: nic.example.com"),
-    ("InferenceService", r"nvidia\.com/gpu: \"?\d+\"?", "nvidia.com/gpu: 4"),
-    ("kind: Deployment", r"namespace: \S+", "namespace: elsewhere"),
-    ("", r"kind: (\w+)", r"kind: \1X"),
-]
-
-
 def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tmp_path: Path) -> None:
     """Three repositories and a context folder (`--context`), from every fixture with a
     NodePool, a runtime, a DRA claim or an InferenceService, each document a file of its
     own: NodePools in the context folder (they join every project), the other documents
     spread over the repositories (a runtime and its InferenceService apart). Edits of what
-    other projects read (taints, runtimes, claims) and removals, with a fixed seed: each
-    cached rerun equals a fresh run."""
+    other objects read (`bench/cache_fuzz.py`'s: taints, runtimes, claims, selectors,
+    namespaces, names, kinds) and removals, with a fixed seed: each cached rerun equals a
+    fresh run."""
+    import importlib.util
     import random
     import re
 
@@ -855,18 +844,26 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
             os.environ.pop("AILINT_CACHE_DIR", None)
         return json.loads(rep.render(result))
 
+    # the edits of bench/cache_fuzz.py (what other objects read), those that change a value
+    spec = importlib.util.spec_from_file_location("cache_fuzz", ROOT / "bench" / "cache_fuzz.py")
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    edits = [(holds, pattern, new) for holds, pattern, new in fuzz.EDITS if pattern is not None]
     before = report(True)
     assert before == report(False)
-    rnd = random.Random(23)  # fixed: the same edits every run
+    rnd = random.Random(5)  # fixed: the same edits every run (each fix above is needed by step 4)
     changed_findings = 0
     for step in range(14):
         if step % 7 == 6:
             victim = rnd.choice([p for p in files if p.exists()])
             victim.unlink()
         else:
-            holds, pattern, new = rnd.choice(_TARGETED)
             texts = {p: p.read_text(encoding="utf-8") for p in files if p.exists()}
-            candidates = [p for p, t in texts.items() if holds in t and re.search(pattern, t)]
+            candidates: list[Path] = []
+            while not candidates:  # an edit this tree has a place for
+                holds, pattern, new = rnd.choice(edits)
+                candidates = [p for p, t in texts.items() if holds in t and re.search(pattern, t)]
             victim = rnd.choice(candidates)
             victim.write_text(re.sub(pattern, new, texts[victim], count=1), encoding="utf-8")
         got = report(True)
