@@ -140,6 +140,37 @@ def test_a_repositorys_admission_policy_judges_only_its_own_objects(tmp_path: Pa
 
 
 @needs_git
+def test_a_context_policy_judges_every_repository(tmp_path: Path) -> None:
+    """A cluster's admission policy given with `--context` joins every repository, as its
+    NodePools join every repository's cross-resource rules: both repositories' Deployments
+    without a team label are judged (not only the first project's), each once."""
+    a, _ = _two_repos(tmp_path)
+    (a / "vllm.yaml").write_text(VLLM.replace("name: vllm", "name: vllm-infra"))
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "policy.yaml").write_text(POLICY)
+    for cache in (None, tmp_path / "c", tmp_path / "c"):  # fresh, cached, and the rerun
+        found = _codes(["infra", "serving", "--context", "cluster"], tmp_path, cache, select="POL")
+        assert [(c, Path(f).parts[0]) for c, f, _ in found] == [("POL001", "infra"), ("POL001", "serving")]
+
+
+@needs_git
+def test_a_broken_policy_file_is_reported_once_for_all_repositories(tmp_path: Path) -> None:
+    """`--policies` files are read once for the run; the pass runs once per repository, and
+    a policy file's own problem (a YAML error) is one finding, not one per repository."""
+    a, _ = _two_repos(tmp_path)
+    (a / "vllm.yaml").write_text(VLLM.replace("name: vllm", "name: vllm-infra"))
+    (tmp_path / "good.yaml").write_text(POLICY)
+    (tmp_path / "broken.yaml").write_text("kind: ValidatingAdmissionPolicy\nmetadata: {name: x\n")
+    args = ["infra", "serving", "--policies", "good.yaml", "--policies", "broken.yaml"]
+    found = _codes(args, tmp_path, select="POL,YML")
+    assert [(c, Path(f).parts[0]) for c, f, _ in found] == [
+        ("POL001", "infra"),
+        ("POL001", "serving"),
+        ("YML001", "broken.yaml"),
+    ]
+
+
+@needs_git
 def test_same_repository_still_joins_and_dir_scope_splits_folders(tmp_path: Path) -> None:
     a, b = _two_repos(tmp_path)
     shutil.move(str(a / "pool.yaml"), str(b / "pool.yaml"))  # the pool now lives in the serving repo

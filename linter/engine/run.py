@@ -675,11 +675,22 @@ def provider_passes(
     objects: list[K8sObject], which: list[int], settings: Settings, engine: Engine, enabled: set[str]
 ) -> list[Finding]:
     """The providers' passes over the run (admission policies), once per scope project like
-    the bundle rules: a policy of one repository never judges another's objects."""
+    the bundle rules: a policy of one repository never judges another's objects, and a
+    context file's objects (the cluster's policies, bindings, namespaces) join every
+    project, as they join every bundle context (`ailint.engine.scope.partition`)."""
+    from ailint.engine.catalogue import unique
+
     hidden = engine.context_only
     projects: dict[int, list[K8sObject]] = {}
     for o, w in zip(objects, which, strict=True):
-        projects.setdefault(w, []).append(o)
+        if o.file not in hidden:
+            projects.setdefault(w, [])  # (in the order the projects come, as `partition`'s)
+    for o, w in zip(objects, which, strict=True):
+        if o.file not in hidden:
+            projects[w].append(o)
+        else:
+            for members in projects.values():
+                members.append(o)
     out: list[Finding] = []
     for n, provider in enumerate(registry.providers()):
         # a provider that says so keeps what it may reuse next run in the results cache
@@ -693,7 +704,8 @@ def provider_passes(
                 out.extend(provider.run_pass(members, settings, enabled, hidden, memo=memo))
         if memo is not None:
             memo.save()
-    return out
+    # a finding of the shared objects themselves (a context policy not evaluated) comes once
+    return unique(out) if len(projects) > 1 else out
 
 
 def _provider_passes_apart(
