@@ -56,12 +56,21 @@ EDITS: list[tuple[str, str | None, str]] = [
     ("kind: Deployment", r"tolerations:", "tolerationz:"),
     ("kind: RayCluster", r"nvidia\.com/gpu", "nvidia.com/gpx"),
     ("kind: LocalQueue", r"clusterQueue: \S+", "clusterQueue: other"),
+    ("kind: ValidatingAdmissionPolicyBinding", r"validationActions: \[[^\]]*\]", "validationActions: [Warn]"),
+    ("kind: ValidatingAdmissionPolicy\n", r"expression: .*", 'expression: "true"'),
     ("", r"  name: (\S+)", r"  name: \1-n"),
     ("", r"kind: (\w+)", r"kind: \1X"),
     ("", None, ""),
 ]
 # what goes to the context folder with --context: objects that describe the cluster
-CLUSTER_KINDS = ("kind: NodePool", "ServingRuntime", "ResourceClaimTemplate", "kind: Namespace", "kind: PriorityClass")
+CLUSTER_KINDS = (
+    "kind: NodePool",
+    "ServingRuntime",
+    "ResourceClaimTemplate",
+    "kind: Namespace",
+    "kind: PriorityClass",
+    "kind: ValidatingAdmissionPolicy",
+)
 
 
 class Tree:
