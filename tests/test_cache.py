@@ -773,7 +773,7 @@ def test_an_edit_of_the_catalogue_in_one_project_reaches_workloads_in_another(tm
     assert len(seen) >= 3, "the edits in `a` changed the findings in `b`"
 
 
-def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None:
+def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A context file (`--context`: the cluster's NodePool) joins every project: after its
     taint changes, or the file goes, a cached rerun equals a fresh run in each repository
     (GPU001 on both Deployments), with one process and with two."""
@@ -789,11 +789,8 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None
     cluster.parent.mkdir()
 
     def gpu001(cache: bool, jobs: int) -> list[str]:
-        os.environ["AILINT_CACHE_DIR"] = str(tmp_path / f"c{jobs}")
-        try:
-            result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),), jobs=jobs)
-        finally:
-            os.environ.pop("AILINT_CACHE_DIR", None)
+        monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / f"c{jobs}"))
+        result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),), jobs=jobs)
         return sorted(f["file"] for f in json.loads(rep.render(result))["findings"] if f["code"] == "GPU001")
 
     for jobs in (1, 2):
@@ -807,7 +804,9 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None
             assert gpu001(True, jobs) == gpu001(False, jobs), (jobs, text)
 
 
-def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tmp_path: Path) -> None:
+def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three repositories and a context folder (`--context`), from every fixture with a
     NodePool, a runtime, a DRA claim or an InferenceService, each document a file of its
     own: NodePools in the context folder (they join every project), the other documents
@@ -836,12 +835,10 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
             files.append(home / f"{src.parent.name}-{src.stem}-{d}.yaml")
             files[-1].write_text(doc + "\n", encoding="utf-8")
 
+    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "c"))
+
     def report(cache: bool) -> dict:
-        os.environ["AILINT_CACHE_DIR"] = str(tmp_path / "c")
-        try:
-            result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),))
-        finally:
-            os.environ.pop("AILINT_CACHE_DIR", None)
+        result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),))
         return json.loads(rep.render(result))
 
     # the edits of bench/cache_fuzz.py (what other objects read) that change a value in the
