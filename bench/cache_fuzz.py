@@ -6,6 +6,7 @@
     python bench/cache_fuzz.py --context                # cluster objects moved to a --context folder
     AILINT_BOUNDED=1 python bench/cache_fuzz.py         # the bounded-memory path (pack segments)
     python bench/cache_fuzz.py --source fixtures/GPU001 --rounds 3
+    python bench/cache_fuzz.py --arg=--scope --arg=dir      # every folder a project
 
 Why: a cached rerun must report exactly what a fresh run reports, and the bundle phase's
 reuse (`ailint.engine.tracking`) decides per call what an edit can have changed. The suite's
@@ -63,6 +64,7 @@ EDITS: list[tuple[str, str | None, str]] = [
     ("", None, ""),
 ]
 # what goes to the context folder with --context: objects that describe the cluster
+EXTRA: list[str] = []  # more `ailint check` arguments (--arg)
 CLUSTER_KINDS = (
     "kind: NodePool",
     "ServingRuntime",
@@ -140,7 +142,7 @@ def _text(p: Path) -> str:
 
 
 def check(python: str, args: list[str], cache: str, jobs: int, cached: bool) -> str:
-    cmd = [python, "-m", "ailint", "check", "--format", "json", "--fail-on", "never", "--jobs", str(jobs)]
+    cmd = [python, "-m", "ailint", "check", "--format", "json", "--fail-on", "never", "--jobs", str(jobs), *EXTRA]
     env = {**os.environ, "AILINT_CACHE_DIR": cache}
     done = subprocess.run(
         [*cmd, *([] if cached else ["--no-cache"]), *args], capture_output=True, text=True, env=env, check=False
@@ -171,7 +173,9 @@ def main() -> None:
     ap.add_argument("--context", action="store_true", help="move cluster objects to a --context folder")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ailint-cache-fuzz")
     ap.add_argument("--python", default=sys.executable, help="the interpreter that has ailint installed")
+    ap.add_argument("--arg", action="append", default=[], help="one more `ailint check` argument (repeatable)")
     args = ap.parse_args()
+    EXTRA[:] = args.arg
     sources = args.source or sorted(CORPUS.glob("*/plain"))
     if not sources:
         sys.exit(f"cache_fuzz: nothing to copy ({CORPUS} not found; give --source)")

@@ -25,6 +25,7 @@ def test_a_short_run_on_fixtures_finds_every_rerun_the_same(tmp_path: Path) -> N
             str(ROOT / "bench" / "cache_fuzz.py"),
             *("--source", str(ROOT / "fixtures" / "GPU001"), "--source", str(ROOT / "fixtures" / "SRV004")),
             *("--rounds", "3", "--jobs", "1", "--seed", "3", "--context", "--work", str(work)),
+            *("--arg=--scope", "--arg=dir"),  # every folder a project of its own
         ],
         capture_output=True,
         text=True,
