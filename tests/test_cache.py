@@ -1173,6 +1173,53 @@ def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, mo
     assert changed == _lint(paths, None)
 
 
+def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_points_into_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment appended to a file keeps its objects' data but moves the end of every block
+    collection it closes: the other objects' calls still run again only when one of their
+    findings points into that file (SRV004 on the runtime's `args` line, judged for the
+    InferenceService merged with it). The same after a first run that kept its files in the
+    pack only (no entry of their own, no position tables). Every rerun equals a fresh run."""
+    from ailint.engine import cache as cache_mod
+    from ailint.engine import run as run_mod
+    from test_catalogue import ISVC, RUNTIME
+
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 0)  # the first run: the pack only
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "pool.yaml")
+    pdb = tree / "pdb.yaml"
+    pdb.write_text(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: vllm\n  namespace: inference\n"
+        "spec:\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app: vllm\n",
+        encoding="utf-8",
+    )
+    (tree / "runtime.yaml").write_text(RUNTIME.replace("TP", "4"), encoding="utf-8")
+    (tree / "isvc.yaml").write_text(ISVC, encoding="utf-8")
+    cache, paths = tmp_path / "c", [str(tree)]
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None)
+    assert any(f["code"] == "SRV004" and f["file"].endswith("runtime.yaml") for f in first["findings"])
+    ran: list[str] = []
+    real = run_mod.Engine.run_rule
+
+    def counting(self, reg, obj, ctx):  # type: ignore[no-untyped-def]
+        if ctx.bundle:
+            ran.append(Path(obj.file).name)
+        return real(self, reg, obj, ctx)
+
+    monkeypatch.setattr(run_mod.Engine, "run_rule", counting)
+    for name, others_run in (("pdb.yaml", False), ("isvc.yaml", False), ("runtime.yaml", True), ("pdb.yaml", False)):
+        ran.clear()
+        victim = tree / name
+        victim.write_text(victim.read_text(encoding="utf-8") + "# a note at the end\n", encoding="utf-8")
+        got = _lint(paths, cache)
+        assert ran, name
+        assert any(f != name for f in ran) is others_run, (name, sorted(set(ran)))
+        assert got == _lint(paths, None), name
+
+
 def test_schema_worked_out_beside_is_dropped_when_the_patches_change(tmp_path: Path) -> None:
     """An edit run validates the edited files in a child under the previous run's kustomize
     patches; when the same run makes the edited file a patch (a Kustomization names it), the

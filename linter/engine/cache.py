@@ -612,6 +612,9 @@ class RunCache:
         # carries its entry to `lint_cached` instead
         self.file_entries = True
         self.schema_ahead: Any = None  # the edited files' schema findings, worked out beside
+        # the pack as this run read it (display -> (key, entry)): where an edited file's
+        # previous objects are when it had no entry of its own (`tracking._same_objects`)
+        self.pack_read: dict[str, Any] = {}
 
     # files
     def file_key(self, display: str, raw: bytes, context: bool) -> bytes:
@@ -944,6 +947,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     misses: list[int] = []
     # (a large run: no entry that big, its pack is in segments)
     pack: dict[str, Any] | SegmentedPack = cache.load_pack() if not engine.bounded else cache.load_segments()
+    if isinstance(pack, dict):
+        cache.pack_read = pack
     # the files read now that have no entry, in the pack or of their own (the edited ones),
     # are validated against their schemas in a forked child while this process reads the
     # cache and checks them: the validator's import (a twentieth of a second) overlaps
@@ -1073,6 +1078,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     if ahead is not None:
         cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
+    cache.pack_read = {}  # (the bundle phase is over: not held through the report)
     if callable(cache.schema_ahead):  # not taken (no schema pass ran): the child is waited for
         cache.schema_ahead()
     cache.schema_ahead = None

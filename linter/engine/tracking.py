@@ -90,35 +90,59 @@ PASSES_TASK = -2  # the providers' passes (admission policies), when the phase i
 FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each process imports its rules
 
 
-def _same_objects(cache: Any, before: Any, now: Any, fr: FileResult) -> bool:
-    """Whether an edited file parses to the objects it held before, data and positions
-    alike (a comment, blank lines at the end): then the other objects' calls, which read
-    its objects and may point at their lines, see nothing new (a build system's early
-    cutoff). Its own objects' calls run again all the same: fixes edit text offsets,
-    which such an edit can move. Compared as marshal version 0 bytes, which tell `true`
-    from `1` and `1.0` (Python's == does not)."""
+def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> tuple[bool, bool]:
+    """Whether an edited file parses to the objects it held before: (the same data, the
+    same positions too). With the same data, the other objects' calls, which read its
+    objects, see nothing new (a build system's early cutoff), unless one of them points at
+    its lines and they moved (`_points_into`): a comment added at the end moves the end of
+    every block collection it closes. Its own objects' calls run again all the same: fixes
+    edit text offsets, which such an edit can move. Compared as marshal version 0 bytes,
+    which tell `true` from `1` and `1.0` (Python's == does not); positions unknown (a file
+    entry from the pack, which keeps no tables) count as moved."""
     import marshal
 
     from ailint.engine.cache import entry_tables
 
+    no = (False, False)
     if not (isinstance(before, tuple) and len(before) == 2 and isinstance(now, tuple) and len(now) == 2):
-        return False
+        return no
     if before[1] != now[1]:
-        return False  # another project (or context flag): a change
+        return no  # another project (or context flag): a change
     old = cache.store.get(before[0])
+    if old is None:  # parsed among many files (a first run): its entry is the pack's only
+        held = getattr(cache, "pack_read", {}).get(d)
+        old = held[1] if isinstance(held, tuple) and len(held) == 2 and held[0] == before[0] else None
     if not isinstance(old, tuple) or len(old) < 4 or not isinstance(old[2], list):
-        return False
+        return no
     objs, tables = old[2], entry_tables(old)
-    if tables is None or len(objs) != len(fr.objects):
-        return False
+    if len(objs) != len(fr.objects):
+        return no
+    placed = tables is not None
     try:
         for (doc, data, n, base, tpl), o in zip(objs, fr.objects, strict=True):
-            was = marshal.dumps((doc, data, tuple(base), tpl, marshal.loads(tables[n])), 0)
-            if was != marshal.dumps((o.doc_index, o.data, tuple(o.base), o.template, dict(o.positions.items())), 0):
-                return False
+            if marshal.dumps((doc, data, tuple(base), tpl), 0) != marshal.dumps(
+                (o.doc_index, o.data, tuple(o.base), o.template), 0
+            ):
+                return no
+            if placed and tables is not None:
+                placed = marshal.dumps(marshal.loads(tables[n]), 0) == marshal.dumps(dict(o.positions.items()), 0)
     except (ValueError, TypeError, IndexError, EOFError):
-        return False
-    return True
+        return no
+    return True, placed
+
+
+def _points_into(prev_bundle: Any) -> set[str]:
+    """The files that a stored finding of a call on another file's object points into (a
+    runtime's `args` line judged for the InferenceService merged with it): those calls must
+    run again when such a file's lines move, even with its objects' data unchanged."""
+    out: set[str] = set()
+    for d, per_object in prev_bundle.items():
+        for calls in per_object if isinstance(per_object, list) else ():
+            for hit in calls.values() if isinstance(calls, dict) else ():
+                for f in hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[1] else ():
+                    if isinstance(f, (tuple, list)) and len(f) > 4 and f[4] != d:
+                        out.add(f[4])
+    return out
 
 
 def _touch_merged_projects(
@@ -319,10 +343,15 @@ def bundle_phase(
     # workloads in other projects too
     catalogue_touched: set[str] = set()
     results_of = {fr.path: fr for fr in file_results}
+    pointed_into: set[str] | None = None  # (`_points_into`, worked out when first needed)
     for d in changed:
         before = prev_files.get(d)
-        if d in results_of and d not in hidden and _same_objects(cache, before, keys.get(d), results_of[d]):
-            continue  # early cutoff: its objects are what they were, so no other call sees a change
+        if d in results_of and d not in hidden:
+            same_data, same_places = _same_objects(cache, d, before, keys.get(d), results_of[d])
+            if same_data and not same_places and pointed_into is None:
+                pointed_into = _points_into(prev_bundle)
+            if same_data and (same_places or d not in (pointed_into or ())):
+                continue  # early cutoff: its objects are what they were, so no other call sees a change
         for proj, toks in ((project.get(d), kinds.get(d, ())), (_project_of(before), prev_kinds.get(d, ()))):
             if proj is None:
                 continue
