@@ -1134,25 +1134,20 @@ def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monk
     assert "internal error" not in got.output and "Traceback" not in got.output
 
 
-def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Early cutoff: an edit after which the file parses to the same objects, data and
-    positions alike (a comment reworded in place), runs again only its own objects' calls;
-    the rerun equals a fresh run. An edit of a value runs the other objects' calls again."""
-    from ailint.engine import run as run_mod
-
-    tree = tmp_path / "tree"
-    tree.mkdir()
+def _pool_and_budget(tree: Path, budget: str) -> Path:
+    """The REL003 fixture's consolidating NodePool and a PodDisruptionBudget (`budget`, the
+    text of its file) in `tree`: the budget's file."""
+    tree.mkdir(exist_ok=True)
     shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "pool.yaml")
     pdb = tree / "pdb.yaml"
-    pdb.write_text(
-        "# a budget for the model server\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
-        "  name: vllm\n  namespace: inference\nspec:\n  maxUnavailable: 1\n  selector:\n"
-        "    matchLabels: {app: vllm}\n",
-        encoding="utf-8",
-    )
-    cache = tmp_path / "c"
-    paths = [str(tree)]
-    assert _lint(paths, cache) == _lint(paths, None)
+    pdb.write_text(budget, encoding="utf-8")
+    return pdb
+
+
+def _bundle_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that grows by the file of each bundle call's object from now on."""
+    from ailint.engine import run as run_mod
+
     ran: list[str] = []
     real = run_mod.Engine.run_rule
 
@@ -1162,6 +1157,24 @@ def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, mo
         return real(self, reg, obj, ctx)
 
     monkeypatch.setattr(run_mod.Engine, "run_rule", counting)
+    return ran
+
+
+def test_an_edit_that_keeps_every_object_reruns_no_other_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Early cutoff: an edit after which the file parses to the same objects, data and
+    positions alike (a comment reworded in place), runs again only its own objects' calls;
+    the rerun equals a fresh run. An edit of a value runs the other objects' calls again."""
+    tree = tmp_path / "tree"
+    pdb = _pool_and_budget(
+        tree,
+        "# a budget for the model server\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
+        "  name: vllm\n  namespace: inference\nspec:\n  maxUnavailable: 1\n  selector:\n"
+        "    matchLabels: {app: vllm}\n",
+    )
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    assert _lint(paths, cache) == _lint(paths, None)
+    ran = _bundle_calls(monkeypatch)
     pdb.write_text(pdb.read_text(encoding="utf-8").replace("# a budget for", "# the budget of"), encoding="utf-8")
     same = _lint(paths, cache)
     assert ran and all(f.endswith("pdb.yaml") for f in ran), sorted(set(ran))
@@ -1182,18 +1195,14 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     InferenceService merged with it). The same after a first run that kept its files in the
     pack only (no entry of their own, no position tables). Every rerun equals a fresh run."""
     from ailint.engine import cache as cache_mod
-    from ailint.engine import run as run_mod
     from test_catalogue import ISVC, RUNTIME
 
     monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 0)  # the first run: the pack only
     tree = tmp_path / "tree"
-    tree.mkdir()
-    shutil.copyfile(FIXTURES / "REL003" / "consolidating_pool.yaml", tree / "pool.yaml")
-    pdb = tree / "pdb.yaml"
-    pdb.write_text(
+    _pool_and_budget(
+        tree,
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: vllm\n  namespace: inference\n"
         "spec:\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app: vllm\n",
-        encoding="utf-8",
     )
     (tree / "runtime.yaml").write_text(RUNTIME.replace("TP", "4"), encoding="utf-8")
     (tree / "isvc.yaml").write_text(ISVC, encoding="utf-8")
@@ -1201,22 +1210,14 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     first = _lint(paths, cache)
     assert first == _lint(paths, None)
     assert any(f["code"] == "SRV004" and f["file"].endswith("runtime.yaml") for f in first["findings"])
-    ran: list[str] = []
-    real = run_mod.Engine.run_rule
-
-    def counting(self, reg, obj, ctx):  # type: ignore[no-untyped-def]
-        if ctx.bundle:
-            ran.append(Path(obj.file).name)
-        return real(self, reg, obj, ctx)
-
-    monkeypatch.setattr(run_mod.Engine, "run_rule", counting)
+    ran = _bundle_calls(monkeypatch)
     for name, others_run in (("pdb.yaml", False), ("isvc.yaml", False), ("runtime.yaml", True), ("pdb.yaml", False)):
         ran.clear()
         victim = tree / name
         victim.write_text(victim.read_text(encoding="utf-8") + "# a note at the end\n", encoding="utf-8")
         got = _lint(paths, cache)
         assert ran, name
-        assert any(f != name for f in ran) is others_run, (name, sorted(set(ran)))
+        assert any(Path(f).name != name for f in ran) is others_run, (name, sorted(set(ran)))
         assert got == _lint(paths, None), name
 
 
