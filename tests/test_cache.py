@@ -18,7 +18,9 @@ from conftest import CORPUS, ROOT, needs_shared
 FIXTURES = ROOT / "fixtures"
 
 
-def _lint(paths: list[str], cache_dir: Path | None, jobs: int = 1, **settings_changes: object) -> dict:
+def _lint(
+    paths: list[str], cache_dir: Path | None, jobs: int = 1, context: tuple[str, ...] = (), **settings_changes: object
+) -> dict:
     from ailint.engine.config import Settings
     from ailint.engine.run import lint
     from ailint.report import json as rep
@@ -32,7 +34,7 @@ def _lint(paths: list[str], cache_dir: Path | None, jobs: int = 1, **settings_ch
     else:
         os.environ["AILINT_CACHE_DIR"] = str(cache_dir)  # the runner's choice (a config's must stay in the project)
     try:
-        result = lint(paths, settings, jobs=jobs, cache=cache_dir is not None)
+        result = lint(paths, settings, jobs=jobs, cache=cache_dir is not None, context=context)
     finally:
         if saved is None:
             os.environ.pop("AILINT_CACHE_DIR", None)
@@ -773,14 +775,10 @@ def test_an_edit_of_the_catalogue_in_one_project_reaches_workloads_in_another(tm
     assert len(seen) >= 3, "the edits in `a` changed the findings in `b`"
 
 
-def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path) -> None:
     """A context file (`--context`: the cluster's NodePool) joins every project: after its
     taint changes, or the file goes, a cached rerun equals a fresh run in each repository
     (GPU001 on both Deployments), with one process and with two."""
-    from ailint.engine.config import Settings
-    from ailint.engine.run import lint
-    from ailint.report import json as rep
-
     pool, deployment = (FIXTURES / "GPU001" / "dedicated_taint.yaml").read_text(encoding="utf-8").split("\n---\n")
     tree, cluster = tmp_path / "tree", tmp_path / "cluster" / "pool.yaml"
     for repo in ("a", "b"):
@@ -789,9 +787,8 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path, monkeyp
     cluster.parent.mkdir()
 
     def gpu001(cache: bool, jobs: int) -> list[str]:
-        monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / f"c{jobs}"))
-        result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),), jobs=jobs)
-        return sorted(f["file"] for f in json.loads(rep.render(result))["findings"] if f["code"] == "GPU001")
+        got = _lint([str(tree)], tmp_path / f"c{jobs}" if cache else None, jobs, context=(str(cluster),))
+        return sorted(f["file"] for f in got["findings"] if f["code"] == "GPU001")
 
     for jobs in (1, 2):
         cluster.write_text(pool, encoding="utf-8")
@@ -804,9 +801,7 @@ def test_an_edit_of_a_context_file_reaches_every_project(tmp_path: Path, monkeyp
             assert gpu001(True, jobs) == gpu001(False, jobs), (jobs, text)
 
 
-def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tmp_path: Path) -> None:
     """Three repositories and a context folder (`--context`), from every fixture with a
     NodePool, a runtime, a DRA claim or an InferenceService, each document a file of its
     own: NodePools in the context folder (they join every project), the other documents
@@ -817,10 +812,6 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(
     import importlib.util
     import random
     import re
-
-    from ailint.engine.config import Settings
-    from ailint.engine.run import lint
-    from ailint.report import json as rep
 
     tree, cluster = tmp_path / "tree", tmp_path / "cluster"
     cluster.mkdir()
@@ -835,11 +826,8 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(
             files.append(home / f"{src.parent.name}-{src.stem}-{d}.yaml")
             files[-1].write_text(doc + "\n", encoding="utf-8")
 
-    monkeypatch.setenv("AILINT_CACHE_DIR", str(tmp_path / "c"))
-
     def report(cache: bool) -> dict:
-        result = lint([str(tree)], Settings(root=str(tmp_path)), cache=cache, context=(str(cluster),))
-        return json.loads(rep.render(result))
+        return _lint([str(tree)], tmp_path / "c" if cache else None, context=(str(cluster),))
 
     # the edits of bench/cache_fuzz.py (what other objects read) that change a value in the
     # kinds of this tree (named: an edit added there for other kinds leaves these steps as they are)
