@@ -651,6 +651,82 @@ def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: P
     assert len(seen) >= 3, "the edits changed the POL findings"
 
 
+def test_policy_pass_compiles_only_for_objects_whose_data_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun compiles a policy (and imports CEL) only for an object a binding of it selects
+    whose data is new: comments added at the end and at the top of the judged objects' file,
+    a Kustomization that makes that file a patch (not reported) and takes it back, and a new
+    object no binding selects compile nothing; a changed value compiles. Each rerun equals a
+    fresh run, the POL001 line moved by the comment at the top among them."""
+    from ailint.policy import cel
+
+    src = (FIXTURES / "POL001" / "params_configmap_selector.yaml").read_text(encoding="utf-8")
+    docs = src.split("\n---\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "policy.yaml").write_text("\n---\n".join(docs[:3]) + "\n", encoding="utf-8")
+    work = tree / "workloads.yaml"
+    work.write_text("\n---\n".join(docs[3:]), encoding="utf-8")
+    compiled: list[str] = []
+    real = cel.compile_expression
+
+    def counting(source, variables):  # type: ignore[no-untyped-def]
+        compiled.append(source)
+        return real(source, variables)
+
+    monkeypatch.setattr(cel, "compile_expression", counting)
+    cache, paths = tmp_path / "c", [str(tree)]
+
+    def pol(found: dict) -> list[tuple[str, str, int]]:
+        return [(x["code"], x["file"], x["line"]) for x in found["findings"] if x["code"].startswith("POL")]
+
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None) and pol(first)
+    kustomization = tree / "overlay-spec.yaml"  # (a kustomization.yaml would be built: new objects)
+    steps = [
+        ("comment at the end", lambda: work.write_text(work.read_text("utf-8") + "# reviewed\n", "utf-8"), False),
+        (
+            "comment at the top",
+            lambda: work.write_text("# owner: ml-platform\n" + work.read_text("utf-8"), "utf-8"),
+            False,
+        ),
+        (
+            "made a patch",
+            lambda: kustomization.write_text(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                "patchesStrategicMerge: [workloads.yaml]\n",
+                "utf-8",
+            ),
+            False,
+        ),
+        ("a patch no more", kustomization.unlink, False),
+        (
+            "an object no binding selects",
+            lambda: (tree / "svc.yaml").write_text(
+                "apiVersion: v1\nkind: Service\nmetadata: {name: llama}\nspec: {ports: [{port: 80}]}\n", "utf-8"
+            ),
+            False,
+        ),
+        (
+            "a value",
+            lambda: work.write_text(
+                work.read_text("utf-8").replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 9", 1), "utf-8"
+            ),
+            True,
+        ),
+    ]
+    seen = {tuple(pol(first))}
+    for what, step, compiles in steps:
+        step()
+        compiled.clear()
+        got = _lint(paths, cache)
+        assert bool(compiled) == compiles, (what, compiled)
+        assert got == _lint(paths, None), what
+        seen.add(tuple(pol(got)))
+    assert len(seen) >= 3, "the steps moved and hid the POL findings"
+
+
 def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

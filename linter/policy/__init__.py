@@ -173,12 +173,20 @@ class PolicyProvider:
         targets = [o for o in objects if o.file not in hidden] if hidden else list(objects)
         # a kustomize patch is a fragment the API server never receives as written: its
         # verdicts are not reported (asked only of objects with one: the walk is not free)
+        from ailint.core.digest import blake2b
         from ailint.domain.patches import is_partial, kustomize_patches
 
         patch_names = kustomize_patches([*objects, *context])
+        names_key = "\0".join(sorted(patch_names)).encode("utf-8", "surrogateescape")
         try:
             found = admission.findings(
-                objects, targets, rules, context, memo, judged=lambda o: not is_partial(o, patch_names)
+                objects,
+                targets,
+                rules,
+                context,
+                memo,
+                judged=lambda o: not is_partial(o, patch_names),
+                judged_key=blake2b(names_key, digest_size=20).digest(),
             )
         except admission.CelUnavailable as exc:
             return not_evaluated(str(exc))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -62,7 +63,10 @@ class Expr:
 
 @dataclass
 class Policy:
-    """A ValidatingAdmissionPolicy as ailint evaluates it: its expressions and the errors they had."""
+    """A ValidatingAdmissionPolicy as ailint evaluates it: its expressions and the errors they
+    had. The expressions are compiled when first needed (`compile`): matching an object reads
+    only the spec, so a run (a rerun after an edit, most of all) whose objects no binding of
+    a policy matches never compiles that policy, nor imports the CEL engine for it."""
 
     obj: K8sObject
     name: str
@@ -74,6 +78,18 @@ class Policy:
     conditions: list[tuple[str, Expr]] = field(default_factory=list)
     variables: list[tuple[str, Expr]] = field(default_factory=list)
     errors: list[Expr] = field(default_factory=list)
+    compiled: bool = False
+
+    def compile(self) -> Policy:
+        """The policy with its expressions compiled (once); CelUnavailable when the engine
+        cannot be imported."""
+        if not self.compiled:
+            missing = _cel().available()
+            if missing:
+                raise CelUnavailable(missing)
+            _compile(self)
+            self.compiled = True
+        return self
 
 
 @dataclass
@@ -102,8 +118,13 @@ def _expr(obj: K8sObject, source: Any, path: tuple[Any, ...]) -> Expr:
 
 
 def build_policy(obj: K8sObject) -> Policy:
+    """The policy as its spec says, its expressions not compiled yet (`Policy.compile`)."""
     spec = as_dict(obj.data.get("spec"))
-    p = Policy(obj, obj.name or "", spec, str(spec.get("failurePolicy") or "Fail"))
+    return Policy(obj, obj.name or "", spec, str(spec.get("failurePolicy") or "Fail"))
+
+
+def _compile(p: Policy) -> None:
+    spec, obj = p.spec, p.obj
     for i, v in enumerate(as_list(spec.get("variables"))):
         v = as_dict(v)
         e = _expr(obj, v.get("expression"), ("spec", "variables", i, "expression"))
@@ -129,7 +150,6 @@ def build_policy(obj: K8sObject) -> Policy:
         for x in (e, me):
             if x is not None and x.error and not x.error.unsupported:
                 p.errors.append(x)
-    return p
 
 
 def build_binding(obj: K8sObject) -> Binding:
@@ -317,6 +337,10 @@ class Verdict:
     severity_reason: str | None = None  # why the severity is not the binding's action's
 
 
+if TYPE_CHECKING:
+    Match = tuple[Policy, Binding, Request, list[str]]  # a binding that selects an object, and its notes
+
+
 class Evaluator:
     """All policies and bindings of a run, and the objects they can read (params, namespaces)."""
 
@@ -346,7 +370,7 @@ class Evaluator:
         return any(b.policy in self.policies for b in self.bindings)
 
     def policy_errors(self) -> list[tuple[Policy, Expr]]:
-        return [(p, e) for p in self.policies.values() for e in p.errors]
+        return [(p, e) for p in self.policies.values() for e in p.compile().errors]
 
     def request_for(self, obj: K8sObject) -> Request:
         group, version = (
@@ -360,10 +384,15 @@ class Evaluator:
         )
 
     def evaluate(self, obj: K8sObject) -> list[Verdict]:
+        return self.judge(self.matches(obj))
+
+    def matches(self, obj: K8sObject) -> list[Match]:
+        """The (policy, binding) pairs whose match rules select `obj`, found from the specs
+        alone: no expression is compiled or run (`judge` does that)."""
         if not self.bindings or is_policy(obj):
             return []
         req = self.request_for(obj)
-        out: list[Verdict] = []
+        out: list[Match] = []
         for b in self._bindings_for(req):
             p = self.policies[b.policy]
             notes: list[str] = []
@@ -372,6 +401,13 @@ class Evaluator:
                 continue
             if b.match is not None and not _match_resources(b.match, req, notes):
                 continue
+            out.append((p, b, req, notes))
+        return out
+
+    def judge(self, matches: list[Match]) -> list[Verdict]:
+        """The verdicts of the pairs `matches` found for one object."""
+        out: list[Verdict] = []
+        for p, b, req, notes in matches:
             out.extend(self._evaluate_binding(p, b, req, notes))
         return out
 
@@ -433,6 +469,8 @@ class Evaluator:
         params, missing = self._params(p, b, req)
         if params is None:
             return [Verdict("POL002", Severity.INFO, f"{label} not evaluated offline: {missing}{suffix}", ())]
+        if params:
+            p.compile()
         out: list[Verdict] = []
         sev = self._severity(b)
         # the message says which namespace; the severity's reason says only why it is lowered
@@ -635,14 +673,15 @@ def environment(objects: Sequence[K8sObject]) -> bytes | None:
     return h.digest()
 
 
-def _object_key(env: bytes, obj: K8sObject, memo: Any = None) -> bytes | None:
+def _span_row(span: Span) -> tuple[int, int, int, int]:
+    return (span.line, span.col, span.end_line, span.end_col)
+
+
+def _data_key(env: bytes, obj: K8sObject) -> bytes | None:
     import marshal
 
     from ailint.core.digest import blake2b
 
-    own = memo.digest(obj) if hasattr(memo, "digest") else None  # the file's bytes stand for it
-    if own is not None:
-        return env + own
     try:
         return blake2b(env + marshal.dumps((obj.api_version, obj.kind, obj.data), 0), digest_size=20).digest()
     except ValueError:
@@ -656,6 +695,7 @@ def findings(
     context_objects: Sequence[K8sObject] = (),
     memo: Any = None,
     judged: Callable[[K8sObject], bool] | None = None,
+    judged_key: bytes | None = None,
 ) -> list[Finding]:
     """POL findings: POL003 for each policy expression that does not compile, POL001/POL002
     for each object a bound policy matches. `rules` maps the enabled codes to (name, severity).
@@ -663,18 +703,20 @@ def findings(
     kustomize patch is not).
 
     `memo` (`get(key)`/`put(key, value)`, the results cache's) keeps the verdicts of each
-    object under a digest of it and of its environment (`environment`): a rerun evaluates
-    only the objects whose data or environment changed, and compiles no policy when none did."""
+    object under a digest of its file's bytes and place (`memo.digest`) and of its
+    environment (`environment`), with where they point and `judged`'s answer under
+    `judged_key` (what that answer depends on besides the object): a rerun evaluates only the
+    objects whose data or environment changed, and compiles no policy when none did. The
+    verdicts of an object a binding selects are kept under its data's digest too, so an edit
+    that leaves its data as it was (a comment) evaluates nothing; a policy is compiled, and
+    the CEL engine imported, only for an object a binding of it selects."""
     everything = [*objects, *context_objects]
     env = environment(everything) if memo is not None else None
     ev: Evaluator | None = None
 
     def evaluator() -> Evaluator:
         nonlocal ev
-        if ev is None:
-            missing = _cel().available()
-            if missing:
-                raise CelUnavailable(missing)
+        if ev is None:  # (the CEL engine is imported by the first policy compiled)
             ev = Evaluator(everything)
         return ev
 
@@ -704,40 +746,106 @@ def findings(
             out.append(Finding("POL003", name, sev, msg, obj.file, span, obj.ref, path))
     if not active or not ({"POL001", "POL002"} & set(rules)):
         return out
-    pending: list[tuple[K8sObject, bytes | None, list[Verdict] | None]] = []
-    for obj in targets:  # what the memo remembers first: CEL is loaded only for the rest
-        key = _object_key(env, obj, memo) if env is not None else None
-        known = memo.get(key) if key is not None else None
-        remembered = (
-            [Verdict(code, Severity(sev), message, tuple(path), reason) for code, sev, message, path, reason in known]
-            if isinstance(known, list)
-            else None
-        )
-        pending.append((obj, key, remembered))
-    if any(got is None for _, _, got in pending):
-        evaluator()  # (CelUnavailable when the engine cannot be imported)
-        with _cel().memory_guard():  # once for the pass, not once per evaluation
-            for n, (obj, key, got) in enumerate(pending):
-                if got is None:
-                    got = evaluator().evaluate(obj)
-                    if key is not None:
-                        memo.put(key, [(v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in got])
-                    pending[n] = (obj, key, got)
-    verdicts = [(obj, v) for obj, _, got in pending if got and (judged is None or judged(obj)) for v in got]
-    for obj, v in verdicts:
-        if v.code in rules:
-            name, _ = rules[v.code]
-            out.append(
-                Finding(
-                    v.code,
-                    name,
-                    v.severity,
-                    v.message,
-                    obj.file,
-                    obj.span(v.path),
-                    obj.ref,
-                    v.path,
-                    severity_reason=v.severity_reason,
+    pending = [_recall(memo, env, obj, judged_key) if env is not None else _Recalled(obj) for obj in targets]
+    # the rest are matched from the policies' specs; only what a binding selects needs CEL,
+    # unless the memo knows its data (a comment edit changes its file's bytes, not its data)
+    selected: list[tuple[_Recalled, list[Match]]] = []
+    for r in pending:
+        if r.rows is None:
+            matched = evaluator().matches(r.obj)
+            if matched and env is not None and r.data_key is None:
+                r.data_key = _data_key(env, r.obj)
+                known = memo.get(r.data_key) if r.data_key is not None else None
+                if isinstance(known, list):
+                    r.rows = known
+                    continue
+            if matched:
+                selected.append((r, matched))
+            else:
+                r.rows = []
+    for _, matched in selected:
+        for p, *_ in matched:
+            p.compile()  # (before the memory guard, as the engine's import: CelUnavailable)
+    with _cel().memory_guard() if selected else nullcontext():  # once for the pass, not per evaluation
+        for r, matched in selected:
+            r.rows = [
+                (v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in evaluator().judge(matched)
+            ]
+            if r.data_key is not None and r.data_key != r.key:
+                memo.put(r.data_key, r.rows)
+    for r in pending:
+        assert r.rows is not None
+        if r.rows and r.reported is None:
+            r.reported, r.fresh = judged is None or judged(r.obj), True
+        if r.rows and r.reported and r.spans is None:
+            r.spans, r.fresh = [_span_row(r.obj.span(tuple(row[3]))) for row in r.rows], True
+        if r.fresh and r.key is not None:
+            memo.put(r.key, r.entry(judged_key))
+        if not (r.rows and r.reported):
+            continue
+        assert r.spans is not None
+        for (code, level, message, at, reason), (line, col, end_line, end_col) in zip(r.rows, r.spans, strict=True):
+            if code in rules:
+                out.append(
+                    Finding(
+                        code,
+                        rules[code][0],
+                        Severity(level),
+                        message,
+                        r.obj.file,
+                        Span(line, col, end_line, end_col),
+                        r.obj.ref,
+                        tuple(at),
+                        severity_reason=reason,
+                    )
                 )
-            )
     return out
+
+
+if TYPE_CHECKING:
+    Row = tuple[str, str, str, tuple[Any, ...], str | None]  # a verdict as the memo keeps it
+
+
+@dataclass
+class _Recalled:
+    """What `findings` knows of one object's verdicts before it works any out: the rows (None:
+    to be worked out), and, remembered under the key of the object's file bytes (`key`), where
+    they point (`spans`, the same bytes' positions) and whether they are reported (`reported`,
+    `judged`'s answer under the same `judged_key`). `data_key`: the key of its data alone,
+    under which the rows of an object a binding selects are kept too, for bytes that change
+    and data that does not."""
+
+    obj: K8sObject
+    key: bytes | None = None
+    rows: list[Row] | None = None
+    data_key: bytes | None = None
+    spans: list[tuple[int, int, int, int]] | None = None
+    reported: bool | None = None
+    fresh: bool = True  # the entry under `key` is to be written
+
+    def entry(self, judged_key: bytes | None) -> Any:
+        if self.data_key is None or self.data_key == self.key:
+            return self.rows  # (an object no binding selects, or one kept under its data only)
+        return (self.rows, self.data_key, self.spans, judged_key if self.reported is not None else None, self.reported)
+
+
+def _recall(memo: Any, env: bytes, obj: K8sObject, judged_key: bytes | None) -> _Recalled:
+    own = memo.digest(obj) if hasattr(memo, "digest") else None  # the file's bytes stand for it
+    if own is None:
+        key = _data_key(env, obj)
+        r = _Recalled(obj, key, data_key=key)
+    else:
+        r = _Recalled(obj, env + own)  # (the data's key is worked out only when needed)
+    known = memo.get(r.key) if r.key is not None else None
+    if isinstance(known, list):
+        r.rows, r.fresh = known, False
+    elif isinstance(known, tuple) and len(known) == 5 and isinstance(known[0], list):
+        rows, data_key, spans, asked, reported = known
+        r.rows, r.data_key, r.fresh = rows, data_key, False
+        if isinstance(data_key, bytes):
+            memo.get(data_key)  # (kept for the next run: the memo keeps what a run reads)
+        if isinstance(spans, list) and len(spans) == len(rows):
+            r.spans = spans
+        if judged_key is not None and asked == judged_key and isinstance(reported, bool):
+            r.reported = reported
+    return r
