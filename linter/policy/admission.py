@@ -364,6 +364,7 @@ class Evaluator:
         self.bindings = list(bindings.values())
         # (group, version, resource, namespaced) -> the bindings whose resource rules can match
         self._candidates: dict[tuple[str, str, str, bool], list[Binding]] = {}
+        self._unbound: set[tuple[str, str]] = set()  # (apiVersion, kind) no binding can match
 
     @property
     def active(self) -> bool:
@@ -391,9 +392,15 @@ class Evaluator:
         alone: no expression is compiled or run (`judge` does that)."""
         if not self.bindings or is_policy(obj):
             return []
+        kind = (obj.api_version, obj.kind)
+        if kind in self._unbound:  # (no binding's resource rules take this kind: no request built)
+            return []
         req = self.request_for(obj)
+        candidates = self._bindings_for(req)
+        if not candidates:
+            self._unbound.add(kind)
         out: list[Match] = []
-        for b in self._bindings_for(req):
+        for b in candidates:
             p = self.policies[b.policy]
             notes: list[str] = []
             mc = as_dict(p.spec.get("matchConstraints"))
