@@ -615,6 +615,52 @@ def _value(store: object, path: Path) -> object:
         return None
 
 
+def test_a_rerun_takes_the_pod_facts_of_files_it_does_not_parse_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a NodePool's taint changes, the GPU001 calls on the other files' pods run again,
+    but what the parse worked out of those pods (each container's accelerators) comes from
+    the cache with their objects (`cache._pod_facts`), not worked out again; only the edited
+    file's pods are (and those merged with a runtime or a claim, made anew in every run).
+    The rerun equals a fresh run."""
+    from ailint.domain import extract
+    from ailint.engine import run as run_mod
+    from ailint.engine.catalogue import deferred
+
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "GPU001", tree, 200)
+    cache, paths = tmp_path / "c", [str(tree)]
+    assert _lint(paths, cache) == _lint(paths, None)
+    victim = next(
+        p
+        for p in sorted(tree.rglob("*.yaml"))
+        if "kind: NodePool" in (t := p.read_text(encoding="utf-8")) and "effect: NoSchedule" in t
+    )
+    victim.write_text(victim.read_text(encoding="utf-8").replace("effect: NoSchedule", "effect: NoExecute"), "utf-8")
+    worked_out: set[str] = set()
+    ran_on: set[str] = set()
+    real_facts, real_run = extract.Container._accelerators, run_mod.Engine.run_rule
+
+    def facts(self):  # type: ignore[no-untyped-def]
+        if not deferred(self.pod.obj):  # (pods merged with a runtime or claim are made anew)
+            worked_out.add(self.pod.obj.file)
+        return real_facts(self)
+
+    def run_rule(self, reg, obj, ctx):  # type: ignore[no-untyped-def]
+        if reg.rule.code == "GPU001":
+            ran_on.add(obj.file)
+        return real_run(self, reg, obj, ctx)
+
+    monkeypatch.setattr(extract.Container, "_accelerators", facts)
+    monkeypatch.setattr(run_mod.Engine, "run_rule", run_rule)
+    got = _lint(paths, cache)
+    others = {f for f in ran_on if not victim.as_posix().endswith(f.replace("\\", "/"))}
+    assert len(others) > 5, "the taint's change ran GPU001 again on other files' pods"
+    assert not worked_out & others, sorted(worked_out & others)
+    monkeypatch.undo()
+    assert got == _lint(paths, None)
+
+
 # -- the admission-policy memo ------------------------------------------------------------------
 def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: Path) -> None:
     """Cached reruns after editing the judged object, the policy, its param and its binding

@@ -443,7 +443,26 @@ def file_out(fr: FileResult, tables: bool = True) -> tuple[Any, ...]:
         starts,
         fr.deferred,
         fr.catalogue,
+        _pod_facts(fr),
     )
+
+
+def _pod_facts(fr: FileResult) -> list[Any] | None:
+    """What the parse worked out of each object's pods (their roles, what each container
+    runs: `extract.carry_facts`), as a `--jobs` child hands it to the parent: a rerun's
+    cross-resource calls read it for the pods of the files it did not parse again, instead
+    of working it out anew for every pod of the repository (most of the run-wide indexes a
+    value edit rebuilds). None for an object waiting for the catalogue, whose pods are made
+    again once merged, and for a file none of whose pods was looked at."""
+    from ailint.domain.extract import BULKY_FACTS, carry_facts
+    from ailint.engine.catalogue import deferred
+
+    waiting = fr.deferred  # (None for a context file, whose object rules did not run)
+    facts = [
+        carry_facts(o, BULKY_FACTS) if ((n not in waiting) if waiting is not None else not deferred(o)) else None
+        for n, o in enumerate(fr.objects)
+    ]
+    return facts if any(f is not None for f in facts) else None
 
 
 def _table_numbers(objects: Sequence[K8sObject]) -> list[int]:
@@ -475,7 +494,21 @@ def file_in(
     matched), its source is read back on first use and checked against the entry's CRC."""
     from ailint.engine.bounded import LazyPositions, spilled_source
 
-    documents, findings, objs, tables, template_paths, has_source, crc, length, directives, starts, waits, members = t
+    (
+        documents,
+        findings,
+        objs,
+        tables,
+        template_paths,
+        has_source,
+        crc,
+        length,
+        directives,
+        starts,
+        waits,
+        members,
+        facts,
+    ) = t
     if store is not None and key is not None:
         # read again from the entry where a span is asked for: an entry from the pack holds
         # none, and those of the entry just read would stay in memory for every file
@@ -500,6 +533,9 @@ def file_in(
         fr.objects = [
             K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
         ]
+        if isinstance(facts, list) and len(facts) == len(objs):
+            for obj, carried in zip(fr.objects, facts, strict=True):
+                obj.carried = carried  # (taken when its pods are first made: `extract.take_carried_facts`)
         if isinstance(tables, TableRefs):
             tables.objects = fr.objects  # an entry gone (pruned) or damaged: the file is parsed again
         if not directives:

@@ -416,10 +416,11 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
             else:
                 fr.findings.extend(engine.check_object(obj, ctx))
         fr.deferred = tuple(waiting)
-    if engine.jobs > 1 and engine.bundle_rules and not engine.bounded:
+    if (engine.jobs > 1 or key is not None) and engine.bundle_rules and not engine.bounded:
         # the facts of its pods that the bundle rules read, worked out here once: shared by
-        # every process of the bundle phase (`roles.prime`, `extract.carry_facts`); not with
-        # bounded memory, where the parent would hold them for every pod of a large input
+        # every process of the bundle phase (`roles.prime`, `extract.carry_facts`), and kept
+        # in the file's cache entry for the reruns that do not parse it (`cache._pod_facts`);
+        # not with bounded memory, where the parent would hold them for every pod of a large input
         from ailint.domain.roles import prime
 
         held = fr.deferred  # (None for a context file, whose object rules did not run)
