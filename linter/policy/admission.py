@@ -753,34 +753,42 @@ def findings(
             out.append(Finding("POL003", name, sev, msg, obj.file, span, obj.ref, path))
     if not active or not ({"POL001", "POL002"} & set(rules)):
         return out
-    pending = [_recall(memo, env, obj, judged_key) if env is not None else _Recalled(obj) for obj in targets]
     # the rest are matched from the policies' specs; only what a binding selects needs CEL,
-    # unless the memo knows its data (a comment edit changes its file's bytes, not its data)
-    selected: list[tuple[_Recalled, list[Match]]] = []
-    for r in pending:
+    # unless the memo knows its data (a comment edit changes its file's bytes, not its data).
+    # Kept: only the objects with verdicts or verdicts to work out (a large run's objects
+    # mostly have none, and a record each would grow the pass by one per object)
+    kept: list[_Recalled] = []
+    selected: list[_Recalled] = []  # (matched again to be judged: a match holds a request)
+    needed: dict[str, Policy] = {}  # the policies of their matches, compiled before they are judged
+    for obj in targets:
+        r = _recall(memo, env, obj, judged_key) if env is not None else _Recalled(obj)
         if r.rows is None:
-            matched = evaluator().matches(r.obj)
+            matched = evaluator().matches(obj)
             if matched and env is not None and r.data_key is None:
-                r.data_key = _data_key(env, r.obj)
+                r.data_key = _data_key(env, obj)
                 known = memo.get(r.data_key) if r.data_key is not None else None
                 if isinstance(known, list):
                     r.rows = known
-                    continue
-            if matched:
-                selected.append((r, matched))
-            else:
-                r.rows = []
-    for _, matched in selected:
-        for p, *_ in matched:
-            p.compile()  # (before the memory guard, as the engine's import: CelUnavailable)
+            if r.rows is None:
+                if matched:
+                    selected.append(r)
+                    needed.update((p.name, p) for p, *_ in matched)
+                else:
+                    r.rows = []
+        if r.rows is None or r.rows:
+            kept.append(r)
+        elif r.fresh and r.key is not None:
+            memo.put(r.key, r.entry(judged_key))  # no verdict: nothing to report
+    for p in needed.values():
+        p.compile()  # (before the memory guard, as the engine's import: CelUnavailable)
     with _cel().memory_guard() if selected else nullcontext():  # once for the pass, not per evaluation
-        for r, matched in selected:
+        for r in selected:
             r.rows = [
-                (v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in evaluator().judge(matched)
+                (v.code, v.severity.value, v.message, v.path, v.severity_reason) for v in evaluator().evaluate(r.obj)
             ]
             if r.data_key is not None and r.data_key != r.key:
                 memo.put(r.data_key, r.rows)
-    for r in pending:
+    for r in kept:
         assert r.rows is not None
         if r.rows and r.reported is None:
             r.reported, r.fresh = judged is None or judged(r.obj), True
@@ -813,7 +821,7 @@ if TYPE_CHECKING:
     Row = tuple[str, str, str, tuple[Any, ...], str | None]  # a verdict as the memo keeps it
 
 
-@dataclass
+@dataclass(slots=True)
 class _Recalled:
     """What `findings` knows of one object's verdicts before it works any out: the rows (None:
     to be worked out), and, remembered under the key of the object's file bytes (`key`), where
