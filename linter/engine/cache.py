@@ -455,13 +455,11 @@ def _pod_facts(fr: FileResult) -> list[Any] | None:
     value edit rebuilds). None for an object waiting for the catalogue, whose pods are made
     again once merged, and for a file none of whose pods was looked at."""
     from ailint.domain.extract import BULKY_FACTS, carry_facts
-    from ailint.engine.catalogue import deferred
+    from ailint.engine.catalogue import settled
 
-    waiting = fr.deferred  # (None for a context file, whose object rules did not run)
-    facts = [
-        carry_facts(o, BULKY_FACTS) if ((n not in waiting) if waiting is not None else not deferred(o)) else None
-        for n, o in enumerate(fr.objects)
-    ]
+    facts: list[Any] = [None] * len(fr.objects)
+    for n, obj in settled(fr):
+        facts[n] = carry_facts(obj, BULKY_FACTS)
     return facts if any(f is not None for f in facts) else None
 
 

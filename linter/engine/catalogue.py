@@ -19,9 +19,9 @@ objects). The bundle phase's reuse covers the merged pods through the tokens of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from ailint.core.model import Finding, K8sObject
+from ailint.core.model import FileResult, Finding, K8sObject
 from ailint.domain import workloads
 from ailint.domain.context import Context
 
@@ -36,6 +36,17 @@ def deferred(obj: K8sObject) -> bool:
         return bool(workloads.catalogue_reads(obj))
     except Exception:
         return False  # the object rules report what is wrong with it, file by file
+
+
+def settled(fr: FileResult) -> Iterator[tuple[int, K8sObject]]:
+    """Each object of a parsed file whose pods depend on no other file (not `deferred`),
+    with its position: what the parse may work out of its pods once, for every process
+    and every later run (`roles.prime`, `extract.carry_facts`). Read from `fr.deferred`
+    where the file's object rules ran; asked per object for a context file (None there)."""
+    waiting = fr.deferred
+    for n, obj in enumerate(fr.objects):
+        if (n not in waiting) if waiting is not None else not deferred(obj):
+            yield n, obj
 
 
 def members_of(objects: Sequence[K8sObject]) -> tuple[int, ...]:

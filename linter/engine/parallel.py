@@ -124,7 +124,7 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
     marshalled for the trip to the parent (which unpacks only those it reads)."""
     from ailint.domain.extract import carry_facts
     from ailint.engine.bounded import pack
-    from ailint.engine.catalogue import deferred
+    from ailint.engine.catalogue import settled
     from ailint.engine.run import process_file
 
     out = [process_file(c, settings, engine) for c in candidates]
@@ -132,10 +132,8 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
         # what this process knows of the objects' pods travels with them (not with bounded
         # memory: see `process_file`), but for an object waiting for the catalogue, whose pods
         # are made again once merged (`workloads.bind`)
-        waiting = fr.deferred
-        for n, obj in enumerate(fr.objects if not engine.bounded else ()):
-            if (n not in waiting) if waiting is not None else not deferred(obj):
-                obj.carried = carry_facts(obj)
+        for _, obj in settled(fr) if not engine.bounded else ():
+            obj.carried = carry_facts(obj)
         pack(fr)
     return out
 

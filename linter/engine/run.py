@@ -403,7 +403,7 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
     else:
         fr = read_candidate(c, settings, stdin_text)
     from ailint.domain.context import Context
-    from ailint.engine.catalogue import deferred, members_of
+    from ailint.engine.catalogue import deferred, members_of, settled
 
     ctx = Context(profile=settings.profile, bundle=False)
     if taken is None:
@@ -423,10 +423,8 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
         # not with bounded memory, where the parent would hold them for every pod of a large input
         from ailint.domain.roles import prime
 
-        held = fr.deferred  # (None for a context file, whose object rules did not run)
-        for n, obj in enumerate(fr.objects):
-            if (n not in held) if held is not None else not deferred(obj):
-                prime(obj)
+        for _, obj in settled(fr):
+            prime(obj)
         if fr.source is not None and fr.suppressions is None and not c.context:
             fr.suppressions = suppress.comment_suppressions(fr.source)  # read here, in parallel, not in `finish`
     if key is not None:
