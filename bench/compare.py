@@ -7,6 +7,8 @@
     python bench/compare.py HEAD~3 --pairs 40 --scenario one
     python bench/compare.py HEAD~3 --scenario edit  # a rerun after editing one file (the cache on)
     python bench/compare.py HEAD~3 --scenario fresh # one file, the cache folder emptied first
+    python bench/compare.py HEAD~3 --scenario large --pairs 4  # the generated 100 MB tree:
+                                                    # time and peak memory (a bounded run)
 
 Why: the machine's speed moves by half within an hour (Checkov's own time in `bench/run.py`
 went from 6.6 to 14.7 s on one day), so two versions timed at different moments cannot be
@@ -71,6 +73,11 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
         return [*fmt, str(SMALL)], None
     if which == "fresh":  # one small file, each side's whole cache folder emptied first (a CI runner)
         return [*fmt, str(SMALL)], lambda: [shutil.rmtree(WORK / f"cache-{n}", ignore_errors=True) for n in SIDES]
+    if which == "large":  # as bench/run.py's 100 MB row: a bounded run (memory is the limit)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import run as bench_run
+
+        return [*fmt, str(bench_run.generate(100))], None
     if which == "edit":  # as bench/run.py's edit row: its copy of the corpus, one file edited
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import run as bench_run
@@ -80,7 +87,19 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
     return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))], None
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str], peaks: list[float] | None = None) -> float:
+    """Wall seconds of `cmd`; with `peaks`, run under `/usr/bin/time -v` and its peak RSS
+    (MiB, the largest of its processes) appended there."""
+    time_bin = "/usr/bin/time"
+    if peaks is not None and os.path.exists(time_bin):
+        t = time.perf_counter()
+        proc = subprocess.run(
+            [time_bin, "-v", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False
+        )
+        wall = time.perf_counter() - t
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr or "")
+        peaks.append(int(m.group(1)) / 1024 if m else float("nan"))
+        return wall
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     return time.perf_counter() - t
@@ -93,29 +112,33 @@ def paired(
     env_b: dict[str, str],
     pairs: int,
     before: Callable[[], None] | None = None,
+    peaks: bool = False,
 ) -> str:
     """Median of the pairs' ratios; `before` runs ahead of each pair (an edit both sides
-    then see for the first time)."""
+    then see for the first time); `peaks`: each side's peak RSS too (medians)."""
     for _ in range(2):  # warm-up: each side's code table and rule index (and results cache)
         timed(a, env_a)
         timed(b, env_b)
     ta: list[float] = []
     tb: list[float] = []
+    pa: list[float] | None = [] if peaks else None
+    pb: list[float] | None = [] if peaks else None
     for i in range(pairs):
         if before is not None:
             before()
         if i % 2:
-            ta.append(timed(a, env_a))
-            tb.append(timed(b, env_b))
+            ta.append(timed(a, env_a, pa))
+            tb.append(timed(b, env_b, pb))
         else:
-            tb.append(timed(b, env_b))
-            ta.append(timed(a, env_a))
+            tb.append(timed(b, env_b, pb))
+            ta.append(timed(a, env_a, pa))
     ratios = sorted(y / x for x, y in zip(ta, tb, strict=True))
     m = statistics.median
     q = len(ratios) // 4
+    peak = f"; peak RSS {m(pa):.1f} MiB -> {m(pb):.1f} MiB (medians)" if pa and pb else ""
     return (
         f"{m(ta) * 1000:.1f} ms -> {m(tb) * 1000:.1f} ms (medians of {pairs}); this tree / the revision, "
-        f"paired: {m(ratios):.3f} (quartiles {ratios[q]:.3f} to {ratios[-q - 1]:.3f})"
+        f"paired: {m(ratios):.3f} (quartiles {ratios[q]:.3f} to {ratios[-q - 1]:.3f}){peak}"
     )
 
 
@@ -143,7 +166,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revision", help="the git revision to compare this tree with")
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "fresh", "both"), default="both")
+    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "fresh", "large", "both"), default="both")
     ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args()
     if not CORPUS.is_dir() and args.scenario not in ("one", "fresh"):
@@ -161,7 +184,8 @@ def main() -> None:
     for which in ("corpus", "one") if args.scenario == "both" else (args.scenario,):
         cmd, before = scenario(which)
         pairs = args.pairs if which not in ("one", "fresh") else max(args.pairs, 40)
-        print(f"{which}: {paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before)}")
+        got = paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before, peaks=which == "large")
+        print(f"{which}: {got}")
         if args.count:
             if before is not None:
                 before()

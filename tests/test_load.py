@@ -405,6 +405,51 @@ def test_subtrees_are_shared_only_in_a_bounded_run():
     )
 
 
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and 2 cores")
+def test_a_bounded_runs_worker_files_share_the_parents_strings_and_subtrees(sharing, tmp_path, monkeypatch):
+    """Unpickling makes a copy of each string and subtree per chunk a worker sends: in a
+    bounded run the parent takes its files' data as its own parse shares it, so equal
+    subtrees are one object whichever process parsed them (on the 100 MB tree, 113 to 93 MiB
+    when the bundle phase forks), and the data stays equal, types apart."""
+    from ailint.engine import parallel
+    from ailint.engine.run import Engine
+    from ailint.engine.sources import Candidate
+
+    real = parallel.checked_for_parent
+
+    def marked(*args):  # (in the worker) its objects say where they were parsed
+        files = real(*args)
+        for fr in files:
+            for o in fr.objects:
+                o.carried = "worker"
+        return files
+
+    monkeypatch.setattr(parallel, "checked_for_parent", marked)
+    cands = []
+    for i in range(96):
+        p = tmp_path / f"m{i}.yaml"
+        p.write_text(
+            SHARED_SUBTREES.replace("name: a", f"name: a{i}").replace("name: b", f"name: b{i}"), encoding="utf-8"
+        )
+        cands.append(Candidate(str(p), p.name))
+    settings = Settings(root=str(tmp_path))
+    engine = Engine(settings, [], bounded=True)
+    files = parallel.run_parallel(cands, settings, engine, 2)
+    objs = [o for fr in files for o in fr.objects]
+    assert len(objs) == 192
+    assert any(o.carried == "worker" for o in objs) and any(o.carried is None for o in objs), "both parsed files"
+    limits = {id(o.data["spec"]["containers"][0]["resources"]["limits"]) for o in objs}
+    assert len(limits) == 1  # {nvidia.com/gpu: 1}: one object in the whole run
+    kinds = {id(o.kind) for o in objs}
+    assert len(kinds) == 1  # `Pod`, interned as the parent's own parse interns it
+    one = [o.data for o in load(SHARED_SUBTREES).objects]
+    for fr in files:
+        a, b = (o.data for o in fr.objects)
+        assert a["spec"] == one[0]["spec"] and b["spec"] == one[1]["spec"]
+        args = b["spec"]["containers"][0]["args"]
+        assert [type(x) for x in args] == [int, float, bool, str, type(None)]
+
+
 def test_the_table_of_shared_subtrees_is_bounded_and_forgotten_after_a_run(sharing, tmp_path, monkeypatch):
     yamldata = sharing
     monkeypatch.setattr(yamldata, "SHARED_LIMIT", 8)

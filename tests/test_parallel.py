@@ -223,3 +223,26 @@ def test_a_childs_results_go_to_an_unnamed_file(tmp_path, monkeypatch):
         assert os.pread(fh.fileno(), 1, 0) == b"x"
     assert made == [1]
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_what_the_parent_keeps_of_a_childs_result_is_worked_out_once_as_it_arrives() -> None:
+    """`taken` sees every result a child sent, once, and none of the parent's own."""
+    parent = os.getpid()
+
+    def work(t: int) -> tuple[int, int]:
+        time.sleep(0.004)  # long enough that the child takes its share
+        return os.getpid(), t
+
+    seen: list[int] = []
+
+    def taken(result: tuple[int, int]) -> tuple[int, int, str]:
+        assert os.getpid() == parent  # worked out here, not in the child
+        seen.append(result[1])
+        return (*result, "taken")
+
+    got = run_forked(work, list(range(40)), 2, taken=taken)
+    assert got is not None and sorted(got) == list(range(40))
+    from_child = sorted(t for t, v in got.items() if v[0] != parent)
+    assert from_child, "the child took tasks"
+    assert sorted(seen) == from_child  # each of the child's results once, none of the parent's
+    assert all((len(v) == 3) == (v[0] != parent) for v in got.values())

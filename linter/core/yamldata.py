@@ -324,6 +324,49 @@ def _shared(value: Any, pairs: Any) -> Any:
     return _SHARED.setdefault(tuple(key), value)
 
 
+def reshared(value: Any) -> Any:
+    """Parsed data that another process sent (`--jobs`), made of this process's interned
+    strings and shared subtrees, as its own parse makes them while sharing is on; `value`
+    as it is otherwise.
+
+    Unpickling keeps one copy of each string and subtree per pickle, so the data of a
+    worker's chunks holds a copy of `name`, `image` and of every repeated `resources` per
+    chunk: on the 100 MB tree what the parent unpickled of the worker's half took 35 MiB
+    (the data of its own half, 8 MiB), and every process forked from it for the bundle
+    phase started that large; taken as its own, the parent holds 93 MiB at that fork, not
+    113. Equal values come out as they went in (a string is interned only where the
+    converter interns it: keys, and values of at most 64 characters)."""
+    if not _sharing:
+        return value
+    if value.__class__ is dict or value.__class__ is list:
+        return _reshared(value)
+    return value
+
+
+def _reshared(value: Any) -> Any:
+    if value.__class__ is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            c = v.__class__
+            if c is str:
+                out[_intern(k)] = _intern(v) if len(v) <= 64 else v
+            elif c is dict or c is list:
+                out[_intern(k)] = _reshared(v)
+            else:
+                out[_intern(k)] = v
+        return _shared(out, out.items())
+    items: list[Any] = []
+    for v in value:
+        c = v.__class__
+        if c is str:
+            items.append(_intern(v) if len(v) <= 64 else v)
+        elif c is dict or c is list:
+            items.append(_reshared(v))
+        else:
+            items.append(v)
+    return _shared(items, enumerate(items))
+
+
 class Converter:
     """Turns one composed document into plain data and fills the position table.
 

@@ -84,6 +84,8 @@ def run_parallel(candidates: list, settings: Any, engine: Any, jobs: int) -> lis
         initargs=(settings, (engine.rules, engine.debug, engine.bounded, engine.cache)),
     ) as ex:
         for chunk, res in zip(chunks, ex.map(_work, chunks)):
+            if engine.bounded:
+                res = _reshared(res)
             for cand, fr in zip(chunk, res):
                 results.append((order[id(cand)], fr))
             if getattr(engine, "progress", None) is not None:
@@ -111,7 +113,9 @@ def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int
             ticked[0] += len(out)
         return out
 
-    results = run_forked(work, list(range(len(chunks))), jobs)
+    # with bounded memory the objects' data is made of this process's shared strings and
+    # subtrees as each child's chunk arrives (`yamldata.reshared`)
+    results = run_forked(work, list(range(len(chunks))), jobs, taken=_reshared if engine.bounded else None)
     if results is None:
         return None
     if tick is not None:  # the children's files, now that their results are in
@@ -138,7 +142,22 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
     return out
 
 
-def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | None = None) -> dict[int, Any] | None:
+def _reshared(files: list[FileResult]) -> list[FileResult]:
+    """A child's files, their objects' data made of this process's shared strings and
+    subtrees (a bounded run shares them: `yamldata.reshared`), not of the copies each
+    unpickled chunk brings."""
+    from ailint.core.yamldata import reshared
+
+    for fr in files:
+        for obj in fr.objects:
+            obj.data = reshared(obj.data)
+            obj._read_identity()  # (its kind, of the shared strings too)
+    return files
+
+
+def run_forked(
+    work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | None = None, taken: Any = None
+) -> dict[int, Any] | None:
     """`work(task)` for every task, shared by `jobs` processes: the parent and forked children
     take tasks from one pipe until none is left (put the longest first). Returns {task:
     result}, or None when forking is not possible (the caller runs serially).
@@ -152,14 +171,21 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
     children do, and a child ends after any task of `apart` (a pass that loads a store of its
     own: the schemas, the CEL runtime), a fresh child taking its place. What a task builds
     then dies with the child that built it; the parent, which holds every object, never
-    grows by it, and no process holds two passes' stores at once."""
+    grows by it, and no process holds two passes' stores at once.
+
+    `taken(result)`, when given, is what this process keeps of each result a child sent,
+    worked out as it arrives (before the next task: what it frees is reused at once)."""
     procs = min(jobs, os.cpu_count() or 1)
     if procs < 2 or not _can_fork():
         return None
     rd = _queue(tasks)
     results: dict[int, Any] = {}
+
+    def arrived(got: dict[int, Any]) -> None:
+        results.update(got if taken is None else {t: taken(r) for t, r in got.items()})
+
     if apart is not None:
-        _children_only(rd, work, procs, apart, results)
+        _children_only(rd, work, procs, apart, arrived)
     else:
         # each child takes tasks until none are left (no fork now: this process takes them)
         streams = [s for s in (_started(rd, work) for _ in range(procs - 1)) if s is not None]
@@ -167,12 +193,12 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
         def take(t: int) -> int:  # the parent's part: one task, then what the children sent
             results[t] = work(t)
             for stream in streams:
-                results.update(stream.received())
+                arrived(stream.received())
             return t
 
         _drain(rd, take)
         for stream in streams:
-            results.update(stream.finish())
+            arrived(stream.finish())
     os.close(rd)
     for t in tasks:
         if t not in results:  # a child that failed: its tasks are done here
@@ -180,9 +206,10 @@ def run_forked(work: Any, tasks: list[int], jobs: int, apart: frozenset[int] | N
     return results
 
 
-def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], results: dict[int, Any]) -> None:
+def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], arrived: Any) -> None:
     """`run_forked` with `apart`: `procs` children take the tasks while this process only
-    receives; a child that ended while tasks are left is replaced by a fresh one."""
+    receives (`arrived(results)`); a child that ended while tasks are left is replaced by a
+    fresh one."""
     import select
 
     # (no fork now: the tasks left are done by `run_forked` here)
@@ -190,7 +217,7 @@ def _children_only(rd: int, work: Any, procs: int, apart: frozenset[int], result
     while live:
         ready, _, _ = select.select([s.notes for s in live], [], [])
         for stream in [s for s in live if s.notes in ready]:
-            results.update(stream.received())
+            arrived(stream.received())
             if not stream.pid:  # ended: after a task apart, or the queue is empty
                 live.remove(stream)
                 # (a child that sent nothing and did not fail found the queue empty: no
