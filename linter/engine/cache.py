@@ -447,6 +447,17 @@ def file_out(fr: FileResult, tables: bool = True) -> tuple[Any, ...]:
     )
 
 
+def with_data(entry: tuple[Any, ...], objects: Sequence[K8sObject]) -> tuple[Any, ...]:
+    """A file entry (`file_out`) whose objects' data is that of `objects`, equal values held
+    once: the entry a worker made of its file arrives with its own unpickled copy of the
+    data, which the parent replaces with its shared one (`yamldata.reshared`)."""
+    objs = entry[2]
+    if not isinstance(objs, list) or len(objs) != len(objects):
+        return entry
+    mine = [(d, o.data, n, base, tpl) for (d, _, n, base, tpl), o in zip(objs, objects, strict=True)]
+    return (*entry[:2], mine, *entry[3:])
+
+
 def _pod_facts(fr: FileResult) -> list[Any] | None:
     """What the parse worked out of each object's pods (their roles, what each container
     runs: `extract.carry_facts`), as a `--jobs` child hands it to the parent: a rerun's

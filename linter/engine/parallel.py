@@ -152,6 +152,10 @@ def _reshared(files: list[FileResult]) -> list[FileResult]:
         for obj in fr.objects:
             obj.data = reshared(obj.data)
             obj._read_identity()  # (its kind, of the shared strings too)
+        if fr.pack_entry is not None:  # (the results cache's entry, made in the worker: of the same data)
+            from ailint.engine.cache import with_data
+
+            fr.pack_entry = with_data(fr.pack_entry, fr.objects)
     return files
 
 
