@@ -661,6 +661,39 @@ def test_a_rerun_takes_the_pod_facts_of_files_it_does_not_parse_from_the_cache(
     assert got == _lint(paths, None)
 
 
+def test_a_bounded_runs_entries_keep_no_pod_facts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With bounded memory the parse works out no pods' facts for the run (`process_file`),
+    and the cache entries it writes keep none either: they are held until the pack's
+    segments are written (9.5 MiB of the 100 MB tree's first run with the cache), and a
+    rerun's objects would carry them all. Without bounds they are kept; either way a rerun
+    after an edit equals a fresh run."""
+    from ailint.engine import cache as cache_mod
+
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "GPU001", tree, 60)
+    paths = [str(tree)]
+    seen: list[object] = []
+    real = cache_mod.file_out
+
+    def kept(fr, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(fr, *args, **kwargs)
+        seen.append(out[12])
+        return out
+
+    monkeypatch.setattr(cache_mod, "file_out", kept)
+    _lint(paths, tmp_path / "unbounded")
+    assert any(f is not None for f in seen), "an unbounded run keeps its pods' facts"
+    seen.clear()
+    monkeypatch.setenv("AILINT_BOUNDED", "1")
+    for jobs in (1, 2):
+        cache = tmp_path / f"bounded{jobs}"
+        assert _lint(paths, cache, jobs=jobs) == _lint(paths, None, jobs=jobs)
+        assert seen and all(f is None for f in seen)
+        victim = sorted(tree.rglob("*.yaml"))[jobs]
+        victim.write_text(victim.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+        assert _lint(paths, cache, jobs=jobs) == _lint(paths, None, jobs=jobs)
+
+
 # -- the admission-policy memo ------------------------------------------------------------------
 def test_policy_verdicts_reused_and_invalidated_by_their_environment(tmp_path: Path) -> None:
     """Cached reruns after editing the judged object, the policy, its param and its binding

@@ -416,9 +416,10 @@ def findings_in(ts: Iterable[Sequence[Any]]) -> list[Finding]:
 
 
 # -- file entries ---------------------------------------------------------------------------
-def file_out(fr: FileResult, tables: bool = True) -> tuple[Any, ...]:
+def file_out(fr: FileResult, tables: bool = True, facts: bool = True) -> tuple[Any, ...]:
     """A parsed and object-checked file as marshal data (positions packed, read on demand);
-    `tables` False: without its position tables, as the pack keeps it (`without_tables`)."""
+    `tables` False: without its position tables, as the pack keeps it (`without_tables`);
+    `facts` False: without its pods' facts (`_pod_facts`), as a bounded run keeps it."""
     packed, numbers = _position_tables(fr.objects) if tables else (None, _table_numbers(fr.objects))
     objs = [(o.doc_index, o.data, n, o.base, o.template) for o, n in zip(fr.objects, numbers, strict=True)]
     tp = fr.source.template_paths if fr.source is not None else {}
@@ -443,7 +444,7 @@ def file_out(fr: FileResult, tables: bool = True) -> tuple[Any, ...]:
         starts,
         fr.deferred,
         fr.catalogue,
-        _pod_facts(fr),
+        _pod_facts(fr) if facts else None,
     )
 
 
@@ -686,15 +687,16 @@ class RunCache:
         except (TypeError, ValueError, KeyError, IndexError):
             return None
 
-    def store_file(self, key: bytes, fr: FileResult) -> None:
+    def store_file(self, key: bytes, fr: FileResult, facts: bool = True) -> None:
+        """Keep the file's entry (`file_out`; `facts` False: without its pods' facts)."""
         if not self.file_entries:  # made here, in the worker, while the text is at hand
             try:
-                fr.pack_entry = file_out(fr, tables=False)
+                fr.pack_entry = file_out(fr, tables=False, facts=facts)
             except (TypeError, ValueError, AttributeError):
                 pass  # (not kept: parsed again next time)
             return
         try:
-            value = file_out(fr)
+            value = file_out(fr, facts=facts)
         except (TypeError, ValueError, AttributeError):
             return
         # one file per entry, tables and all: a rerun takes the tables only for the files it

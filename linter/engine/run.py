@@ -429,7 +429,9 @@ def process_file(c: Candidate, settings: Settings, engine: Engine, stdin_text: s
             fr.suppressions = suppress.comment_suppressions(fr.source)  # read here, in parallel, not in `finish`
     if key is not None:
         fr.cache_key = key
-        engine.cache.store_file(key, fr)
+        # not the pods' facts with bounded memory (as above): on the 100 MB tree they were
+        # 9.5 MiB held until the pack's segments are written, and a rerun's objects carry them
+        engine.cache.store_file(key, fr, facts=not engine.bounded)
     if engine.bounded and fr.source is not None and not fr.source.is_stdin:
         from ailint.engine.bounded import spill
 
