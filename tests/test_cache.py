@@ -822,9 +822,9 @@ def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
     tasks: list[list[int]] = []
     real = parallel.run_forked
 
-    def recorded(work, run_tasks, jobs, apart=None):  # type: ignore[no-untyped-def]
+    def recorded(work, run_tasks, jobs, apart=None, **kwargs):  # type: ignore[no-untyped-def]
         tasks.append(list(run_tasks))
-        return real(work, run_tasks, jobs, apart)
+        return real(work, run_tasks, jobs, apart, **kwargs)
 
     monkeypatch.setattr(parallel, "run_forked", recorded)
     fresh = _lint(paths, None, jobs=2)
