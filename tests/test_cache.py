@@ -837,6 +837,52 @@ def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
     assert _lint(paths, tmp_path / "c", jobs=2) == _lint(paths, None, jobs=2)
 
 
+def test_a_rerun_forks_its_bundle_calls_for_few_of_them_only_in_a_large_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule's first call in a process builds its indexes over its project's objects, so a
+    rerun's bundle calls are shared out with `--jobs 2` when there are many, or when there are
+    a few (`FORK_CALLS_LARGE`) in projects that are large (`FORK_OBJECTS`): the same edit forks
+    in the large repository and not in the small one; every rerun equals a fresh run."""
+    from ailint.engine import parallel, tracking
+
+    tree = tmp_path / "tree"
+    (tree / "small" / ".git").mkdir(parents=True)
+    (tree / "large" / ".git").mkdir(parents=True)
+    _copy_tree(FIXTURES / "REL003", tree / "small", 3)
+    _copy_tree(FIXTURES / "REL003", tree / "large", 100)
+    _copy_tree(FIXTURES / "GPU001", tree / "large" / "gpu", 100)
+    paths = [str(tree)]
+    cache = tmp_path / "c"
+    fresh = _lint(paths, None, jobs=2)
+    objects = {
+        repo: sum(f["objects"] for f in fresh["files"] if f["path"].split("/tree/")[-1].startswith(repo + "/"))
+        for repo in ("small", "large")
+    }
+    assert objects["large"] > 4 * objects["small"] > 0, objects
+    monkeypatch.setattr(tracking, "FORK_CALLS_LARGE", 2, raising=False)
+    assert _lint(paths, cache, jobs=2) == fresh
+    forks: list[list[int]] = []
+    real = parallel.run_forked
+
+    def recorded(work, run_tasks, jobs, apart=None, **kwargs):  # type: ignore[no-untyped-def]
+        forks.append(list(run_tasks))
+        return real(work, run_tasks, jobs, apart, **kwargs)
+
+    monkeypatch.setattr(parallel, "run_forked", recorded)
+    # (the small project forks too once it counts as large: the size decides, not the calls)
+    for repo, large_from, forked in (("small", "large", False), ("small", "small", True), ("large", "large", True)):
+        monkeypatch.setattr(tracking, "FORK_OBJECTS", objects[large_from], raising=False)
+        victim = next(
+            p for p in sorted((tree / repo).glob("*.yaml")) if "kind: Deployment" in p.read_text(encoding="utf-8")
+        )
+        victim.write_text(victim.read_text(encoding="utf-8").replace("replicas: ", "replicas: 1"), "utf-8")
+        forks.clear()
+        got = _lint(paths, cache, jobs=2)
+        assert bool(forks) == forked, (repo, forks)
+        assert got == _lint(paths, None, jobs=2), repo
+
+
 def test_an_edit_reruns_bundle_calls_only_in_its_own_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bundle rules join one project's objects, so an edit in one repository runs no bundle
     call on another's objects again; the rerun equals a fresh run."""
