@@ -806,19 +806,10 @@ def test_policy_pass_compiles_only_for_objects_whose_data_changed(
     assert len(seen) >= 3, "the steps moved and hid the POL findings"
 
 
-def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With --jobs 2 and enough bundle calls to fork for, the cached bundle phase runs the
-    admission-policy pass as one of its forked tasks (as the cold run does), not after it in
-    this process; its findings, and the reruns' after an edit, equal a fresh run's."""
-    from ailint.engine import parallel, tracking
+def _recorded_forks(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The tasks of each `parallel.run_forked` call from now on (the calls go on as ever)."""
+    from ailint.engine import parallel
 
-    monkeypatch.setattr(tracking, "FORK_CALLS", 0)
-    tree = tmp_path / "tree"
-    _copy_tree(FIXTURES / "POL001", tree / "pol", 100)
-    _copy_tree(FIXTURES / "REL003", tree / "rel", 100)
-    paths = [str(tree)]
     tasks: list[list[int]] = []
     real = parallel.run_forked
 
@@ -827,6 +818,23 @@ def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
         return real(work, run_tasks, jobs, apart, **kwargs)
 
     monkeypatch.setattr(parallel, "run_forked", recorded)
+    return tasks
+
+
+def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --jobs 2 and enough bundle calls to fork for, the cached bundle phase runs the
+    admission-policy pass as one of its forked tasks (as the cold run does), not after it in
+    this process; its findings, and the reruns' after an edit, equal a fresh run's."""
+    from ailint.engine import tracking
+
+    monkeypatch.setattr(tracking, "FORK_CALLS", 0)
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "POL001", tree / "pol", 100)
+    _copy_tree(FIXTURES / "REL003", tree / "rel", 100)
+    paths = [str(tree)]
+    tasks = _recorded_forks(monkeypatch)
     fresh = _lint(paths, None, jobs=2)
     assert any(f["code"].startswith("POL") for f in fresh["findings"])
     tasks.clear()
@@ -844,7 +852,7 @@ def test_a_rerun_forks_its_bundle_calls_for_few_of_them_only_in_a_large_project(
     rerun's bundle calls are shared out with `--jobs 2` when there are many, or when there are
     a few (`FORK_CALLS_LARGE`) in projects that are large (`FORK_OBJECTS`): the same edit forks
     in the large repository and not in the small one; every rerun equals a fresh run."""
-    from ailint.engine import parallel, tracking
+    from ailint.engine import tracking
 
     tree = tmp_path / "tree"
     (tree / "small" / ".git").mkdir(parents=True)
@@ -862,14 +870,7 @@ def test_a_rerun_forks_its_bundle_calls_for_few_of_them_only_in_a_large_project(
     assert objects["large"] > 4 * objects["small"] > 0, objects
     monkeypatch.setattr(tracking, "FORK_CALLS_LARGE", 2, raising=False)
     assert _lint(paths, cache, jobs=2) == fresh
-    forks: list[list[int]] = []
-    real = parallel.run_forked
-
-    def recorded(work, run_tasks, jobs, apart=None, **kwargs):  # type: ignore[no-untyped-def]
-        forks.append(list(run_tasks))
-        return real(work, run_tasks, jobs, apart, **kwargs)
-
-    monkeypatch.setattr(parallel, "run_forked", recorded)
+    forks = _recorded_forks(monkeypatch)
     # (the small project forks too once it counts as large: the size decides, not the calls)
     for repo, large_from, forked in (("small", "large", False), ("small", "small", True), ("large", "large", True)):
         monkeypatch.setattr(tracking, "FORK_OBJECTS", objects[large_from], raising=False)
