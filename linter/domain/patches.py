@@ -9,6 +9,7 @@ on a patch that only adds an argument.
 
 from __future__ import annotations
 
+import marshal
 import os
 
 from ailint.core.lazyre import lazy_re
@@ -49,19 +50,48 @@ def is_partial(obj: K8sObject, patch_names: set[str]) -> bool:
     low = display.lower()
     if _PATCH_NAME_RE.search(low) or any(t in base.lower() for t in _TEMPLATE_WORDS):
         return True
-    if any(base == n or base.endswith(("__" + n, "_" + n)) for n in patch_names):
+    if patch_names and named_in(base, patch_names):
         return True
     return has_directive(obj.data, 0)
 
 
+def named_in(base: str, patch_names: set[str]) -> bool:
+    """Whether the file `base` is one of `patch_names`, or one flattened with a folder prefix
+    (`<folder>__<name>`, `<folder>_<name>`): the suffixes after each `_` looked up in the set,
+    not each name tried against the file (a repository's Kustomizations name hundreds)."""
+    if base in patch_names:
+        return True
+    i = base.find("_")
+    while i >= 0:
+        if base[i + 1 :] in patch_names:
+            return True
+        i = base.find("_", i + 1)
+    return False
+
+
 def has_directive(node: Any, depth: int) -> bool:
-    """A strategic-merge directive (`$patch`, `$retainKeys`, ...) anywhere in `node`."""
+    """A strategic-merge directive (`$patch`, `$retainKeys`, ...) anywhere in `node` (at most
+    12 levels down). The walk is taken only where the data's marshalled bytes hold a
+    directive's name at all: a key is marshalled as its UTF-8 bytes, so data without them
+    holds no such key (most objects; a walk of a large one cost 90 µs)."""
+    if depth == 0 and (node.__class__ is dict or node.__class__ is list):
+        try:
+            raw = marshal.dumps(node)
+        except ValueError:  # (not plain data: walked)
+            pass
+        else:
+            if not any(d.encode() in raw for d in PATCH_DIRECTIVES):
+                return False
+    return _has_directive(node, depth)
+
+
+def _has_directive(node: Any, depth: int) -> bool:
     if depth > 12:
         return False
     if isinstance(node, dict):
         return any(isinstance(k, str) and k.startswith(PATCH_DIRECTIVES) for k in node) or any(
-            has_directive(v, depth + 1) for v in node.values()
+            _has_directive(v, depth + 1) for v in node.values()
         )
     if isinstance(node, list):
-        return any(has_directive(v, depth + 1) for v in node)
+        return any(_has_directive(v, depth + 1) for v in node)
     return False
