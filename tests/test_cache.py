@@ -1078,6 +1078,69 @@ def _settled_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tu
     return files, paths, _lint(paths, None)
 
 
+def _reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often each file's bytes are read from now on (`run.read_raw`, in this process)."""
+    from ailint.engine import run as run_mod
+
+    count: dict[str, int] = {}
+    real = run_mod.read_raw
+
+    def read_raw(c, *args, **kwargs):  # type: ignore[no-untyped-def]
+        count[c.display] = count.get(c.display, 0) + 1
+        return real(c, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "read_raw", read_raw)
+    return count
+
+
+@pytest.mark.parametrize("entries_up_to", [10, 256])
+def test_a_first_run_reads_each_file_once_and_its_rerun_reads_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries_up_to: int
+) -> None:
+    """With nothing stored for these paths, no file can be found in the cache, so none is read
+    and hashed to look it up: the parse reads each once, and the keys, the stats and the run
+    entry come from its results. The rerun finds every file by its stat and restores the run
+    (one pack of entries, or one entry a file); both equal a fresh run."""
+    from ailint.engine import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", entries_up_to)
+    _, paths, _ = _settled_tree(tmp_path, monkeypatch, 40)
+    (tmp_path / "tree" / "unreadable.yaml").write_bytes(b"\xff\xfe\x00bad")  # (keyed by its finding)
+    fresh = _lint(paths, None)
+    reads = _reads(monkeypatch)
+    assert _lint(paths, tmp_path / "c") == fresh
+    assert reads and set(reads.values()) == {1}, sorted(k for k, v in reads.items() if v != 1)[:5]
+    reads.clear()
+    assert _lint(paths, tmp_path / "c") == fresh
+    assert not reads, sorted(reads)[:5]
+
+
+def test_a_run_whose_files_were_too_new_for_stats_is_found_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone's first run records no stat (every file changed in the last two seconds),
+    but keeps its entries: the next run, with no stats either, must still look its files up
+    (read and hashed) and take the stored run, not parse them all again as a first run."""
+    from ailint.engine import run as run_mod
+
+    files = _copy_tree(FIXTURES, tmp_path / "tree", 40)
+    for p in files:
+        p.touch()  # (new: no stat is settled)
+    paths = [str(tmp_path / "tree")]
+    fresh = _lint(paths, None)
+    assert _lint(paths, tmp_path / "c") == fresh
+    parsed: list[str] = []
+    real = run_mod.process_file
+
+    def process_file(c, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(c.display)
+        return real(c, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "process_file", process_file)
+    assert _lint(paths, tmp_path / "c") == fresh
+    assert not parsed, parsed[:5]
+
+
 def _first_run_past_the_threshold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[Path], list[str], dict, Path]:

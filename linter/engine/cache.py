@@ -953,10 +953,22 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # the bytes read now are kept for the entries they may hit; with no stat known (a first
     # run here, the cache emptied) they would hit none, and holding them only grows the run
     keep_raw = KEEP_RAW_BYTES if known else 0
+    # nothing stored for these paths (a first run, the cache emptied): no file can be found,
+    # so none is read and hashed to look it up; the parse reads and keys each one once, and
+    # the keys, stats and run entry are made from its results (`_keyed_by_the_parse`). Not
+    # when a pack or a run is stored without stats: a first run whose files were all too new
+    # to record a stat for (a fresh clone's) left those for its next run to find.
+    fresh = (
+        not known
+        and not cache.store.has(cache.segments_key if engine.bounded else cache.pack_key)
+        and not cache.store.has(cache.run_slot)
+    )
     sigs: list[tuple[int, ...] | None] = []  # each file's stat before it was read
     for n, c in enumerate(candidates):
         sig = stat_signature(c)
         sigs.append(sig)
+        if fresh:
+            continue
         if sig is not None:
             hit = known.get(c.display)
             if hit is not None and hit[0] == sig and hit[1] == c.context:
@@ -969,7 +981,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         raw, fr = read_raw(c, settings)
         if fr is not None or raw is None:
             early[n] = fr
-            k = _h(b"early", repr(findings_out(fr.findings if fr else [])).encode("utf-8", "surrogateescape")).digest()
+            k = _early_key(fr)
         else:
             k = cache.file_key(c.display, raw, c.context)
             total += len(raw)
@@ -978,12 +990,10 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         keys.append(k)
         raws.append(raw if total <= keep_raw else None)
         cache.file_keys[c.display] = k
-    if seen != known:
+    if seen != known and not fresh:
         cache.store_stats(seen)
     projects = engine.projects()  # a whole run is reused only with the same projects
-    run_entry = cache.run_entry_key(
-        [(f"{c.display}\0{'' if c.context else projects.key(c.path)}", k) for c, k in zip(candidates, keys)]
-    )
+    run_entry = None if fresh else _run_entry(cache, candidates, keys, projects)
     got = cache.load_run(run_entry) if run_entry is not None else None
     if got is not None:
         try:
@@ -993,7 +1003,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     file_results: list[FileResult | None] = [None] * len(candidates)
     misses: list[int] = []
     # (a large run: no entry that big, its pack is in segments)
-    pack: dict[str, Any] | SegmentedPack = cache.load_pack() if not engine.bounded else cache.load_segments()
+    pack: dict[str, Any] | SegmentedPack = (
+        {} if fresh else cache.load_pack() if not engine.bounded else cache.load_segments()
+    )
     if isinstance(pack, dict):
         cache.pack_read = pack
     # the files read now that have no entry, in the pack or of their own (the edited ones),
@@ -1002,7 +1014,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # everything up to the bundle phase
     edited = [
         n
-        for n in range(len(candidates))
+        for n in range(len(candidates) if not fresh else 0)
         if n not in early
         and n not in unread
         and not _in_pack(pack, candidates[n].display, keys[n])
@@ -1026,6 +1038,10 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     in_segments: dict[str, tuple[bytes, bytes]] = {}  # (bounded) the files whose entry a segment holds
     stale = 0  # entries not found in the pack
     for n, c in enumerate(candidates):
+        if fresh:
+            misses.append(n)
+            stale += 1
+            continue
         if n in early:
             file_results[n] = early[n]
             continue
@@ -1102,6 +1118,8 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     for n, fr in zip(todo_at, done):
         file_results[n] = fr
     cache.file_entries = True
+    if fresh:
+        run_entry = _keyed_by_the_parse(cache, candidates, file_results, keys, sigs, now_ns, projects)
     # a file edited between its first read and its parse: every entry about it (the pack, the
     # bundle state, the schema and policy memos) is kept under its parsed bytes' key, and the
     # run, keyed by the first reads, is not kept
@@ -1155,6 +1173,53 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.store.prune_if_due()
     out.cache = cache  # the reporter's clean sources are kept after the report (`remember_clean_sources`)
     return out
+
+
+def _run_entry(cache: RunCache, candidates: Sequence[Any], keys: Sequence[bytes], projects: Any) -> bytes | None:
+    """The key of the whole run's entry: each file's path, project and key."""
+    return cache.run_entry_key(
+        [
+            (f"{c.display}\0{'' if c.context else projects.key(c.path)}", k)
+            for c, k in zip(candidates, keys, strict=True)
+        ]
+    )
+
+
+def _early_key(fr: FileResult | None) -> bytes:
+    """The key of a file that was not parsed (unreadable, too large...): its findings."""
+    return _h(b"early", repr(findings_out(fr.findings if fr else [])).encode("utf-8", "surrogateescape")).digest()
+
+
+def _keyed_by_the_parse(
+    cache: RunCache,
+    candidates: Sequence[Any],
+    file_results: Sequence[FileResult | None],
+    keys: list[bytes],
+    sigs: Sequence[tuple[int, ...] | None],
+    now_ns: int,
+    projects: Any,
+) -> bytes | None:
+    """A fresh run's keys (`lint_cached`), as its parse made them (an unread file's from its
+    findings, as the lookup would), filled in `keys` and the cache's `file_keys`; the stats
+    of the settled files stored, each only if the file still has the stat it had before the
+    parse read it (else the stat would stand for bytes it never held); the run entry's key."""
+    seen: dict[str, tuple[Any, ...]] = {}
+    keys[:] = []
+    for c, fr, sig in zip(candidates, file_results, sigs, strict=True):
+        k = fr.cache_key if fr is not None and fr.cache_key is not None else _early_key(fr)
+        keys.append(k)
+        cache.file_keys[c.display] = k
+        if (
+            fr is not None
+            and fr.cache_key is not None
+            and sig is not None
+            and settled(sig, now_ns)
+            and stat_signature(c) == sig
+        ):
+            seen[c.display] = (sig, c.context, k)
+    if seen:
+        cache.store_stats(seen)
+    return _run_entry(cache, candidates, keys, projects)
 
 
 def _in_pack(pack: dict[str, Any] | SegmentedPack, display: str, key: bytes) -> bool:
