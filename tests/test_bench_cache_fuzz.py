@@ -3,18 +3,14 @@ fresh one, and a report pair that differs is explained by the findings only one 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, bench_module
 
-_SPEC = importlib.util.spec_from_file_location("cache_fuzz", ROOT / "bench" / "cache_fuzz.py")
-assert _SPEC is not None and _SPEC.loader is not None
-cache_fuzz = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(cache_fuzz)
+cache_fuzz = bench_module("cache_fuzz")
 
 
 def test_a_short_run_on_fixtures_finds_every_rerun_the_same(tmp_path: Path) -> None:

@@ -4,25 +4,18 @@ a change that grows the 100 MB run's peak would read as one that shrinks it."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
-from pathlib import Path
 
 import pytest
-
-COMPARE = Path(__file__).resolve().parent.parent / "bench" / "compare.py"
+from conftest import bench_module
 
 needs_time = pytest.mark.skipif(not os.path.exists("/usr/bin/time"), reason="needs GNU time at /usr/bin/time")
 
 
 @pytest.fixture(scope="module")
 def compare():
-    spec = importlib.util.spec_from_file_location("bench_compare", COMPARE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("compare")
 
 
 def _holding(mib: int) -> list[str]:

@@ -3,22 +3,17 @@ would put a phase's instructions in another's row and mislead every reading of t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
-PHASES = Path(__file__).resolve().parent.parent / "bench" / "phases.py"
 
 
 @pytest.fixture(scope="module")
 def phases():
-    spec = importlib.util.spec_from_file_location("bench_phases", PHASES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("phases")
 
 
 def write_run(folder: Path, parent: int, forks: list[tuple[str, int]], counts: list[int], children: dict[int, int]):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ROOT, needs_shared
+from conftest import CORPUS, ROOT, bench_module, needs_shared
 
 FIXTURES = ROOT / "fixtures"
 
@@ -1011,7 +1011,6 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
     other objects read (`bench/cache_fuzz.py`'s: taints, runtimes, claims, selectors,
     namespaces, names, kinds) and removals, with a fixed seed: each cached rerun equals a
     fresh run."""
-    import importlib.util
     import random
     import re
 
@@ -1033,10 +1032,7 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
 
     # the edits of bench/cache_fuzz.py (what other objects read) that change a value in the
     # kinds of this tree (named: an edit added there for other kinds leaves these steps as they are)
-    spec = importlib.util.spec_from_file_location("cache_fuzz", ROOT / "bench" / "cache_fuzz.py")
-    assert spec is not None and spec.loader is not None
-    fuzz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fuzz)
+    fuzz = bench_module("cache_fuzz")
     ours = ("kind: NodePool", "ServingRuntime", "ResourceClaim", "InferenceService", "kind: Deployment", "")
     edits = [(holds, pattern, new) for holds, pattern, new in fuzz.EDITS if pattern is not None and holds in ours]
     before = report(True)
