@@ -10,7 +10,6 @@ import pytest
 from conftest import bench_module
 
 
-
 @pytest.fixture(scope="module")
 def phases():
     return bench_module("phases")
