@@ -806,6 +806,30 @@ def test_policy_pass_compiles_only_for_objects_whose_data_changed(
     assert len(seen) >= 3, "the steps moved and hid the POL findings"
 
 
+def test_what_a_change_touches_is_the_same_from_the_parse_as_worked_out_again() -> None:
+    """The bundle phase takes whether an object is a catalogue member and whether it waits for
+    the catalogue from its file's parse (`FileResult.catalogue`, `.deferred`) instead of asking
+    each object again (a first run asks for every object): for every fixture object the tokens
+    a change to it touches, and the kinds its pods merge with, are the same either way."""
+    from ailint.engine.config import Settings
+    from ailint.engine.run import Engine, process_file
+    from ailint.engine.sources import Candidate
+    from ailint.engine.tracking import merge_tokens, object_tokens
+
+    settings = Settings(root=str(ROOT))
+    engine = Engine(settings, [])
+    members = waiting = 0
+    for p in sorted(FIXTURES.rglob("*.yaml")):
+        fr = process_file(Candidate(str(p), p.name), settings, engine)
+        assert fr.catalogue is not None and fr.deferred is not None
+        for n, o in enumerate(fr.objects):
+            assert object_tokens(o, n in fr.catalogue) == object_tokens(o), (p, n)
+            assert merge_tokens(o, n in fr.deferred) == merge_tokens(o), (p, n)
+            members += n in fr.catalogue
+            waiting += n in fr.deferred
+    assert members and waiting, "the fixtures hold catalogue members and objects that wait for them"
+
+
 def _recorded_forks(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     """The tasks of each `parallel.run_forked` call from now on (the calls go on as ever)."""
     from ailint.engine import parallel

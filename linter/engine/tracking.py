@@ -42,16 +42,17 @@ def scoped(token: str, namespace: str) -> str:
     return f"{token}/{namespace}"
 
 
-def object_tokens(obj: K8sObject) -> tuple[str, ...]:
+def object_tokens(obj: K8sObject, catalogue: bool | None = None) -> tuple[str, ...]:
     """What a change to `obj` invalidates: its kind (in its namespace too), and the run's
     pods if it is a pod kind (those of its namespace) or a catalogue object (a runtime or a
-    DRA claim changes the pods merged with it, in any namespace)."""
+    DRA claim changes the pods merged with it, in any namespace). `catalogue`: whether it
+    is one, when its file's parse said (`FileResult.catalogue`)."""
     from ailint.domain.extract import is_pod_kind
     from ailint.domain.workloads import is_catalogue
 
     ns = obj.namespace_or_default
     own = (obj.kind, scoped(obj.kind, ns))
-    if is_catalogue(obj):
+    if catalogue if catalogue is not None else is_catalogue(obj):
         return (*own, PODS, scoped(PODS, ANY_NAMESPACE))
     if is_pod_kind(obj):
         return (*own, PODS, scoped(PODS, ns))
@@ -71,12 +72,14 @@ def stale(read: Iterable[str], touched: set[str]) -> bool:
     return False
 
 
-def merge_tokens(obj: K8sObject) -> frozenset[str]:
+def merge_tokens(obj: K8sObject, waiting: bool | None = None) -> frozenset[str]:
     """The kinds whose change alters `obj`'s own pods (merged with the run's catalogue,
-    `ailint.engine.catalogue`): a bundle call on `obj` read them, through its pods."""
+    `ailint.engine.catalogue`): a bundle call on `obj` read them, through its pods.
+    `waiting`: whether it waits for the catalogue, when its file's parse said
+    (`FileResult.deferred`)."""
     from ailint.engine.catalogue import deferred
 
-    if not deferred(obj):
+    if not (waiting if waiting is not None else deferred(obj)):
         return frozenset()
     from ailint.domain.workloads import catalogue_reads
 
@@ -334,9 +337,12 @@ def bundle_phase(
         known, known_merges = prev_kinds.get(d), prev_merges.get(d)
         if d not in changed and known is not None and known_merges is not None and len(known) == len(fr.objects):
             kinds[d], merges[d] = known, known_merges  # the same bytes: the same objects
-        else:
-            kinds[d] = [object_tokens(o) for o in fr.objects]
-            merges[d] = [tuple(sorted(merge_tokens(o))) for o in fr.objects]
+        else:  # (with what the parse knew of each object, where it knew it: a first run's every file)
+            members, waits = fr.catalogue, fr.deferred
+            kinds[d] = [object_tokens(o, None if members is None else n in members) for n, o in enumerate(fr.objects)]
+            merges[d] = [
+                tuple(sorted(merge_tokens(o, None if waits is None else n in waits))) for n, o in enumerate(fr.objects)
+            ]
         where.extend((d, j) for j in range(len(fr.objects)))
     changed |= {d for d in kinds if d not in prev_kinds}
     # what the changes touched, per project: a call reads only its own project's objects
