@@ -1119,7 +1119,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         file_results[n] = fr
     cache.file_entries = True
     if fresh:
-        run_entry = _keyed_by_the_parse(cache, candidates, file_results, keys, sigs, now_ns, projects)
+        run_entry = _keyed_by_the_parse(cache, candidates, file_results, keys, projects)
     # a file edited between its first read and its parse: every entry about it (the pack, the
     # bundle state, the schema and policy memos) is kept under its parsed bytes' key, and the
     # run, keyed by the first reads, is not kept
@@ -1149,7 +1149,20 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     cache.schema_ahead = None
     # the run entry is keyed by the first reads: kept only when no file moved before its
     # parse and none changes under the run now (a settled stat, else its bytes, says so)
-    steady = not moved and all(_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses)
+    if fresh:  # (every file a miss, none moved: the parse's read was its first)
+        held = [_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses]
+        # the stats of the settled files that still have them now (the check above stats
+        # each again), as the lookup keeps them: the stat a file had before its bytes were
+        # read (`seen`, empty: nothing was looked up)
+        for n, still in zip(misses, held, strict=True):
+            sig, parsed = sigs[n], file_results[n]
+            if still and sig is not None and settled(sig, now_ns) and parsed is not None and parsed.cache_key:
+                seen[candidates[n].display] = (sig, candidates[n].context, keys[n])
+        if seen:
+            cache.store_stats(seen)
+        steady = all(held)
+    else:
+        steady = not moved and all(_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses)
     if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, len(candidates) // 20)):
         if entries_in_pack:
             for n in todo_at:
@@ -1195,30 +1208,16 @@ def _keyed_by_the_parse(
     candidates: Sequence[Any],
     file_results: Sequence[FileResult | None],
     keys: list[bytes],
-    sigs: Sequence[tuple[int, ...] | None],
-    now_ns: int,
     projects: Any,
 ) -> bytes | None:
     """A fresh run's keys (`lint_cached`), as its parse made them (an unread file's from its
-    findings, as the lookup would), filled in `keys` and the cache's `file_keys`; the stats
-    of the settled files stored, each only if the file still has the stat it had before the
-    parse read it (else the stat would stand for bytes it never held); the run entry's key."""
-    seen: dict[str, tuple[Any, ...]] = {}
+    findings, as the lookup would), filled in `keys` and the cache's `file_keys`; the run
+    entry's key."""
     keys[:] = []
-    for c, fr, sig in zip(candidates, file_results, sigs, strict=True):
+    for c, fr in zip(candidates, file_results, strict=True):
         k = fr.cache_key if fr is not None and fr.cache_key is not None else _early_key(fr)
         keys.append(k)
         cache.file_keys[c.display] = k
-        if (
-            fr is not None
-            and fr.cache_key is not None
-            and sig is not None
-            and settled(sig, now_ns)
-            and stat_signature(c) == sig
-        ):
-            seen[c.display] = (sig, c.context, k)
-    if seen:
-        cache.store_stats(seen)
     return _run_entry(cache, candidates, keys, projects)
 
 
