@@ -1087,6 +1087,17 @@ def _pack_item(v: object) -> bool:
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)
 
 
+def _files_of(segment: dict) -> dict:
+    """A segment's files (not the name of the pool its shared data is in)."""
+    from ailint.engine.cache import POOL
+
+    return {d: v for d, v in segment.items() if d != POOL}
+
+
+def _is_segment(v: object) -> bool:
+    return isinstance(v, dict) and bool(_files_of(v)) and all(_pack_item(x) for x in _files_of(v).values())
+
+
 def _settled_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[list[Path], list[str], dict]:
     """`n` fixture files copied to tmp_path/tree, whose stats count as settled (an unchanged
     file is not read again), and the report of a fresh run over them."""
@@ -1314,14 +1325,14 @@ def test_a_bounded_run_that_parses_many_files_keeps_them_in_pack_segments(
 
     def segments() -> list[dict]:
         values = [_value(store, Path(p)) for p in _entries(cache)]
-        return [v for v in values if isinstance(v, dict) and v and all(_pack_item(x) for x in v.values())]
+        return [_files_of(v) for v in values if _is_segment(v)]
 
     tabled = [p for p in _entries(cache) if cache_mod.entry_tables(_value(store, Path(p))) is not None]
     assert not tabled, "no entry per file"
     first = segments()
     assert len(first) == -(-len(files) // 7) and all(len(seg) <= 7 for seg in first), [len(x) for x in first]
     assert sum(map(len, first)) == len(files) and all(x[1][3] is None for seg in first for x in seg.values())
-    assert len(_entries(cache)) < len(first) + 8, "the segments and a handful of entries"
+    assert len(_entries(cache)) < len(first) + 9, "the segments, their pool and a handful of entries"
     assert _lint(paths, cache) == fresh  # the run entry
 
     originals = {p: p.read_text(encoding="utf-8") for p in files}
@@ -1338,12 +1349,74 @@ def test_a_bounded_run_that_parses_many_files_keeps_them_in_pack_segments(
         p.write_text(text, encoding="utf-8")
     assert _lint(paths, cache) == fresh
     for p in map(Path, _entries(cache)):
-        value = _value(store, p)
-        if isinstance(value, dict) and value and all(_pack_item(x) for x in value.values()):
+        if _is_segment(_value(store, p)):
             p.unlink()  # a segment pruned: its files are parsed again
             break
     files[0].write_text(originals[files[0]] + "\n# again\n", encoding="utf-8")
     assert _lint(paths, cache) == _lint(paths, None)
+
+
+def test_a_bounded_runs_segments_keep_data_repeated_across_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data that files of several segments hold (copies of a file: overlays, a chart rendered
+    per environment) is written once, in the segments' pool, and a rerun's objects of those
+    files hold one copy of it, as the cold run's do; with the pool gone their files are
+    parsed again; each rerun equals a fresh run."""
+    from ailint.engine import cache as cache_mod
+
+    monkeypatch.setenv("AILINT_BOUNDED", "1")
+    monkeypatch.setattr(cache_mod, "SETTLE_NS", -(10**18))
+    monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 2)
+    monkeypatch.setattr(cache_mod, "SEGMENT_FILES", 3)
+    sources = [FIXTURES / "GPU001" / "dcgm_daemonset.yaml", FIXTURES / "GPU001" / "dedicated_taint.yaml"]
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for copy in range(4):  # each copy of a file in another segment
+        for src in sources:
+            shutil.copyfile(src, tree / f"c{copy}_{src.name}")
+    other = tree / "z_other.yaml"
+    shutil.copyfile(FIXTURES / "GPU003" / "llmaz_service_gpu_only.yaml", other)
+    paths, cache = [str(tree)], tmp_path / "c"
+    fresh = _lint(paths, None)
+    assert fresh["findings"]
+    assert _lint(paths, cache) == fresh
+    store = cache_mod.Store(str(cache))
+    values = [_value(store, Path(p)) for p in _entries(cache)]
+    pools = [v for v in values if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    objects = (
+        sum(f["objects"] for f in fresh["files"] if f["path"].endswith(sources[0].name)) // 4
+        + sum(f["objects"] for f in fresh["files"] if f["path"].endswith(sources[1].name)) // 4
+    )
+    assert len(pools) == 1 and len(pools[0]) == objects, "each copied object's data once"
+    segments = [_files_of(v) for v in values if _is_segment(v)]
+    named = [o[1] for seg in segments for _, entry in seg.values() for o in entry[2] if isinstance(o[1], int)]
+    assert sorted(set(named)) == list(range(objects)) and len(named) == 4 * objects
+
+    held: dict[str, list[object]] = {}
+    real_file_in = cache_mod.file_in
+
+    def file_in(t, c, *a, **k):  # type: ignore[no-untyped-def]
+        fr = real_file_in(t, c, *a, **k)
+        held[c.display] = [o.data for o in fr.objects]
+        return fr
+
+    monkeypatch.setattr(cache_mod, "file_in", file_in)
+    other.write_text(other.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)
+    for src in sources:
+        copies = [datas for d, datas in held.items() if d.endswith(src.name)]
+        assert len(copies) == 4 and copies[0]
+        for n in range(len(copies[0])):
+            assert len({id(c[n]) for c in copies}) == 1, "one copy of the data for the four files"
+
+    for p in map(Path, _entries(cache)):
+        if _value(store, p) == pools[0]:
+            p.unlink()  # the pool pruned: the files that name it are parsed again
+    held.clear()
+    other.write_text(other.read_text(encoding="utf-8") + "\n# again\n", encoding="utf-8")
+    assert _lint(paths, cache) == _lint(paths, None)
+    assert not any(d.endswith(sources[0].name) for d in held), "not taken from the pack without their data"
 
 
 @pytest.mark.parametrize("entries_up_to", [10, 100_000], ids=["pack", "file-entries"])

@@ -19,6 +19,7 @@ workloads' pods merge with its kind).
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 from ailint.core.model import FileResult, Finding, K8sObject
@@ -101,7 +102,7 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     """Whether an edited file parses to the objects it held before: (the same data, the
     same positions too). With the same data, the other objects' calls, which read its
     objects, see nothing new (a build system's early cutoff), unless one of them points at
-    its lines and they moved (`_points_into`): a comment added at the end moves the end of
+    its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the end moves the end of
     every block collection it closes. Its own objects' calls run again all the same: fixes
     edit text offsets, which such an edit can move. Compared as marshal version 0 bytes,
     which tell `true` from `1` and `1.0` (Python's == does not); positions unknown (a file
@@ -138,23 +139,9 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     return True, placed
 
 
-def _points_into(prev_bundle: Any) -> set[str]:
-    """The files that a stored finding of a call on another file's object points into (a
-    runtime's `args` line judged for the InferenceService merged with it): those calls must
-    run again when such a file's lines move, even with its objects' data unchanged."""
-    out: set[str] = set()
-    for d, per_object in prev_bundle.items():
-        for calls in per_object if isinstance(per_object, list) else ():
-            for hit in calls.values() if isinstance(calls, dict) else ():
-                for f in hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[1] else ():
-                    if isinstance(f, (tuple, list)) and len(f) > 4 and f[4] != d:
-                        out.add(f[4])
-    return out
-
-
 def _touch_merged_projects(
     catalogue_touched: set[str],
-    merges: dict[str, list[tuple[str, ...]]],
+    merges: dict[str, list[tuple[str, ...]] | tuple[()]],
     kinds: dict[str, list[tuple[str, ...]]],
     project: dict[str, str],
     touched_in: dict[str, set[str]],
@@ -303,15 +290,20 @@ def bundle_phase(
     providers' passes, run as one more task when the phase is shared by forked processes
     (as in the cold run): their findings come third, else None (the caller runs them)."""
     from ailint.engine.cache import findings_in, findings_out
+    from ailint.engine.callstate import CallsWriter, StoredCalls
     from ailint.engine.run import bundle_root, project_contexts
 
     prev = cache.store.get(cache.state_key)
     try:
-        prev_files, prev_kinds, prev_merges, prev_bundle, prev_schema, prev_patches = (
-            prev if prev is not None else ({}, {}, {}, {}, {}, None)
+        prev_files, prev_kinds, prev_merges, prev_calls, prev_schema, prev_patches = (
+            prev if prev is not None else ({}, {}, {}, None, {}, None)
         )
     except (TypeError, ValueError):
-        prev_files, prev_kinds, prev_merges, prev_bundle, prev_schema, prev_patches = {}, {}, {}, {}, {}, None
+        prev_files, prev_kinds, prev_merges, prev_calls, prev_schema, prev_patches = {}, {}, {}, None, {}, None
+    rules = engine.bundle_rules
+    rule_codes = [reg.rule.code for reg in rules]
+    stored = StoredCalls(prev_calls, rule_codes)  # (nothing, when written for other rules)
+    del prev, prev_calls
     hidden = engine.context_only
     root = engine.run_root or bundle_root(settings)
     which, ctxs, names = project_contexts(
@@ -327,11 +319,15 @@ def bundle_phase(
     # where each object sits: (display, index in its file)
     where: list[tuple[str, int]] = []
     kinds: dict[str, list[tuple[str, ...]]] = {}  # per object, what a change to it touches
-    merges: dict[str, list[tuple[str, ...]]] = {}  # per object, the kinds its own pods merge with
+    # per object, the kinds its own pods merge with (`()` for a file whose objects merge with none)
+    merges: dict[str, list[tuple[str, ...]] | tuple[()]] = {}
     changed = {
         fr.path for fr in file_results if prev_files.get(fr.path) != keys.get(fr.path) or keys.get(fr.path) is None
     }
     changed |= {d for d in prev_files if d not in keys}
+    # one tuple for equal tokens: most objects touch what others of their kind touch, and the
+    # state marshals each once (the 100 MB tree's 29,215 objects: 8.9 to ... MiB once read)
+    one: dict[tuple[str, ...], tuple[str, ...]] = {}
     for fr in file_results:
         d = fr.path
         known, known_merges = prev_kinds.get(d), prev_merges.get(d)
@@ -339,10 +335,16 @@ def bundle_phase(
             kinds[d], merges[d] = known, known_merges  # the same bytes: the same objects
         else:  # (with what the parse knew of each object, where it knew it: a first run's every file)
             members, waits = fr.catalogue, fr.deferred
-            kinds[d] = [object_tokens(o, None if members is None else n in members) for n, o in enumerate(fr.objects)]
-            merges[d] = [
+            kinds[d] = [
+                one.setdefault(toks, toks)
+                for toks in (
+                    object_tokens(o, None if members is None else n in members) for n, o in enumerate(fr.objects)
+                )
+            ]
+            merged = [
                 tuple(sorted(merge_tokens(o, None if waits is None else n in waits))) for n, o in enumerate(fr.objects)
             ]
+            merges[d] = merged if any(merged) else ()  # (`()`, one for all: most files merge nothing)
         where.extend((d, j) for j in range(len(fr.objects)))
     changed |= {d for d in kinds if d not in prev_kinds}
     # what the changes touched, per project: a call reads only its own project's objects
@@ -353,13 +355,13 @@ def bundle_phase(
     # workloads in other projects too
     catalogue_touched: set[str] = set()
     results_of = {fr.path: fr for fr in file_results}
-    pointed_into: set[str] | None = None  # (`_points_into`, worked out when first needed)
+    pointed_into: set[str] | None = None  # (`StoredCalls.points_into`, worked out when first needed)
     for d in changed:
         before = prev_files.get(d)
         if d in results_of and d not in hidden:
             same_data, same_places = _same_objects(cache, d, before, keys.get(d), results_of[d])
             if same_data and not same_places and pointed_into is None:
-                pointed_into = _points_into(prev_bundle)
+                pointed_into = stored.points_into()
             if same_data and (same_places or d not in (pointed_into or ())):
                 continue  # early cutoff: its objects are what they were, so no other call sees a change
         for proj, toks in ((project.get(d), kinds.get(d, ())), (_project_of(before), prev_kinds.get(d, ()))):
@@ -376,39 +378,44 @@ def bundle_phase(
         _touch_merged_projects(catalogue_touched, merges, kinds, project, touched_in)
     nothing: set[str] = set()
 
-    rules = engine.bundle_rules
     position = {id(reg): t for t, reg in enumerate(rules)}
-    by_code = {reg.rule.code: t for t, reg in enumerate(rules)}
-    # per rule, the calls reused as stored: (object, (tokens, findings)); a list per rule, not
-    # a dict per call, because a large run has hundreds of thousands of calls
-    reused_calls: list[list[tuple[int, Any]]] = [[] for _ in rules]
-    kept: dict[int, dict[str, Any]] = {}  # objects in a project no change touched: every call as stored
+    # per rule, the calls reused as stored: (object, (read index, findings)); a list per rule,
+    # not a dict per call, because a large run has hundreds of thousands of calls
+    reused_calls: list[list[tuple[int, tuple[int, Any]]]] = [[] for _ in rules]
+    # objects whose every call is reused: (signature index, findings by rule position)
+    kept: dict[int, tuple[int, dict[int, Any] | None]] = {}
     todo: list[list[int]] = [[] for _ in rules]
+    stored_file: tuple[str, tuple[tuple[int, ...], dict[int, dict[int, Any]]] | None] = ("", None)
     for i, obj in enumerate(objects):
         if obj.file in hidden:
             continue
         d, j = where[i]
-        old = prev_bundle.get(d) if d not in changed else None
-        old_obj = old[j] if old is not None and j < len(old) else None
-        if isinstance(old_obj, dict) and old_obj.keys() <= by_code.keys():
+        if stored_file[0] != d:  # (a file's objects come together)
+            stored_file = (d, stored.of_file(d) if d not in changed else None)
+        old = stored_file[1]
+        if old is not None and j < len(old[0]):
             # an unchanged object: the calls it had (the same rules apply to the same data)
+            sig, found_j = old[0][j], old[1].get(j)
             touched = touched_in.get(names[which[i]], nothing)
             if not touched:
-                kept[i] = old_obj
+                kept[i] = (sig, found_j)
                 continue
-            merged_stale = bool(touched.intersection(merges[d][j]))
-            again = [merged_stale or stale(hit[0], touched) for hit in old_obj.values()]
+            called, read_at = stored.calls(sig)
+            if merges[d] and touched.intersection(merges[d][j]):
+                again = [True] * len(called)
+            else:
+                stale_now = stored.stale_reads(touched, stale)
+                again = [r in stale_now for r in read_at]
             if not any(again):
                 # every call as stored: its entry is kept whole, as in an untouched project (in a
                 # single repository, every object's entry after an edit but the few it reaches)
-                kept[i] = old_obj
+                kept[i] = (sig, found_j)
                 continue
-            for (code, hit), run_again in zip(old_obj.items(), again, strict=True):
-                t = by_code[code]
+            for t, r, run_again in zip(called, read_at, again, strict=True):
                 if run_again:
                     todo[t].append(i)
                 else:
-                    reused_calls[t].append((i, hit))
+                    reused_calls[t].append((i, (r, found_j.get(t) if found_j else None)))
             continue
         for reg in engine.rules_for(obj, bundle=True):
             todo[position[id(reg)]].append(i)
@@ -513,56 +520,75 @@ def bundle_phase(
         for d, memo_key in memo_wanted.items():
             cache.store.put(memo_key, fresh.get(d, []))
 
-    # the state for the next run: each object's calls in rule order (rule by rule, so every
-    # object's entry is filled in that order), and the findings in the serial order (object,
-    # then rule: those of the few calls that found something, sorted)
-    new_bundle: dict[str, list[dict[str, Any]]] = {d: [{} for _ in toks] for d, toks in kinds.items()}
-    # one tuple for equal reads, and one (reads, no findings) pair for the calls that found
-    # nothing: marshal writes each once and refers back, so the state is smaller and quicker
-    # to read, and building it takes no tuple per call
-    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
-    clean: dict[tuple[str, ...], tuple[tuple[str, ...], Any]] = {}
-
-    def call(used: tuple[str, ...], found: Any) -> tuple[tuple[str, ...], Any]:
-        used = shared.setdefault(used, used)
-        if found:
-            return (used, found)
-        pair = clean.get(used)
-        if pair is None:
-            pair = clean[used] = (used, _NO_FINDINGS)
-        return pair
-
-    found_at: list[tuple[int, int, Any]] = []  # (object, its order among its calls, findings)
-    for i, reused in kept.items():  # stored in rule order
-        d, j = where[i]
-        new_bundle[d][j] = reused
-        found_at.extend((i, k, found) for k, (_, found) in enumerate(reused.values()) if found)
-    for t, reg in enumerate(rules):
-        code = reg.rule.code
-        for i, (used, found) in reused_calls[t]:
-            d, j = where[i]
-            new_bundle[d][j][code] = call(used, found)
+    # the state for the next run (`ailint.engine.callstate`): each object's calls in rule
+    # order, and the findings in the serial order (object, then rule: those of the few calls
+    # that found something, sorted)
+    writer = CallsWriter(stored, rule_codes)
+    # objects not kept: the rule positions they were called for and the read index of each
+    # call, in rule order (packed: a first run of the 100 MB tree makes 302,368 calls)
+    calls_of: dict[int, tuple[array[int], array[int]]] = {}
+    found_of: dict[int, dict[int, Any]] = {}  # their findings, by rule position
+    found_at: list[tuple[int, int, Any]] = []  # (object, rule position, findings)
+    for i, (_, found_j) in kept.items():
+        if found_j:
+            found_at.extend((i, t, found) for t, found in found_j.items())
+    for t in range(len(rules)):
+        for i, (r, found) in reused_calls[t]:
+            packed = calls_of.get(i) or calls_of.setdefault(i, (array("H"), array("I")))
+            packed[0].append(t)
+            packed[1].append(r)
             if found:
+                found_of.setdefault(i, {})[t] = found
                 found_at.append((i, t, found))
         if t in results:
             used_by, found_by = results[t]
             for n, i in enumerate(todo[t]):
+                packed = calls_of.get(i) or calls_of.setdefault(i, (array("H"), array("I")))
+                packed[0].append(t)
+                packed[1].append(writer.read_index(used_by[n]))
                 found = found_by.get(n)
-                d, j = where[i]
-                new_bundle[d][j][code] = call(used_by[n], found)
                 if found:
+                    found_of.setdefault(i, {})[t] = found
                     found_at.append((i, t, found))
+    no_calls = writer.signature(array("H"), array("I"))
+    # per file, in the run's order (a file's objects come together): its objects'
+    # signatures and findings; an entry every call of which is reused stays as it was
+    at = 0
+    for d, toks in kinds.items():
+        sigs = [no_calls] * len(toks)
+        found_in: dict[int, dict[int, Any]] = {}
+        whole = d not in changed and d in stored.files
+        while at < len(where) and where[at][0] == d:
+            i, j = at, where[at][1]
+            at += 1
+            held = kept.get(i)
+            if held is not None:
+                sigs[j] = held[0]
+                if held[1]:
+                    found_in[j] = held[1]
+                continue
+            whole = False
+            calls = calls_of.get(i)
+            if calls:
+                sigs[j] = writer.signature(*calls)
+            if i in found_of:
+                found_in[j] = found_of[i]
+        if whole:
+            writer.keep_file(d, stored, sigs)
+        else:
+            writer.add_file(d, sigs, found_in)
     found_at.sort(key=lambda c: c[:2])
     bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
         kinds,
         merges,
-        new_bundle,
+        writer.part(),
         new_schema,
         patches,
     )
-    cache.store.put(cache.state_key, state)
+    if at == len(where):  # (each path once, as discovery and the cache make them: else no state)
+        cache.store.put(cache.state_key, state)
     parts = [bundle_findings]
     if schema:
         parts.append(sch_parts)
