@@ -304,7 +304,43 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_di
                 "mb": mb,
             }
         )
+        # and what each of its next runs does: a value edited in one file of the large tree
+        big_victim = generated_victim(mb)
+        rows.append(
+            {
+                "name": f"generated {mb} MB, rerun after changing a value in one file",
+                "key": f"gen{mb}-edit",
+                "ailint": [*fmt, str(generate(mb))],
+                "before": lambda: edit_value(big_victim),
+                "of": f"gen{mb}",
+                "mb": mb,
+            }
+        )
     return rows
+
+
+def generated_victim(size_mb: int) -> Path:
+    """The file of the generated tree whose value the large edit row changes (its first
+    Deployment), its text kept to be put back when the benchmark ends (`restore_victims`)."""
+    victim = next(
+        p
+        for p in sorted(generate(size_mb).glob("*.yaml"))
+        if "\nkind: Deployment" in p.read_text(encoding="utf-8", errors="replace")
+    )
+    if not _VICTIMS:
+        import atexit
+
+        atexit.register(restore_victims)  # (a run stopped half-way leaves the tree as it found it)
+    _VICTIMS.setdefault(victim, victim.read_text(encoding="utf-8"))
+    return victim
+
+
+_VICTIMS: dict[Path, str] = {}  # files of the generated trees the run edits, with their texts
+
+
+def restore_victims() -> None:
+    for victim, text in _VICTIMS.items():
+        victim.write_text(text, encoding="utf-8")
 
 
 def stage_profile(cmd_python: str, plain: list[str], env: dict[str, str]) -> str:
@@ -452,6 +488,7 @@ def run(args: argparse.Namespace) -> str:
     profile = stage_profile(python, plain, env) if args.profile else ""
     by_phase = phase_table(python, plain) if args.phases else ""
     edit(victim)  # leave no trace of the run's edits but a fresh copy next time
+    restore_victims()  # (the generated trees are kept from run to run)
     shutil.rmtree(cache_dir, ignore_errors=True)
     load_after = os.getloadavg()
     cpu = platform.processor() or platform.machine()
