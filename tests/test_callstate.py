@@ -100,3 +100,10 @@ def test_a_state_of_other_rules_or_another_layout_is_no_state() -> None:
     assert part[0] == LAYOUT
     for broken in (None, (), ("x",), {"a": 1}, (LAYOUT, CODES, {}, [], {})):
         assert not StoredCalls(broken, CODES).files
+    layout, codes, reads, sigs, stored = part
+    rule_past = array("H", [len(CODES)]).tobytes()
+    read_past = array("I", [len(reads)]).tobytes()
+    for sig in ((rule_past, array("I", [0]).tobytes()), (array("H", [0]).tobytes(), read_past)):
+        assert not StoredCalls((layout, codes, reads, [*sigs, sig], stored), CODES).files
+    past = {"a.yaml": (array("I", [len(sigs)]).tobytes(), None)}  # a signature the tables lack
+    assert StoredCalls((layout, codes, reads, sigs, past), CODES).of_file("a.yaml") is None

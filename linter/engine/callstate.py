@@ -43,17 +43,25 @@ class StoredCalls:
         self.reads: list[tuple[str, ...]] = []
         self.sigs: list[Sig] = []
         self.files: dict[str, tuple[bytes, dict[int, dict[int, Any]] | None]] = {}
+        self._calls: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._stale: dict[int, tuple[set[str], frozenset[int]]] = {}
         try:
             layout, stored_codes, reads, sigs, files = part
             if layout != LAYOUT or tuple(stored_codes) != tuple(codes):
                 return
             if not (isinstance(reads, list) and isinstance(sigs, list) and isinstance(files, dict)):
                 return
+            # every signature decoded now (a few hundred): one that names a rule or a read
+            # the tables do not hold makes the whole state none, never a call half-known
+            calls = {k: (_unpacked(_RULE, rules), _unpacked(_INDEX, read)) for k, (rules, read) in enumerate(sigs)}
         except (TypeError, ValueError):
             return
-        self.reads, self.sigs, self.files = reads, sigs, files
-        self._calls: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._stale: dict[int, tuple[set[str], frozenset[int]]] = {}
+        for rules_at, read_at in calls.values():
+            if len(rules_at) != len(read_at) or any(t >= len(codes) for t in rules_at):
+                return
+            if any(r >= len(reads) for r in read_at):
+                return
+        self.reads, self.sigs, self.files, self._calls = reads, sigs, files, calls
 
     def of_file(self, display: str) -> tuple[tuple[int, ...], dict[int, dict[int, Any]]] | None:
         """Per object of the file, the index of its signature; and the findings of its calls
@@ -63,18 +71,17 @@ class StoredCalls:
             return None
         try:
             packed, found = got
-            return _unpacked(_INDEX, packed), found or {}
+            sigs = _unpacked(_INDEX, packed)
         except (TypeError, ValueError):
             return None
+        if (found is not None and not isinstance(found, dict)) or any(k >= len(self.sigs) for k in sigs):
+            return None  # (as a changed file: its objects' calls run again)
+        return sigs, found or {}
 
     def calls(self, sig: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The rule positions an object of signature `sig` was called for, in rule order,
         and the index of what each call read."""
-        got = self._calls.get(sig)
-        if got is None:
-            rules, reads = self.sigs[sig]
-            got = self._calls[sig] = (_unpacked(_RULE, rules), _unpacked(_INDEX, reads))
-        return got
+        return self._calls[sig]
 
     def stale_reads(self, touched: set[str], stale: Any) -> frozenset[int]:
         """The indexes of the stored reads that changes touching `touched` make stale
