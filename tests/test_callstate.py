@@ -28,7 +28,7 @@ def _write(prev: StoredCalls, files: dict[str, list[list]], keep: set[str]) -> t
         if d in keep and d in prev.files:
             got = prev.of_file(d)
             assert got is not None
-            w.keep_file(d, prev, got[0])
+            w.keep_file(d, prev, got)
             continue
         sigs, found = [], {}
         for j, calls in enumerate(objects):
@@ -45,9 +45,9 @@ def _write(prev: StoredCalls, files: dict[str, list[list]], keep: set[str]) -> t
 
 
 def _decoded(state: StoredCalls, d: str) -> list[list]:
-    got = state.of_file(d)
-    assert got is not None
-    sigs, found = got
+    sigs = state.of_file(d)
+    assert sigs is not None
+    found = state.found(d)
     out = []
     for j, sig in enumerate(sigs):
         rules, reads = state.calls(sig)
@@ -107,3 +107,5 @@ def test_a_state_of_other_rules_or_another_layout_is_no_state() -> None:
         assert not StoredCalls((layout, codes, reads, [*sigs, sig], stored), CODES).files
     past = {"a.yaml": (array("I", [len(sigs)]).tobytes(), None)}  # a signature the tables lack
     assert StoredCalls((layout, codes, reads, sigs, past), CODES).of_file("a.yaml") is None
+    unread = {"a.yaml": (array("I", [0]).tobytes(), {0: {0: []}})}  # findings not as the writer keeps them
+    assert StoredCalls((layout, codes, reads, sigs, unread), CODES).of_file("a.yaml") is None

@@ -9,7 +9,10 @@ state it read beside the one it wrote. Here each distinct set of reads is kept o
 (`reads`), each distinct object signature once (`sigs`: the positions of the rules it
 called, in rule order, and the index in `reads` of what each call read, both as packed
 integers), and per file the signature of each of its objects (packed integers too) with the
-findings of the few calls that found something (`{object: {rule position: findings}}`).
+findings of the few calls that found something (`{object: {rule position: findings}}`,
+marshalled: most of the state's weight, read only for the report, so a rerun holds them as
+bytes while its bundle phase forks, and a file whose calls are all reused writes them back
+as they were).
 
 The layout is `(LAYOUT, codes, reads, sigs, files)`, `codes` the run's bundle rules in order:
 a state written under other rules, or in another layout, is no state (every call runs).
@@ -17,6 +20,7 @@ a state written under other rules, or in another layout, is no state (every call
 
 from __future__ import annotations
 
+import marshal
 from array import array
 from collections.abc import Sequence
 
@@ -42,7 +46,7 @@ class StoredCalls:
     def __init__(self, part: Any, codes: Sequence[str]) -> None:
         self.reads: list[tuple[str, ...]] = []
         self.sigs: list[Sig] = []
-        self.files: dict[str, tuple[bytes, dict[int, dict[int, Any]] | None]] = {}
+        self.files: dict[str, tuple[bytes, bytes | None]] = {}
         self._calls: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self._stale: dict[int, tuple[set[str], frozenset[int]]] = {}
         try:
@@ -63,9 +67,8 @@ class StoredCalls:
                 return
         self.reads, self.sigs, self.files, self._calls = reads, sigs, files, calls
 
-    def of_file(self, display: str) -> tuple[tuple[int, ...], dict[int, dict[int, Any]]] | None:
-        """Per object of the file, the index of its signature; and the findings of its calls
-        that found something, by object and rule position. None when nothing is stored."""
+    def of_file(self, display: str) -> tuple[int, ...] | None:
+        """Per object of the file, the index of its signature; None when nothing is stored."""
         got = self.files.get(display)
         if got is None:
             return None
@@ -74,9 +77,18 @@ class StoredCalls:
             sigs = _unpacked(_INDEX, packed)
         except (TypeError, ValueError):
             return None
-        if (found is not None and not isinstance(found, dict)) or any(k >= len(self.sigs) for k in sigs):
+        if (found is not None and not isinstance(found, bytes)) or any(k >= len(self.sigs) for k in sigs):
             return None  # (as a changed file: its objects' calls run again)
-        return sigs, found or {}
+        return sigs
+
+    def found(self, display: str) -> dict[int, dict[int, Any]]:
+        """The findings of the file's calls that found something, by object and rule
+        position ({} when none did; `of_file` said the file's entry is whole)."""
+        blob = self.files[display][1]
+        if blob is None:
+            return {}
+        got = marshal.loads(blob)
+        return got if isinstance(got, dict) else {}
 
     def calls(self, sig: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The rule positions an object of signature `sig` was called for, in rule order,
@@ -97,8 +109,8 @@ class StoredCalls:
     def points_into(self) -> set[str]:
         """The files that a stored finding of a call on another file's object points into."""
         out: set[str] = set()
-        for d, (_, found) in self.files.items():
-            for per_rule in (found or {}).values():
+        for d in self.files:
+            for per_rule in self.found(d).values():
                 for findings in per_rule.values():
                     for f in findings:
                         if isinstance(f, (tuple, list)) and len(f) > 4 and f[4] != d:
@@ -117,7 +129,7 @@ class CallsWriter:
         self._read_at = {r: k for k, r in enumerate(self.reads)}
         self.sigs = list(prev.sigs)
         self._sig_at = {s: k for k, s in enumerate(self.sigs)}
-        self.files: dict[str, tuple[bytes, dict[int, dict[int, Any]] | None]] = {}
+        self.files: dict[str, tuple[bytes, bytes | None]] = {}
         self._used: set[int] = set()
 
     def read_index(self, read: tuple[str, ...]) -> int:
@@ -138,7 +150,7 @@ class CallsWriter:
         return k
 
     def add_file(self, display: str, sigs: Sequence[int], found: dict[int, dict[int, Any]]) -> None:
-        self.files[display] = (array(_INDEX, sigs).tobytes(), found or None)
+        self.files[display] = (array(_INDEX, sigs).tobytes(), marshal.dumps(found) if found else None)
         self._used.update(sigs)
 
     def keep_file(self, display: str, prev: StoredCalls, sigs: Sequence[int]) -> None:

@@ -19,6 +19,7 @@ workloads' pods merge with its kind).
 from __future__ import annotations
 
 import dataclasses
+import marshal
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
@@ -101,13 +102,11 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     """Whether an edited file parses to the objects it held before: (the same data, the
     same positions too). With the same data, the other objects' calls, which read its
     objects, see nothing new (a build system's early cutoff), unless one of them points at
-    its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the end moves the end of
-    every block collection it closes. Its own objects' calls run again all the same: fixes
+    its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the
+    end moves the end of every block collection it closes. Its own objects' calls run again all the same: fixes
     edit text offsets, which such an edit can move. Compared as marshal version 0 bytes,
     which tell `true` from `1` and `1.0` (Python's == does not); positions unknown (a file
     entry from the pack, which keeps no tables) count as moved."""
-    import marshal
-
     from ailint.engine.cache import entry_tables
 
     no = (False, False)
@@ -136,6 +135,16 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     except (ValueError, TypeError, IndexError, EOFError):
         return no
     return True, placed
+
+
+def _schema_findings(stored: Any) -> list[Any]:
+    """A file's schema findings (tuples) as the state keeps them: marshalled, as the bundle
+    calls' findings are (`callstate`), so that a rerun holds them as bytes until the report;
+    a list in a state written before."""
+    if isinstance(stored, bytes):
+        got = marshal.loads(stored) if stored else []
+        return got if isinstance(got, list) else []
+    return stored if isinstance(stored, list) else []
 
 
 def _touch_merged_projects(
@@ -381,10 +390,12 @@ def bundle_phase(
     # per rule, the calls reused as stored: (object, (read index, findings)); a list per rule,
     # not a dict per call, because a large run has hundreds of thousands of calls
     reused_calls: list[list[tuple[int, tuple[int, Any]]]] = [[] for _ in rules]
-    # objects whose every call is reused: (signature index, findings by rule position)
-    kept: dict[int, tuple[int, dict[int, Any] | None]] = {}
+    # objects whose every call is reused: their signature index (their findings stay in the
+    # stored file's bytes until the report needs them: after the fork, in this process only)
+    kept: dict[int, int] = {}
     todo: list[list[int]] = [[] for _ in rules]
-    stored_file: tuple[str, tuple[tuple[int, ...], dict[int, dict[int, Any]]] | None] = ("", None)
+    stored_file: tuple[str, tuple[int, ...] | None] = ("", None)
+    found_file: tuple[str, dict[int, dict[int, Any]] | None] = ("", None)
     for i, obj in enumerate(objects):
         if obj.file in hidden:
             continue
@@ -392,12 +403,12 @@ def bundle_phase(
         if stored_file[0] != d:  # (a file's objects come together)
             stored_file = (d, stored.of_file(d) if d not in changed else None)
         old = stored_file[1]
-        if old is not None and j < len(old[0]):
+        if old is not None and j < len(old):
             # an unchanged object: the calls it had (the same rules apply to the same data)
-            sig, found_j = old[0][j], old[1].get(j)
+            sig = old[j]
             touched = touched_in.get(names[which[i]], nothing)
             if not touched:
-                kept[i] = (sig, found_j)
+                kept[i] = sig
                 continue
             called, read_at = stored.calls(sig)
             if merges[d] and touched.intersection(merges[d][j]):
@@ -408,8 +419,11 @@ def bundle_phase(
             if not any(again):
                 # every call as stored: its entry is kept whole, as in an untouched project (in a
                 # single repository, every object's entry after an edit but the few it reaches)
-                kept[i] = (sig, found_j)
+                kept[i] = sig
                 continue
+            if found_file[0] != d:
+                found_file = (d, stored.found(d))
+            found_j = (found_file[1] or {}).get(j)
             for t, r, run_again in zip(called, read_at, again, strict=True):
                 if run_again:
                     todo[t].append(i)
@@ -421,7 +435,7 @@ def bundle_phase(
 
     # schema: per file, again only where the file or the kustomize patches changed
     sch_parts: list[Finding] = []
-    new_schema: dict[str, list[Any]] = {}
+    new_schema: dict[str, bytes] = {}  # per file, its schema findings' tuples, marshalled
     patches: list[str] | None = None
     if schema:
         try:
@@ -513,8 +527,12 @@ def bundle_phase(
         for f in results.get(SCHEMA_TASK, ()):
             fresh.setdefault(f[4], []).append(f)  # (code, name, severity, message, file, ...)
         for d in by_file:
-            got = fresh.get(d, []) if (not same or d in changed or d not in prev_schema) else prev_schema[d]
-            new_schema[d] = got
+            if not same or d in changed or d not in prev_schema:
+                got = fresh.get(d, [])
+                new_schema[d] = marshal.dumps(got) if got else b""
+            else:  # (as stored: marshalled, read only now, after the fork)
+                new_schema[d] = prev_schema[d]
+                got = _schema_findings(prev_schema[d])
             sch_parts.extend(findings_in(got))
         for d, memo_key in memo_wanted.items():
             cache.store.put(memo_key, fresh.get(d, []))
@@ -528,9 +546,6 @@ def bundle_phase(
     calls_of: dict[int, tuple[array[int], array[int]]] = {}
     found_of: dict[int, dict[int, Any]] = {}  # their findings, by rule position
     found_at: list[tuple[int, int, Any]] = []  # (object, rule position, findings)
-    for i, (_, found_j) in kept.items():
-        if found_j:
-            found_at.extend((i, t, found) for t, found in found_j.items())
     for t in range(len(rules)):
         for i, (r, found) in reused_calls[t]:
             packed = calls_of.get(i) or calls_of.setdefault(i, (array("H"), array("I")))
@@ -557,14 +572,20 @@ def bundle_phase(
         sigs = [no_calls] * len(toks)
         found_in: dict[int, dict[int, Any]] = {}
         whole = d not in changed and d in stored.files
+        first = at
+        stored_found: dict[int, dict[int, Any]] | None = None  # (read when one of its objects is kept)
         while at < len(where) and where[at][0] == d:
             i, j = at, where[at][1]
             at += 1
             held = kept.get(i)
             if held is not None:
-                sigs[j] = held[0]
-                if held[1]:
-                    found_in[j] = held[1]
+                sigs[j] = held
+                if stored_found is None:
+                    stored_found = stored.found(d)
+                found_j = stored_found.get(j)
+                if found_j:
+                    found_in[j] = found_j
+                    found_at.extend((i, t, found) for t, found in found_j.items())
                 continue
             whole = False
             calls = calls_of.get(i)
@@ -572,7 +593,7 @@ def bundle_phase(
                 sigs[j] = writer.signature(*calls)
             if i in found_of:
                 found_in[j] = found_of[i]
-        if whole:
+        if whole and at - first == len(toks):
             writer.keep_file(d, stored, sigs)
         else:
             writer.add_file(d, sigs, found_in)
