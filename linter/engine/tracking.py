@@ -530,10 +530,8 @@ def bundle_phase(
             if not same or d in changed or d not in prev_schema:
                 got = fresh.get(d, [])
                 new_schema[d] = marshal.dumps(got) if got else b""
-            else:  # (as stored: marshalled, read only now, after the fork)
+            else:  # (as stored: marshalled, read for the report once the state is written)
                 new_schema[d] = prev_schema[d]
-                got = _schema_findings(prev_schema[d])
-            sch_parts.extend(findings_in(got))
         for d, memo_key in memo_wanted.items():
             cache.store.put(memo_key, fresh.get(d, []))
 
@@ -565,6 +563,10 @@ def bundle_phase(
                     found_of.setdefault(i, {})[t] = found
                     found_at.append((i, t, found))
     no_calls = writer.signature(array("H"), array("I"))
+    # the findings of files whose entry stays as stored: read from it once the state is
+    # written, so that the findings made for the report and the state being marshalled are
+    # not held at once (on the 100 MB tree, the rerun's high-water mark)
+    later: list[tuple[str, list[tuple[int, int]]]] = []
     # per file, in the run's order (a file's objects come together): its objects'
     # signatures and findings; an entry every call of which is reused stays as it was
     at = 0
@@ -573,19 +575,14 @@ def bundle_phase(
         found_in: dict[int, dict[int, Any]] = {}
         whole = d not in changed and d in stored.files
         first = at
-        stored_found: dict[int, dict[int, Any]] | None = None  # (read when one of its objects is kept)
+        kept_here: list[tuple[int, int]] = []  # (object, its index in the file)
         while at < len(where) and where[at][0] == d:
             i, j = at, where[at][1]
             at += 1
             held = kept.get(i)
             if held is not None:
                 sigs[j] = held
-                if stored_found is None:
-                    stored_found = stored.found(d)
-                found_j = stored_found.get(j)
-                if found_j:
-                    found_in[j] = found_j
-                    found_at.extend((i, t, found) for t, found in found_j.items())
+                kept_here.append((i, j))
                 continue
             whole = False
             calls = calls_of.get(i)
@@ -594,11 +591,18 @@ def bundle_phase(
             if i in found_of:
                 found_in[j] = found_of[i]
         if whole and at - first == len(toks):
-            writer.keep_file(d, stored, sigs)
-        else:
-            writer.add_file(d, sigs, found_in)
-    found_at.sort(key=lambda c: c[:2])
-    bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
+            writer.keep_file(d, stored, sigs)  # (its findings read for the report once the state is written)
+            if kept_here and stored.files[d][1] is not None:
+                later.append((d, kept_here))
+            continue
+        if kept_here:
+            stored_found = stored.found(d)
+            for i, j in kept_here:
+                found_j = stored_found.get(j)
+                if found_j:
+                    found_in[j] = found_j
+                    found_at.extend((i, t, found) for t, found in found_j.items())
+        writer.add_file(d, sigs, found_in)
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
         kinds,
@@ -609,7 +613,18 @@ def bundle_phase(
     )
     if at == len(where):  # (each path once, as discovery and the cache make them: else no state)
         cache.store.put(cache.state_key, state)
+    del state, writer
+    for d, kept_here in later:
+        stored_found = stored.found(d)
+        for i, j in kept_here:
+            found_j = stored_found.get(j)
+            if found_j:
+                found_at.extend((i, t, found) for t, found in found_j.items())
+    found_at.sort(key=lambda c: c[:2])
+    bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
     parts = [bundle_findings]
     if schema:
+        for d in by_file:
+            sch_parts.extend(findings_in(_schema_findings(new_schema[d])))
         parts.append(sch_parts)
     return parts, which, results.get(PASSES_TASK) if passes is not None else None
