@@ -282,6 +282,7 @@ class LimitExceeded(Exception):
 
 
 _ScalarNode, _MappingNode, _SequenceNode = ScalarNode, MappingNode, SequenceNode
+INTERNED_CHARS = 64  # a key, or a string value of at most this many characters, is interned
 # Keys and short strings repeat across objects (`name`, `image`, `IfNotPresent`): one copy of
 # each keeps a run's objects (held until the bundle rules) about 40% smaller.
 _intern = sys.intern
@@ -335,7 +336,7 @@ def reshared(value: Any) -> Any:
     (the data of its own half, 8 MiB), and every process forked from it for the bundle
     phase started that large; taken as its own, the parent holds 93 MiB at that fork, not
     113. Equal values come out as they went in (a string is interned only where the
-    converter interns it: keys, and values of at most 64 characters)."""
+    converter interns it: keys, and values of at most `INTERNED_CHARS` characters)."""
     if not _sharing:
         return value
     if value.__class__ is dict or value.__class__ is list:
@@ -349,7 +350,7 @@ def _reshared(value: Any) -> Any:
         for k, v in value.items():
             c = v.__class__
             if c is str:
-                out[_intern(k)] = _intern(v) if len(v) <= 64 else v
+                out[_intern(k)] = _intern(v) if len(v) <= INTERNED_CHARS else v
             elif c is dict or c is list:
                 out[_intern(k)] = _reshared(v)
             else:
@@ -359,7 +360,7 @@ def _reshared(value: Any) -> Any:
     for v in value:
         c = v.__class__
         if c is str:
-            items.append(_intern(v) if len(v) <= 64 else v)
+            items.append(_intern(v) if len(v) <= INTERNED_CHARS else v)
         elif c is dict or c is list:
             items.append(_reshared(v))
         else:
@@ -384,7 +385,7 @@ class Converter:
         self.memo: dict[int, tuple[Any, int]] | None = {} if anchors else None  # id(node) -> (value, size)
         self.complex_keys = 0
         self.max_scalar = limits.max_scalar_chars
-        self.short = min(64, self.max_scalar)  # a string this long is interned, and under the limit
+        self.short = min(INTERNED_CHARS, self.max_scalar)  # a string this long is interned, and under the limit
 
     def convert(self, node: Any, path: Path, key_pos: tuple[int, int, int, int] | None, depth: int) -> tuple[Any, int]:
         cls = node.__class__
@@ -450,13 +451,13 @@ class Converter:
         if tag == _STR or style:
             if len(value) > self.max_scalar:
                 self._too_long(node)
-            return _intern(value) if len(value) <= 64 else value
+            return _intern(value) if len(value) <= INTERNED_CHARS else value
         if tag == _PLAIN:
             tag = resolve_plain(value)
             if tag == _STR:
                 if len(value) > self.max_scalar:
                     self._too_long(node)
-                return _intern(value) if len(value) <= 64 else value
+                return _intern(value) if len(value) <= INTERNED_CHARS else value
         try:
             if tag == _INT:
                 if value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 PATCH_DIRECTIVES = ("$patch", "$setElementOrder", "$retainKeys", "$deleteFromPrimitiveList")
+_DIRECTIVE_BYTES = tuple(d.encode() for d in PATCH_DIRECTIVES)  # (as marshal writes a key)
 _PATCH_NAME_RE = lazy_re(r"(?<![a-z])patch(es)?(?![a-z])")  # `x_patch.yaml`, `patches/`, not `dispatcher`
 _TEMPLATE_WORDS = ("pod-template", "pod_template", "podtemplate")
 
@@ -80,7 +81,7 @@ def has_directive(node: Any, depth: int) -> bool:
         except ValueError:  # (not plain data: walked)
             pass
         else:
-            if not any(d.encode() in raw for d in PATCH_DIRECTIVES):
+            if not any(d in raw for d in _DIRECTIVE_BYTES):
                 return False
     return _has_directive(node, depth)
 

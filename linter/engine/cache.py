@@ -457,8 +457,13 @@ def with_data(entry: tuple[Any, ...], objects: Sequence[K8sObject]) -> tuple[Any
     objs = entry[2]
     if not isinstance(objs, list) or len(objs) != len(objects):
         return entry
-    mine = [(d, o.data, n, base, tpl) for (d, _, n, base, tpl), o in zip(objs, objects, strict=True)]
-    return (*entry[:2], mine, *entry[3:])
+    return _with_datas(entry, [o.data for o in objects])
+
+
+def _with_datas(entry: tuple[Any, ...], datas: Sequence[Any]) -> tuple[Any, ...]:
+    """A file entry (`file_out`) whose objects hold `datas`, in order, each a data or, in a
+    pack segment, its number in the segments' pool (`_pooled`)."""
+    return (*entry[:2], [(o[0], data, *o[2:]) for o, data in zip(entry[2], datas, strict=True)], *entry[3:])
 
 
 def _pod_facts(fr: FileResult) -> list[Any] | None:
@@ -844,20 +849,19 @@ def _pooled(
     for group in groups:
         new: dict[str, tuple[bytes, Any]] = {}
         for d, (k, entry) in group.items():
-            objs = entry[2]
-            if any(seen[id(o[1])] > 1 for o in objs):
-                placed = []
-                for o in objs:
-                    data = o[1]
+            datas = [o[1] for o in entry[2]]
+            if any(seen[id(data)] > 1 for data in datas):
+                placed: list[Any] = []
+                for data in datas:
                     if seen[id(data)] > 1:
                         at = number.get(id(data))
                         if at is None:
                             at = number[id(data)] = len(pool)
                             pool.append(data)
-                        placed.append((o[0], at, *o[2:]))
+                        placed.append(at)
                     else:
-                        placed.append(o)
-                entry = (*entry[:2], placed, *entry[3:])
+                        placed.append(data)
+                entry = _with_datas(entry, placed)
             new[d] = (k, entry)
         out.append(new)
     if not pool:
@@ -906,14 +910,13 @@ class SegmentedPack:
         if named is None or not isinstance(held, tuple) or len(held) != 2:
             return held
         try:
-            objs = held[1][2]
-            if not any(type(o[1]) is int for o in objs):
+            datas = [o[1] for o in held[1][2]]
+            if not any(type(data) is int for data in datas):
                 return held
             pool = self._pool(named[0])
             if pool is None:
                 return None  # (its data is gone: the file is parsed again)
-            placed = [(o[0], pool[o[1]], *o[2:]) if type(o[1]) is int else o for o in objs]
-            return (held[0], (*held[1][:2], placed, *held[1][3:]))
+            return (held[0], _with_datas(held[1], [pool[x] if type(x) is int else x for x in datas]))
         except (TypeError, IndexError):
             return None
 

@@ -33,6 +33,12 @@ _RULE, _INDEX = "H", "I"  # packed rule positions (a run has under 65,536 bundle
 Sig = tuple[bytes, bytes]  # (rule positions, read indexes), packed
 
 
+def new_calls() -> tuple[array[int], array[int]]:
+    """An object's calls as `CallsWriter.signature` takes them, empty: the rule positions it
+    is called for, and the read index of each call."""
+    return array(_RULE), array(_INDEX)
+
+
 def _unpacked(code: str, packed: bytes) -> tuple[int, ...]:
     a = array(code)
     a.frombytes(packed)
@@ -141,7 +147,7 @@ class CallsWriter:
 
     def signature(self, rules: array[int], reads: array[int]) -> int:
         """The index of the signature of an object called for `rules` (positions, in rule
-        order, packed as "H") that read `reads` (indexes in `reads`, packed as "I")."""
+        order) that read `reads` (indexes in `reads`), made by `new_calls`."""
         sig = (rules.tobytes(), reads.tobytes())
         k = self._sig_at.get(sig)
         if k is None:

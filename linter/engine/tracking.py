@@ -298,7 +298,7 @@ def bundle_phase(
     providers' passes, run as one more task when the phase is shared by forked processes
     (as in the cold run): their findings come third, else None (the caller runs them)."""
     from ailint.engine.cache import findings_in, findings_out
-    from ailint.engine.callstate import CallsWriter, StoredCalls
+    from ailint.engine.callstate import CallsWriter, StoredCalls, new_calls
     from ailint.engine.run import bundle_root, project_contexts
 
     prev = cache.store.get(cache.state_key)
@@ -546,7 +546,7 @@ def bundle_phase(
     found_at: list[tuple[int, int, Any]] = []  # (object, rule position, findings)
     for t in range(len(rules)):
         for i, (r, found) in reused_calls[t]:
-            packed = calls_of.get(i) or calls_of.setdefault(i, (array("H"), array("I")))
+            packed = calls_of.get(i) or calls_of.setdefault(i, new_calls())
             packed[0].append(t)
             packed[1].append(r)
             if found:
@@ -555,18 +555,31 @@ def bundle_phase(
         if t in results:
             used_by, found_by = results[t]
             for n, i in enumerate(todo[t]):
-                packed = calls_of.get(i) or calls_of.setdefault(i, (array("H"), array("I")))
+                packed = calls_of.get(i) or calls_of.setdefault(i, new_calls())
                 packed[0].append(t)
                 packed[1].append(writer.read_index(used_by[n]))
                 found = found_by.get(n)
                 if found:
                     found_of.setdefault(i, {})[t] = found
                     found_at.append((i, t, found))
-    no_calls = writer.signature(array("H"), array("I"))
+    no_calls = writer.signature(*new_calls())
     # the findings of files whose entry stays as stored: read from it once the state is
     # written, so that the findings made for the report and the state being marshalled are
     # not held at once (on the 100 MB tree, the rerun's high-water mark)
     later: list[tuple[str, list[tuple[int, int]]]] = []
+
+    def kept_findings(d: str, kept_here: list[tuple[int, int]]) -> dict[int, dict[int, Any]]:
+        """The stored findings of the file's kept objects ((object, index in the file)), by
+        index, each also put in the serial order (`found_at`)."""
+        stored_found = stored.found(d)
+        out: dict[int, dict[int, Any]] = {}
+        for i, j in kept_here:
+            found_j = stored_found.get(j)
+            if found_j:
+                out[j] = found_j
+                found_at.extend((i, t, found) for t, found in found_j.items())
+        return out
+
     # per file, in the run's order (a file's objects come together): its objects'
     # signatures and findings; an entry every call of which is reused stays as it was
     at = 0
@@ -596,12 +609,7 @@ def bundle_phase(
                 later.append((d, kept_here))
             continue
         if kept_here:
-            stored_found = stored.found(d)
-            for i, j in kept_here:
-                found_j = stored_found.get(j)
-                if found_j:
-                    found_in[j] = found_j
-                    found_at.extend((i, t, found) for t, found in found_j.items())
+            found_in.update(kept_findings(d, kept_here))
         writer.add_file(d, sigs, found_in)
     state = (
         {d: keys[d] for d in kinds if keys.get(d) is not None},
@@ -615,11 +623,7 @@ def bundle_phase(
         cache.store.put(cache.state_key, state)
     del state, writer
     for d, kept_here in later:
-        stored_found = stored.found(d)
-        for i, j in kept_here:
-            found_j = stored_found.get(j)
-            if found_j:
-                found_at.extend((i, t, found) for t, found in found_j.items())
+        kept_findings(d, kept_here)
     found_at.sort(key=lambda c: c[:2])
     bundle_findings: list[Finding] = [f for _, _, found in found_at for f in findings_in(found)]
     parts = [bundle_findings]
