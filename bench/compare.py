@@ -9,6 +9,10 @@
     python bench/compare.py HEAD~3 --scenario fresh # one file, the cache folder emptied first
     python bench/compare.py HEAD~3 --scenario large --pairs 4  # the generated 100 MB tree:
                                                     # time and peak memory (a bounded run)
+    python bench/compare.py HEAD~3 --scenario fill  # a first run with the cache: the corpus
+                                                    # copy, the results emptied before each pair
+    python bench/compare.py HEAD~3 --scenario large-fill --pairs 3  # the same on the 100 MB
+                                                    # tree, with peak memory
 
 Why: the machine's speed moves by half within an hour (Checkov's own time in `bench/run.py`
 went from 6.6 to 14.7 s on one day), so two versions timed at different moments cannot be
@@ -73,18 +77,30 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
         return [*fmt, str(SMALL)], None
     if which == "fresh":  # one small file, each side's whole cache folder emptied first (a CI runner)
         return [*fmt, str(SMALL)], lambda: [shutil.rmtree(WORK / f"cache-{n}", ignore_errors=True) for n in SIDES]
-    if which == "large":  # as bench/run.py's 100 MB row: a bounded run (memory is the limit)
+    if which in ("large", "large-fill"):  # as bench/run.py's 100 MB rows: a bounded run (memory is the limit)
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import run as bench_run
 
+        if which == "large-fill":  # its first run with the cache: an emptied one, filled
+            return [*fmt[:-1], str(bench_run.generate(100))], _empty_results
         return [*fmt, str(bench_run.generate(100))], None
-    if which == "edit":  # as bench/run.py's edit row: its copy of the corpus, one file edited
+    if which in ("edit", "fill"):  # as bench/run.py's rows: its copy of the corpus
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import run as bench_run
 
         plain, victim = bench_run.plain_copy()
-        return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)
+        if which == "fill":  # a first run with the cache (a user's first `ailint check`)
+            return [*fmt[:-1], *plain], _empty_results
+        return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)  # one file edited
     return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))], None
+
+
+def _empty_results() -> None:
+    """Each side's results cache emptied (its code table, rule index and scans kept, as
+    `bench/run.py`'s first-run rows keep them)."""
+    for side in SIDES:
+        for results in (WORK / f"cache-{side}").glob("results-v*"):
+            shutil.rmtree(results, ignore_errors=True)
 
 
 def timed(cmd: list[str], env: dict[str, str], peaks: list[float] | None = None) -> float:
@@ -166,7 +182,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revision", help="the git revision to compare this tree with")
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--scenario", choices=("corpus", "one", "edit", "fresh", "large", "both"), default="both")
+    ap.add_argument(
+        "--scenario", choices=("corpus", "one", "edit", "fill", "fresh", "large", "large-fill", "both"), default="both"
+    )
     ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args()
     if not CORPUS.is_dir() and args.scenario not in ("one", "fresh"):
@@ -184,7 +202,8 @@ def main() -> None:
     for which in ("corpus", "one") if args.scenario == "both" else (args.scenario,):
         cmd, before = scenario(which)
         pairs = args.pairs if which not in ("one", "fresh") else max(args.pairs, 40)
-        got = paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before, peaks=which == "large")
+        peaks = which in ("large", "large-fill")
+        got = paired([str(old), *cmd], [str(new), *cmd], env_a, env_b, pairs, before, peaks=peaks)
         print(f"{which}: {got}")
         if args.count:
             if before is not None:

@@ -44,3 +44,19 @@ def test_paired_without_peaks_reports_times_only(compare):
     env = dict(os.environ)
     got = compare.paired([sys.executable, "-c", "pass"], [sys.executable, "-c", "pass"], env, env, 2)
     assert "paired:" in got and "peak" not in got
+
+
+def test_a_first_run_scenario_empties_each_sides_results_and_keeps_the_rest(compare, tmp_path, monkeypatch):
+    """`--scenario fill` and `large-fill` time a first run with the cache: before each pair,
+    each side's results go (a rerun would be timed otherwise) and its code table, rule index
+    and scans stay (a first run after an install is another row)."""
+    monkeypatch.setattr(compare, "WORK", tmp_path)
+    for side in compare.SIDES:
+        results = tmp_path / f"cache-{side}" / "results-v2" / "ab"
+        results.mkdir(parents=True)
+        (results / "entry").write_bytes(b"x")
+        (tmp_path / f"cache-{side}" / "code-1.bin").write_bytes(b"code")
+    compare._empty_results()
+    for side in compare.SIDES:
+        assert not list((tmp_path / f"cache-{side}").glob("results-v*"))
+        assert (tmp_path / f"cache-{side}" / "code-1.bin").read_bytes() == b"code"
