@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -78,21 +79,27 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
     if which == "fresh":  # one small file, each side's whole cache folder emptied first (a CI runner)
         return [*fmt, str(SMALL)], lambda: [shutil.rmtree(WORK / f"cache-{n}", ignore_errors=True) for n in SIDES]
     if which in ("large", "large-fill"):  # as bench/run.py's 100 MB rows: a bounded run (memory is the limit)
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import run as bench_run
-
+        bench_run = _bench_run()
         if which == "large-fill":  # its first run with the cache: an emptied one, filled
             return [*fmt[:-1], str(bench_run.generate(100))], _empty_results
         return [*fmt, str(bench_run.generate(100))], None
     if which in ("edit", "fill"):  # as bench/run.py's rows: its copy of the corpus
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import run as bench_run
-
+        bench_run = _bench_run()
         plain, victim = bench_run.plain_copy()
         if which == "fill":  # a first run with the cache (a user's first `ailint check`)
             return [*fmt[:-1], *plain], _empty_results
         return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)  # one file edited
     return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))], None
+
+
+def _bench_run() -> Any:
+    """`bench/run.py`, whose trees and edits the scenarios share (a script beside this one)."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import run as bench_run
+
+    return bench_run
 
 
 def _empty_results() -> None:
