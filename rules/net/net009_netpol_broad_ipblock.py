@@ -135,13 +135,9 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
     if not is_network_policy(obj):
         return
     max_prefix = opts.get_int("maxPrefix")
-    pods = selected_pods(ctx, obj)
-    agents = [o for o, p in pods if is_agent_pod(p)]
-    serving = [o for o, p in pods if is_serving_pod(p)]
-    if not agents and not serving:
-        return
-    target = agents[0] if agents else serving[0]
-    kind = "agent" if agents else "serving"
+    # the broad blocks first, from the policy alone: most policies have none, and then the
+    # pods it selects are never worked out (nor is the call run again after a pod changed)
+    broad: list[tuple[str, str, tuple[Any, ...], dict[str, Any], Any, int]] = []
     types = policy_types(obj)
     for direction, peer_key, verb in (("Ingress", "from", "from"), ("Egress", "to", "to")):
         if direction not in types:
@@ -155,11 +151,22 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 pref = ipblock_prefix(cidr)
                 if pref is None or pref[1] > max_prefix:
                     continue
-                scope = "any address" if pref[1] == 0 else f"every address in a /{pref[1]}"
-                yield RULE.finding(
-                    obj,
-                    path + (peer_key, j, "ipBlock", "cidr"),
-                    f"{direction.lower()} {verb} ipBlock {cidr} {_ports(rule)} opens {kind} pods "
-                    f"({ctx.describe(target)}) to {scope}; list the real destinations",
-                    severity=Severity.ERROR if agents else None,
-                )
+                broad.append((direction, verb, path + (peer_key, j, "ipBlock", "cidr"), rule, cidr, pref[1]))
+    if not broad:
+        return
+    pods = selected_pods(ctx, obj)
+    agents = [o for o, p in pods if is_agent_pod(p)]
+    serving = [o for o, p in pods if is_serving_pod(p)]
+    if not agents and not serving:
+        return
+    target = agents[0] if agents else serving[0]
+    kind = "agent" if agents else "serving"
+    for direction, verb, path, rule, cidr, prefix in broad:
+        scope = "any address" if prefix == 0 else f"every address in a /{prefix}"
+        yield RULE.finding(
+            obj,
+            path,
+            f"{direction.lower()} {verb} ipBlock {cidr} {_ports(rule)} opens {kind} pods "
+            f"({ctx.describe(target)}) to {scope}; list the real destinations",
+            severity=Severity.ERROR if agents else None,
+        )

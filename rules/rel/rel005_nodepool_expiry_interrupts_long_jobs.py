@@ -139,44 +139,47 @@ RULE = Rule(
 
 
 class _Group:
-    """Pods that the same NodePools can host, in run order (pods sharing node selectors and
-    tolerations share their pools). A pool's hosted pods are the pods of its groups: no list
-    per pool, which would hold pools x pods entries."""
+    """The pods a finding can name that the same NodePools can host, in run order (pods
+    sharing node selectors and tolerations share their pools). A pool's hosted pods are the
+    pods of its groups: no list per pool, which would hold pools x pods entries."""
 
-    __slots__ = ("_dnd", "_runs", "pods")
+    __slots__ = ("dnd", "runs")
 
     def __init__(self) -> None:
-        self.pods: list[tuple[int, Any, Any]] = []  # (run position, object, pod)
-        self._dnd: list[tuple[int, Any, Any]] | None = None
-        self._runs: list[tuple[int, Any, float, str]] | None = None
+        self.dnd: list[tuple[int, Any, Any]] = []  # (run position, object, pod): do-not-disrupt protects it
+        # training pods without do-not-disrupt whose expected run time is known:
+        # (run position, object, seconds, where it was read)
+        self.runs: list[tuple[int, Any, float, str]] = []
 
-    def dnd(self) -> list[tuple[int, Any, Any]]:
-        """Pods a do-not-disrupt annotation protects."""
-        if self._dnd is None:
-            self._dnd = [(i, o, pod) for i, o, pod in self.pods if protects(pod.annotations.get(DO_NOT_DISRUPT))]
-        return self._dnd
 
-    def runs(self) -> list[tuple[int, Any, float, str]]:
-        """Training pods without do-not-disrupt whose expected run time is known."""
-        if self._runs is None:
-            out = []
-            for i, o, pod in self.pods:
-                if pod.annotations.get(DO_NOT_DISRUPT) is not None or not is_training_pod(pod):
-                    continue
-                runtime, where = expected_duration(pod)
-                if runtime is not None:
-                    out.append((i, o, runtime, where))
-            self._runs = out
-        return self._runs
+def _named(pod: Any) -> tuple[bool, tuple[float, str] | None]:
+    """(whether do-not-disrupt protects the pod, its expected run time and where it was read
+    when it is a training pod without the annotation): the two ways a finding names a pod."""
+    value = pod.annotations.get(DO_NOT_DISRUPT)
+    if value is not None:
+        return protects(value), None
+    if not is_training_pod(pod):
+        return False, None
+    runtime, where = expected_duration(pod)
+    return False, None if runtime is None else (runtime, where)
 
 
 def _hosted(pool: Any, ctx: Any) -> list[_Group]:
-    """The groups of pods this pool can host (all groups computed once per run)."""
+    """The groups of pods this pool can host that a finding can name (all groups computed
+    once per run).
+
+    Only those pods' pools are worked out: most pods of a repository are neither protected
+    by do-not-disrupt nor training runs of a known length, and matching each pod against
+    the NodePools (its node requirements and tolerations) was most of this rule's time, in
+    a cold run and in every rerun after a pod changed (each reruns all NodePool calls)."""
 
     def build() -> dict[int, list[_Group]]:
         groups: dict[tuple[int, ...], _Group] = {}
         for i, (o, pod) in enumerate(ctx.pods_in(None)):
             if pod.role == "submitter":
+                continue
+            protected, run = _named(pod)
+            if not protected and run is None:
                 continue
             pools = ctx.pools_for(pod)
             if pod_accelerators(pod):
@@ -187,7 +190,10 @@ def _hosted(pool: Any, ctx: Any) -> list[_Group]:
             g = groups.get(key)
             if g is None:
                 g = groups[key] = _Group()
-            g.pods.append((i, o, pod))
+            if protected:
+                g.dnd.append((i, o, pod))
+            if run is not None:
+                g.runs.append((i, o, *run))
         by_pool: dict[int, list[_Group]] = {}
         for key, g in groups.items():
             for pid in key:
@@ -220,7 +226,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         return
     path = ("spec", "template", "spec", "expireAfter") if explicit else ("spec", "template", "spec")
     exp_txt = f"expireAfter {format_duration(expiry)}" + ("" if explicit else " (default)")
-    dnd = [(o, pod) for _, o, pod in heapq.merge(*(g.dnd() for g in groups), key=lambda x: x[0])]
+    dnd = [(o, pod) for _, o, pod in heapq.merge(*(g.dnd for g in groups), key=lambda x: x[0])]
     tgp, _ = termination_grace_period(pool)
     if dnd and tgp is None:
         who = ctx.describe(dnd[0][0]) + (f" +{len(dnd) - 1} more" if len(dnd) > 1 else "")
@@ -233,7 +239,7 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
         )
     long_runs = []
     seen = set()
-    for _, o, runtime, where in heapq.merge(*(g.runs() for g in groups), key=lambda x: x[0]):
+    for _, o, runtime, where in heapq.merge(*(g.runs for g in groups), key=lambda x: x[0]):
         if runtime > expiry and id(o) not in seen:
             seen.add(id(o))
             long_runs.append((o, runtime, where))

@@ -212,12 +212,18 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
 def _check_role(role: Any, ctx: Any) -> Iterator[Finding]:
     from ailint.domain.rbac import bindings_of_role
 
+    # what the role grants first, from the role alone: most roles grant nothing overbroad,
+    # and then their bindings and the pods these bind are never looked up (nor is the call run
+    # again by a rerun after a pod changed, since it read none)
+    grants = [(i, found) for i, rule in iter_dicts(role.get("rules")) if (found := classify_rule(rule))]
+    if not grants:
+        return
     granted = _agents_by_binding(ctx, bindings_of_role(ctx, role))
     if not granted:
         return
-    for i, rule in iter_dicts(role.get("rules")):
+    for i, found in grants:
         best: tuple[Grant, Any, list[AgentPod]] | None = None
-        for grant in classify_rule(rule):
+        for grant in found:
             for b, agents in granted:
                 if grant.cluster_scope_only and b.kind != "ClusterRoleBinding":
                     continue
