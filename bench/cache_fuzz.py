@@ -53,6 +53,12 @@ EDITS: list[tuple[str, str | None, str]] = [
     ("kind: Service\n", r"app: ", "app: y-"),
     ("kind: ClusterRole", r"- delete", "- get"),
     ("kind: ClusterRole", r"- get", "- delete"),
+    ("kind: Role", r"verbs: \[[^\]]*\]", 'verbs: ["*"]'),  # a role that grants nothing overbroad starts to
+    ("kind: NetworkPolicy", r"cidr: \S+", "cidr: 0.0.0.0/0"),  # a policy's block made broad
+    # a pod a NodePool's expiry can interrupt, or that do-not-disrupt protects, or no longer
+    ("backoffLimit: ", r"(\n\s*)backoffLimit: ", r"\1activeDeadlineSeconds: 99999999\1backoffLimit: "),
+    ("do-not-disrupt", r'karpenter\.sh/do-not-disrupt: "true"', 'karpenter.sh/do-not-disrupt: "false"'),
+    ("do-not-disrupt", r'karpenter\.sh/do-not-disrupt: "false"', 'karpenter.sh/do-not-disrupt: "true"'),
     ("kind: Deployment", r"namespace: \S+", "namespace: elsewhere"),
     ("kind: Deployment", r"tolerations:", "tolerationz:"),
     ("kind: RayCluster", r"nvidia\.com/gpu", "nvidia.com/gpx"),

@@ -6,6 +6,9 @@
                                                     # which a busy machine does not change
     python bench/compare.py HEAD~3 --pairs 40 --scenario one
     python bench/compare.py HEAD~3 --scenario edit  # a rerun after editing one file (the cache on)
+    python bench/compare.py HEAD~3 --scenario edit-value  # ... after changing a value in it
+    python bench/compare.py HEAD~3 --scenario repo-edit  # the same, the corpus copy as one
+                                                    # repository (`--scope run`)
     python bench/compare.py HEAD~3 --scenario fresh # one file, the cache folder emptied first
     python bench/compare.py HEAD~3 --scenario large --pairs 4  # the generated 100 MB tree:
                                                     # time and peak memory (a bounded run)
@@ -83,12 +86,16 @@ def scenario(which: str) -> tuple[list[str], Callable[[], None] | None]:
         if which == "large-fill":  # its first run with the cache: an emptied one, filled
             return [*fmt[:-1], str(bench_run.generate(100))], _empty_results
         return [*fmt, str(bench_run.generate(100))], None
-    if which in ("edit", "fill"):  # as bench/run.py's rows: its copy of the corpus
+    if which in ("edit", "edit-value", "repo-edit", "fill"):  # as bench/run.py's rows: its copy of the corpus
         bench_run = _bench_run()
         plain, victim = bench_run.plain_copy()
         if which == "fill":  # a first run with the cache (a user's first `ailint check`)
             return [*fmt[:-1], *plain], _empty_results
-        return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)  # one file edited
+        if which == "edit-value":  # a value changed: the calls that read it run again
+            return [*fmt[:-1], *plain], lambda: bench_run.edit_value(victim)
+        if which == "repo-edit":  # the same in one repository (`--scope run`): every call can read it
+            return [*fmt[:-1], "--scope", "run", *plain], lambda: bench_run.edit_value(victim)
+        return [*fmt[:-1], *plain], lambda: bench_run.edit(victim)  # one file edited (a comment)
     return [*fmt, *sorted(str(p) for p in CORPUS.glob("*/plain"))], None
 
 
@@ -190,7 +197,9 @@ def main() -> None:
     ap.add_argument("revision", help="the git revision to compare this tree with")
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument(
-        "--scenario", choices=("corpus", "one", "edit", "fill", "fresh", "large", "large-fill", "both"), default="both"
+        "--scenario",
+        choices=("corpus", "one", "edit", "edit-value", "repo-edit", "fill", "fresh", "large", "large-fill", "both"),
+        default="both",
     )
     ap.add_argument("--count", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args()
