@@ -83,7 +83,7 @@ class StoredCalls:
             sigs = _unpacked(_INDEX, packed)
         except (TypeError, ValueError):
             return None
-        if (found is not None and not isinstance(found, bytes)) or any(k >= len(self.sigs) for k in sigs):
+        if (found is not None and not isinstance(found, bytes)) or (sigs and max(sigs) >= len(self.sigs)):
             return None  # (as a changed file: its objects' calls run again)
         return sigs
 

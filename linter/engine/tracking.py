@@ -396,6 +396,7 @@ def bundle_phase(
     todo: list[list[int]] = [[] for _ in rules]
     stored_file: tuple[str, tuple[int, ...] | None] = ("", None)
     found_file: tuple[str, dict[int, dict[int, Any]] | None] = ("", None)
+    stale_calls: dict[tuple[int, int], tuple[bool, ...] | None] = {}  # (signature, stale reads) -> each call's
     for i, obj in enumerate(objects):
         if obj.file in hidden:
             continue
@@ -412,11 +413,18 @@ def bundle_phase(
                 continue
             called, read_at = stored.calls(sig)
             if merges[d] and touched.intersection(merges[d][j]):
-                again = [True] * len(called)
+                again: tuple[bool, ...] | None = (True,) * len(called) if called else None
             else:
+                # which calls of the signature a project's changes make stale: the same for each
+                # object of the signature, and a repository's objects share a few hundred
                 stale_now = stored.stale_reads(touched, stale)
-                again = [r in stale_now for r in read_at]
-            if not any(again):
+                at_sig = (sig, id(stale_now))  # (the project's stale reads live as long as `stored`)
+                if at_sig in stale_calls:
+                    again = stale_calls[at_sig]
+                else:
+                    flags = tuple(r in stale_now for r in read_at)
+                    again = stale_calls[at_sig] = flags if True in flags else None
+            if again is None:
                 # every call as stored: its entry is kept whole, as in an untouched project (in a
                 # single repository, every object's entry after an edit but the few it reaches)
                 kept[i] = sig
