@@ -14,7 +14,8 @@ install instead). Scenarios, each with the targets of the speed issue:
   edited): cold (`--no-cache`) against a warm Checkov; a first run with an emptied results
   cache; a first run after an install (the whole cache folder emptied: start-up code, rule
   index and results, as on a CI runner); rerun with nothing changed; rerun after editing one
-  file (each sample edits it again);
+  file (each sample edits it again); and the same tree as one repository (`--scope run`, as
+  a single repository of that size lints), cold and rerun after a value edit;
 - one small file, cold, first after an install, and warm, against a bare `python -c pass` of an empty venv (more
   rounds than the rest, `--small-repeat`: the ratio of two runs of 10 to 80 ms moves by
   a tenth with one millisecond; Checkov keeps `--repeat`);
@@ -265,6 +266,20 @@ def scenarios(args: argparse.Namespace, plain: list[str], victim: Path, cache_di
             "ailint": [*fmt, *plain],
             "before": lambda: edit_value(victim),
             "of": "cold",
+        },
+        {
+            # the same tree as one repository (`--scope run`): every cross-resource call can
+            # read every object, so an edit reaches more of them than in 27 projects
+            "name": "plain corpus as one repository (`--scope run`), cold (`--no-cache`)",
+            "key": "repo-cold",
+            "ailint": [*fmt, "--no-cache", "--scope", "run", *plain],
+        },
+        {
+            "name": "plain corpus as one repository, rerun after changing a value in one file",
+            "key": "repo-edit",
+            "ailint": [*fmt, "--scope", "run", *plain],
+            "before": lambda: edit_value(victim),
+            "of": "repo-cold",
         },
         {
             "name": "one small file, cold (`--no-cache`)",
