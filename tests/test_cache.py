@@ -869,6 +869,61 @@ def test_a_forked_cached_bundle_phase_runs_the_policy_pass_as_a_task(
     assert _lint(paths, tmp_path / "c", jobs=2) == _lint(paths, None, jobs=2)
 
 
+def test_longest_first_puts_the_known_times_first_and_keeps_the_rest_in_order() -> None:
+    from ailint.engine.tracking import longest_first
+
+    seconds = [0.001, None, 0.05, "x", 0.01, float("nan"), True, 0.01]
+    assert longest_first([0, 1, 2, 3, 4, 5, 6, 7], seconds) == [2, 4, 7, 0, 1, 3, 5, 6]
+    assert longest_first([3, 1], seconds) == [3, 1]
+
+
+def test_a_rerun_hands_out_the_rules_tasks_longest_first_by_the_last_runs_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached run's forked bundle phase hands out each rule's task in the order of how long
+    that rule's task took in the last run here (a first run: rule order), and keeps the times
+    it measures for the next; the reports stay a fresh run's."""
+    from ailint.engine import tracking
+
+    monkeypatch.setattr(tracking, "FORK_CALLS", 0)
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "REL003", tree / "rel", 100)
+    paths, cache = [str(tree)], tmp_path / "c"
+    seen: list[tuple[list[int], list[object]]] = []
+    real = tracking.longest_first
+
+    def recorded(tasks, seconds):  # type: ignore[no-untyped-def]
+        seen.append((list(tasks), list(seconds)))
+        return real(tasks, seconds)
+
+    monkeypatch.setattr(tracking, "longest_first", recorded)
+    forks = _recorded_forks(monkeypatch)
+
+    def bundle_order(tasks: list[int]) -> list[int]:
+        """The rule tasks of the cached run's forked bundle phase, as handed out."""
+        got = [[t for t in f if t >= 0] for f in forks if {t for t in f if t >= 0} == set(tasks)]
+        assert len(got) == 1, forks
+        return got[0]
+
+    cached = _lint(paths, cache, jobs=2)
+    first_tasks, first_seconds = seen[0]
+    assert all(s is None for s in first_seconds)  # nothing timed yet: rule order
+    assert bundle_order(first_tasks) == first_tasks
+    assert cached == _lint(paths, None, jobs=2)
+    victim = next(p for p in tree.rglob("*.yaml") if "kind: Deployment" in p.read_text(encoding="utf-8"))
+    victim.write_text(victim.read_text(encoding="utf-8").replace("replicas:", "replicas: 7\n  x-replicas:", 1), "utf-8")
+    seen.clear()
+    forks.clear()
+    cached = _lint(paths, cache, jobs=2)
+    tasks, seconds = seen[0]
+    timed = [t for t in tasks if isinstance(seconds[t], float)]
+    assert timed, "the first run kept its rules' times"
+    ordered = bundle_order(tasks)
+    assert ordered == real(tasks, seconds) != sorted(tasks)
+    assert [seconds[t] for t in ordered[: len(timed)]] == sorted((seconds[t] for t in timed), reverse=True)
+    assert cached == _lint(paths, None, jobs=2)
+
+
 def test_a_rerun_forks_its_bundle_calls_for_few_of_them_only_in_a_large_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -652,6 +652,7 @@ class RunCache:
         given = "\0".join(paths).encode("utf-8", "surrogateescape")
         # the entries kept per set of command-line paths, each overwritten by the next run
         self.state_key = _h(key, b"state", given).digest()
+        self.times_key = _h(key, b"task-times", given).digest()  # each bundle rule's last task, seconds
         self.stats_key = _h(key, b"stats", given).digest()
         self.masks_key = _h(key, b"masks", given).digest()
         self.run_slot = _h(key, b"run", given).digest()  # the inputs of the run last stored
