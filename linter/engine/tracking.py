@@ -408,7 +408,8 @@ def bundle_phase(
     todo: list[list[int]] = [[] for _ in rules]
     stored_file: tuple[str, tuple[int, ...] | None] = ("", None)
     found_file: tuple[str, dict[int, dict[int, Any]] | None] = ("", None)
-    stale_calls: dict[tuple[int, int], tuple[bool, ...] | None] = {}  # (signature, stale reads) -> each call's
+    # (signature, a project's stale reads) -> whether each of its calls is stale (None: none is)
+    stale_calls: dict[tuple[int, int], tuple[bool, ...] | None] = {}
     for i, obj in enumerate(objects):
         if obj.file in hidden:
             continue
@@ -524,9 +525,9 @@ def bundle_phase(
 
     # the rules' tasks longest first, by how long each rule's task took in the last run here:
     # two processes take them from one queue, and the run waits for whichever ends last (in
-    # a repository's value edit, the task of the rule last in rule order that builds its own
-    # index took 11 to 16 ms after the other process had run out of tasks); a rule with no
-    # time known keeps its place in rule order, after the timed ones
+    # order of the rules, a repository's value edit took a rule's 11 to 16 ms task, which
+    # builds an index of its own, last, and ran it alone after the other process had run out
+    # of tasks); a rule with no time known keeps its place in rule order, after the timed ones
     times_key = getattr(cache, "times_key", None)
     last_times = cache.store.get(times_key) if times_key is not None else None
     if not isinstance(last_times, dict):

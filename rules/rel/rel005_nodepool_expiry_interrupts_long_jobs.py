@@ -170,8 +170,9 @@ def _hosted(pool: Any, ctx: Any) -> list[_Group]:
 
     Only those pods' pools are worked out: most pods of a repository are neither protected
     by do-not-disrupt nor training runs of a known length, and matching each pod against
-    the NodePools (its node requirements and tolerations) was most of this rule's time, in
-    a cold run and in every rerun after a pod changed (each reruns all NodePool calls)."""
+    the NodePools (its node requirements and tolerations) was most of this rule's time in a
+    rerun after a pod changed, which runs every NodePool's call again and where no other
+    rule has matched the pods to pools (a cold run's other rules do)."""
 
     def build() -> dict[int, list[_Group]]:
         groups: dict[tuple[int, ...], _Group] = {}
