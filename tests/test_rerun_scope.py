@@ -60,6 +60,8 @@ def test_a_pod_edit_reruns_no_call_on_an_object_that_cannot_have_a_finding(
     untouched: str,
     pod: str,
 ) -> None:
+    """After a pod's image changes, a cached rerun runs no `code` call on `untouched`, whose
+    own fields rule out a finding whatever the pods are; the rerun equals a fresh run."""
     tree = tmp_path / "tree"
     tree.mkdir()
     other = tree / "pod.yaml"  # the pod in a file of its own, edited alone
