@@ -788,9 +788,10 @@ class RunCache:
         benchmark's 100 MB tree (its files' copies in other segments) held 8 copies of most
         objects, 78 MiB of data where the cold run holds 20."""
         groups = [g for g in groups if g]
-        pool_key, groups = _pooled(self.key, groups)
-        if pool_key is not None:
-            self.store.put(pool_key[0], pool_key[1])  # (before the segments that name it)
+        pool, groups = _pooled(self.key, groups)
+        if pool is not None:
+            pool_key, pooled_data = pool
+            self.store.put(pool_key, pooled_data)  # (before the segments that name it)
         index = dict(kept)
         for group in groups:
             seg = _h(self.key, b"segment", *(k for d, (k, _) in group.items() if d != POOL)).digest()

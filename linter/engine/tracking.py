@@ -104,10 +104,10 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     same positions too). With the same data, the other objects' calls, which read its
     objects, see nothing new (a build system's early cutoff), unless one of them points at
     its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the
-    end moves the end of every block collection it closes. Its own objects' calls run again all the same: fixes
-    edit text offsets, which such an edit can move. Compared as marshal version 0 bytes,
-    which tell `true` from `1` and `1.0` (Python's == does not); positions unknown (a file
-    entry from the pack, which keeps no tables) count as moved."""
+    end moves the end of every block collection it closes. Its own objects' calls run again
+    all the same: fixes edit text offsets, which such an edit can move. Compared as marshal
+    version 0 bytes, which tell `true` from `1` and `1.0` (Python's == does not); positions
+    unknown (a file entry from the pack, which keeps no tables) count as moved."""
     from ailint.engine.cache import entry_tables
 
     no = (False, False)
