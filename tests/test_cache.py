@@ -605,6 +605,44 @@ def test_recently_changed_files_are_always_hashed(tmp_path: Path) -> None:
     assert not any(isinstance(k, str) and k.endswith(".yaml") for d in recorded for k in d)
 
 
+def test_a_rerun_holds_only_the_candidates_of_the_files_it_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an edit, the bundle phase (whose processes fork from the one that joins the run)
+    starts with the candidate of the edited file only: what the lookup read for the others
+    (their candidates, paths and stats) is let go once the files are in hand. The rerun still
+    equals a fresh run."""
+    import gc
+
+    from ailint.engine import run as run_mod
+    from ailint.engine.sources import Candidate
+
+    monkeypatch.setattr("ailint.engine.cache.SETTLE_NS", -(10**18))  # every file settled: keyed by its stat
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 40)
+    cache = tmp_path / "c"
+    paths = [str(tree)]
+    _lint(paths, cache)
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    victim.write_text(victim.read_text(encoding="utf-8").replace("nvidia.com/gpu", "nvidia.com/gpx", 1), "utf-8")
+    alive: list[list[str]] = []
+    real_finish = run_mod.finish
+
+    def finish(*args, **kwargs):  # type: ignore[no-untyped-def]
+        gc.collect()
+        alive.append(
+            sorted(o.path for o in gc.get_objects() if isinstance(o, Candidate) and o.path.startswith(str(tree)))
+        )
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "finish", finish)
+    gc.collect()
+    again = _lint(paths, cache)
+    assert alive == [[str(victim)]]
+    monkeypatch.setattr(run_mod, "finish", real_finish)
+    assert again == _lint(paths, None)
+
+
 def _value(store: object, path: Path) -> object:
     import marshal
 

@@ -1018,10 +1018,13 @@ FILE_ENTRIES_UP_TO = 256  # files parsed in a run that still get an entry each (
 SEGMENT_FILES = 512  # files per segment of a bounded run's pack (`RunCache.store_segments`)
 
 
-def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engine: Any, result: Any) -> Any:
+def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: Any, result: Any) -> Any:
     """`lint()` with the cache: the whole result when no file changed; else the files whose
     entries match, the others parsed and checked (their entries written), and the bundle
-    phase over the previous state (`ailint.engine.tracking`)."""
+    phase over the previous state (`ailint.engine.tracking`).
+
+    `candidates` is taken over: once the files are looked up, the list is emptied and only
+    the candidates of the files parsed now are kept (see `_parsed_now`)."""
     from ailint.engine.load import decode
     from ailint.engine.run import finish, process_file, read_raw
 
@@ -1075,6 +1078,9 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.file_keys[c.display] = k
     if seen != known and not fresh:
         cache.store_stats(seen)
+    del known  # (a fresh run records the stats it reads in `seen`, after the run)
+    if not fresh:
+        seen = {}
     projects = engine.projects()  # a whole run is reused only with the same projects
     run_entry = None if fresh else _run_entry(cache, candidates, keys, projects)
     got = cache.load_run(run_entry) if run_entry is not None else None
@@ -1174,8 +1180,11 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         for n, fr in beside.items():
             if file_results[n] is None:  # (an entry another run wrote meanwhile stays)
                 file_results[n] = fr
+    count = len(candidates)
+    parsed_now = _parsed_now(candidates, sigs, misses)
+    del pack, unread, sigs
     todo_at = [n for n in misses if n not in beside]
-    todo = [candidates[n] for n in todo_at]
+    todo = [parsed_now[n][0] for n in todo_at]
     # Many files to parse (a first run, a new branch): their entries go into the pack only,
     # not into a file each. Making a file costs far more than reading one (0.5 to 0.8 ms
     # against 11 µs on the benchmark's disk; a scanner makes it dearer on other machines),
@@ -1187,7 +1196,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     cache.file_entries = not entries_in_pack
     tick = getattr(engine, "progress", None)  # a terminal's progress line, when one is shown
     if tick is not None:
-        tick(len(candidates) - len(todo))  # read from the cache
+        tick(count - len(todo))  # read from the cache
     if engine.jobs > 1 and len(todo) > 1:
         from ailint.engine.parallel import run_parallel
 
@@ -1202,7 +1211,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         file_results[n] = fr
     cache.file_entries = True
     if fresh:
-        run_entry = _keyed_by_the_parse(cache, candidates, file_results, keys, projects)
+        run_entry = _keyed_by_the_parse(cache, [parsed_now[n][0] for n in range(count)], file_results, keys, projects)
     # a file edited between its first read and its parse: every entry about it (the pack, the
     # bundle state, the schema and policy memos) is kept under its parsed bytes' key, and the
     # run, keyed by the first reads, is not kept
@@ -1210,7 +1219,7 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     for n in misses:
         parsed = file_results[n]
         if parsed is not None and parsed.cache_key is not None and parsed.cache_key != keys[n]:
-            keys[n] = cache.file_keys[candidates[n].display] = parsed.cache_key
+            keys[n] = cache.file_keys[parsed_now[n][0].display] = parsed.cache_key
             moved = True
     if entries_in_pack and engine.bounded:  # its new segments, in the run's order, before the joins
         groups: list[dict[str, tuple[bytes, Any]]] = [{}]
@@ -1220,10 +1229,11 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
                 continue
             if len(groups[-1]) >= SEGMENT_FILES:
                 groups.append({})
-            groups[-1][candidates[n].display] = (keys[n], parsed.pack_entry)
+            groups[-1][parsed_now[n][0].display] = (keys[n], parsed.pack_entry)
             parsed.pack_entry = None
         cache.store_segments(in_segments, groups)
         del groups  # (written: not held through the bundle phase, a fifth of its parent's data)
+    del in_segments
     if ahead is not None:
         cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
     out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
@@ -1234,25 +1244,25 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
     # the run entry is keyed by the first reads: kept only when no file moved before its
     # parse and none changes under the run now (a settled stat, else its bytes, says so)
     if fresh:  # (every file a miss, none moved: the parse's read was its first)
-        held = [_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses]
+        held = [_unchanged(*parsed_now[n], keys[n], now_ns, cache, settings) for n in misses]
         # the stats of the settled files that still have them now (the check above stats
         # each again), as the lookup keeps them: the stat a file had before its bytes were
         # read (`seen`, empty: nothing was looked up)
         for n, still in zip(misses, held, strict=True):
-            sig, parsed = sigs[n], file_results[n]
+            (c, sig), parsed = parsed_now[n], file_results[n]
             if still and sig is not None and settled(sig, now_ns) and parsed is not None and parsed.cache_key:
-                seen[candidates[n].display] = (sig, candidates[n].context, keys[n])
+                seen[c.display] = (sig, c.context, keys[n])
         if seen:
             cache.store_stats(seen)
         steady = all(held)
     else:
-        steady = not moved and all(_unchanged(candidates[n], sigs[n], keys[n], now_ns, cache, settings) for n in misses)
-    if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, len(candidates) // 20)):
+        steady = not moved and all(_unchanged(*parsed_now[n], keys[n], now_ns, cache, settings) for n in misses)
+    if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, count // 20)):
         if entries_in_pack:
             for n in todo_at:
                 fr = file_results[n]
                 if fr is not None and fr.pack_entry is not None:
-                    packed[candidates[n].display] = (keys[n], fr.pack_entry)
+                    packed[parsed_now[n][0].display] = (keys[n], fr.pack_entry)
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if run_entry is not None and steady:
         out.findings = _with_reasons(out.findings)  # as a rerun restores them (the report reads them once)
@@ -1270,6 +1280,23 @@ def lint_cached(cache: RunCache, candidates: Sequence[Any], settings: Any, engin
         cache.store.prune_if_due()
     out.cache = cache  # the reporter's clean sources are kept after the report (`remember_clean_sources`)
     return out
+
+
+def _parsed_now(
+    candidates: list[Any], sigs: list[tuple[int, ...] | None], misses: list[int]
+) -> dict[int, tuple[Any, tuple[int, ...] | None]]:
+    """The candidate and the stat of each file a rerun parses now (`misses`), by its place in
+    the run; `candidates` is emptied.
+
+    The rest of the run needs no other: each of these is parsed, then checked to still hold
+    the bytes parsed (`_unchanged`). What the lookup read for the others is let go before the
+    parse and the bundle phase, whose processes fork from this one: on the 100 MB tree, after
+    a changed value, the 20,168 candidates with their paths and stats, the stats read from the
+    cache and the segments' index held 27 MiB of it (the caller, `lint`, holds the list
+    until it returns: it is emptied here, not only dropped)."""
+    kept = {n: (candidates[n], sigs[n]) for n in misses}
+    candidates.clear()
+    return kept
 
 
 def _run_entry(cache: RunCache, candidates: Sequence[Any], keys: Sequence[bytes], projects: Any) -> bytes | None:

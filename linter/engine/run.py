@@ -339,6 +339,7 @@ def lint(
             settings, [r.rule.code for r in rules], [*(paths or ["."]), "\0", *context], engine.only_object_rules
         )
         if engine.cache is not None:
+            # (the list is taken over: emptied once the files are looked up, see `_parsed_now`)
             return lint_cached(engine.cache, candidates, settings, engine, result)  # type: ignore[no-any-return]
     file_results: list[FileResult]
     if jobs > 1 and len(candidates) > 1:
