@@ -844,6 +844,71 @@ def test_policy_pass_compiles_only_for_objects_whose_data_changed(
     assert len(seen) >= 3, "the steps moved and hid the POL findings"
 
 
+def test_the_policy_memo_keeps_the_kinds_no_binding_takes_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Objects of a kind no binding's resource rules can take (Services, for a policy on
+    Deployments and StatefulSets) have no verdict record each: the memo keeps those kinds
+    once for the environment, so a rerun after an edit of their file passes them over (the
+    memo is not asked for them). A policy that comes to take the kind changes the
+    environment: they are judged again, and found. Each run equals a fresh run."""
+    from ailint.engine import cache as cache_mod
+    from ailint.policy import admission
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "policy.yaml").write_text(
+        (FIXTURES / "POL001" / "params_configmap_selector.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    services = tree / "services.yaml"
+    services.write_text(
+        "\n---\n".join(
+            f"apiVersion: v1\nkind: Service\nmetadata: {{name: svc-{n}}}\nspec: {{ports: [{{port: 80}}]}}"
+            for n in range(12)
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    recalled: list[str] = []
+    real_recall = admission._recall
+
+    def recall(memo, env, obj, judged_key):  # type: ignore[no-untyped-def]
+        recalled.append(obj.kind)
+        return real_recall(memo, env, obj, judged_key)
+
+    kept: list[int] = []
+    real_save = cache_mod.PassMemo.save
+
+    def save(self):  # type: ignore[no-untyped-def]
+        kept.append(len(self._new))
+        return real_save(self)
+
+    monkeypatch.setattr(admission, "_recall", recall)
+    monkeypatch.setattr(cache_mod.PassMemo, "save", save)
+    cache, paths = tmp_path / "c", [str(tree)]
+    first = _lint(paths, cache)
+    assert first == _lint(paths, None)
+    assert recalled.count("Service") == 12, "a first run matches every object"
+    assert max(kept) < 12, "no record per Service"
+    services.write_text(services.read_text("utf-8") + "# reviewed\n", "utf-8")
+    recalled.clear()
+    assert _lint(paths, cache) == _lint(paths, None)
+    assert "Service" not in recalled, "a rerun passes the Services over"
+    # a second policy that takes Services: the environment changes, and they are judged
+    (tree / "labels.yaml").write_text(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
+        "metadata: {name: labelled}\nspec:\n  matchConstraints:\n    resourceRules:\n"
+        '    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["services"]}\n'
+        "  validations:\n  - expression: has(object.metadata.labels)\n---\n"
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
+        "metadata: {name: labelled}\nspec: {policyName: labelled, validationActions: [Deny]}\n",
+        encoding="utf-8",
+    )
+    recalled.clear()
+    got = _lint(paths, cache)
+    assert got == _lint(paths, None)
+    assert recalled.count("Service") == 12
+    assert sum(f["code"] == "POL001" and f["file"].endswith("services.yaml") for f in got["findings"]) == 12
+
+
 def test_what_a_change_touches_is_the_same_from_the_parse_as_worked_out_again() -> None:
     """The bundle phase takes whether an object is a catalogue member and whether it waits for
     the catalogue from its file's parse (`FileResult.catalogue`, `.deferred`) instead of asking

@@ -1209,6 +1209,7 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
                 tick(1)
     for n, fr in zip(todo_at, done):
         file_results[n] = fr
+    del todo, done
     cache.file_entries = True
     if fresh:
         run_entry = _keyed_by_the_parse(cache, [parsed_now[n][0] for n in range(count)], file_results, keys, projects)
@@ -1234,15 +1235,11 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
         cache.store_segments(in_segments, groups)
         del groups  # (written: not held through the bundle phase, a fifth of its parent's data)
     del in_segments
-    if ahead is not None:
-        cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
-    out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
-    cache.pack_read = {}  # (the bundle phase is over: not held through the report)
-    if callable(cache.schema_ahead):  # not taken (no schema pass ran): the child is waited for
-        cache.schema_ahead()
-    cache.schema_ahead = None
     # the run entry is keyed by the first reads: kept only when no file moved before its
-    # parse and none changes under the run now (a settled stat, else its bytes, says so)
+    # parse and each parsed file still holds the bytes parsed (a settled stat, else its bytes,
+    # says so). Checked here, before the bundle phase, so that its processes do not fork from
+    # one that holds every file's candidate (a fresh run parses every file): a file changed
+    # after this check has a stat other than the one kept for it, and the next run reads it.
     if fresh:  # (every file a miss, none moved: the parse's read was its first)
         held = [_unchanged(*parsed_now[n], keys[n], now_ns, cache, settings) for n in misses]
         # the stats of the settled files that still have them now (the check above stats
@@ -1255,14 +1252,23 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
         if seen:
             cache.store_stats(seen)
         steady = all(held)
+        del held, seen
     else:
         steady = not moved and all(_unchanged(*parsed_now[n], keys[n], now_ns, cache, settings) for n in misses)
+    del parsed_now
+    if ahead is not None:
+        cache.schema_ahead = ahead  # a promise: the bundle phase waits for it when it gets there
+    out = finish([fr for fr in file_results if fr is not None], settings, engine, result)
+    cache.pack_read = {}  # (the bundle phase is over: not held through the report)
+    if callable(cache.schema_ahead):  # not taken (no schema pass ran): the child is waited for
+        cache.schema_ahead()
+    cache.schema_ahead = None
     if not engine.bounded and (entries_in_pack or stale > max(PACK_SLACK, count // 20)):
         if entries_in_pack:
             for n in todo_at:
                 fr = file_results[n]
                 if fr is not None and fr.pack_entry is not None:
-                    packed[parsed_now[n][0].display] = (keys[n], fr.pack_entry)
+                    packed[fr.path] = (keys[n], fr.pack_entry)  # (a file's result is named as its candidate)
         cache.store_pack(packed)  # the pack has drifted (or there is none): one read next time
     if run_entry is not None and steady:
         out.findings = _with_reasons(out.findings)  # as a rerun restores them (the report reads them once)
@@ -1285,15 +1291,16 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
 def _parsed_now(
     candidates: list[Any], sigs: list[tuple[int, ...] | None], misses: list[int]
 ) -> dict[int, tuple[Any, tuple[int, ...] | None]]:
-    """The candidate and the stat of each file a rerun parses now (`misses`), by its place in
+    """The candidate and the stat of each file a run parses now (`misses`), by its place in
     the run; `candidates` is emptied.
 
     The rest of the run needs no other: each of these is parsed, then checked to still hold
-    the bytes parsed (`_unchanged`). What the lookup read for the others is let go before the
-    parse and the bundle phase, whose processes fork from this one: on the 100 MB tree, after
-    a changed value, the 20,168 candidates with their paths and stats, the stats read from the
-    cache and the segments' index held 27 MiB of it (the caller, `lint`, holds the list
-    until it returns: it is emptied here, not only dropped)."""
+    the bytes parsed (`_unchanged`), and let go before the bundle phase, whose processes fork
+    from this one. What the lookup read for the others goes before the parse: on the 100 MB
+    tree, after a changed value, the 20,168 candidates with their paths and stats, the stats
+    read from the cache and the segments' index held 27 MiB of that process; a first run
+    parses every file, and its candidates held 10 MiB of it (the caller, `lint`, holds the
+    list until it returns: it is emptied here, not only dropped)."""
     kept = {n: (candidates[n], sigs[n]) for n in misses}
     candidates.clear()
     return kept
