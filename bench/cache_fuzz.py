@@ -65,6 +65,10 @@ EDITS: list[tuple[str, str | None, str]] = [
     ("kind: LocalQueue", r"clusterQueue: \S+", "clusterQueue: other"),
     ("kind: ValidatingAdmissionPolicyBinding", r"validationActions: \[[^\]]*\]", "validationActions: [Warn]"),
     ("kind: ValidatingAdmissionPolicy\n", r"expression: .*", 'expression: "true"'),
+    # a policy that comes to take every kind: the kinds no binding took before are judged
+    ("resourceRules:", r"apiGroups:(\s*)\[[^\]]*\]", r'apiGroups:\1["*"]'),
+    ("resourceRules:", r"apiVersions:(\s*)\[[^\]]*\]", r'apiVersions:\1["*"]'),
+    ("resourceRules:", r"resources:(\s*)\[[^\]]*\]", r'resources:\1["*"]'),
     ("", r"  name: (\S+)", r"  name: \1-n"),
     ("", r"kind: (\w+)", r"kind: \1X"),
     ("", None, ""),
