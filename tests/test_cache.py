@@ -1610,6 +1610,37 @@ def test_a_file_edited_between_its_first_read_and_its_parse_is_kept_under_the_pa
     assert _lint(paths, tmp_path / "c") == fresh
 
 
+def test_a_file_edited_in_a_first_runs_bundle_phase_is_seen_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first run with the cache checks that its files still hold the bytes it parsed before
+    its bundle phase (and lets go of their candidates then). A file edited after that check,
+    in the bundle phase, has another stat than the one the run keeps for it: the next run
+    reads it again, and equals a fresh run of the edited file (with the old findings, the
+    run's whole result would have been taken)."""
+    from ailint.engine import run as run_mod
+
+    files, paths, _ = _settled_tree(tmp_path, monkeypatch, 40)
+    victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
+    real = run_mod.finish
+    edits: list[str] = []
+
+    def editing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not edits:
+            text = victim.read_text(encoding="utf-8")
+            victim.write_text(text.replace("nvidia.com/gpu", "nvidia.com/gpx", 1), encoding="utf-8")
+            edits.append(str(victim))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "finish", editing)
+    _lint(paths, tmp_path / "c")
+    assert edits
+    monkeypatch.setattr(run_mod, "finish", real)
+    again = _lint(paths, tmp_path / "c")
+    assert again == _lint(paths, None)
+    assert any(f["file"] == str(victim) or f["file"].endswith(victim.name) for f in again["findings"])
+
+
 def test_a_file_edited_during_a_cached_run_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A source the cache hands out unread is read back when something needs its text: if
     the file changed in between, that is FileChangedError (never a wrong span or fix), and
