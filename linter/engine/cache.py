@@ -1078,7 +1078,7 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
         cache.file_keys[c.display] = k
     if seen != known and not fresh:
         cache.store_stats(seen)
-    del known  # (a fresh run records the stats it reads in `seen`, after the run)
+    del known  # (a fresh run records in `seen` the stats of the files it parsed, once checked)
     if not fresh:
         seen = {}
     projects = engine.projects()  # a whole run is reused only with the same projects
