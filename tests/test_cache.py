@@ -617,11 +617,9 @@ def test_a_rerun_holds_only_the_candidates_of_the_files_it_parses(
     from ailint.engine import run as run_mod
     from ailint.engine.sources import Candidate
 
-    monkeypatch.setattr("ailint.engine.cache.SETTLE_NS", -(10**18))  # every file settled: keyed by its stat
+    files, paths, _ = _settled_tree(tmp_path, monkeypatch, 40)  # (every file keyed by its stat)
     tree = tmp_path / "tree"
-    files = _copy_tree(FIXTURES, tree, 40)
     cache = tmp_path / "c"
-    paths = [str(tree)]
     _lint(paths, cache)
     victim = next(p for p in files if "nvidia.com/gpu" in p.read_text(encoding="utf-8"))
     victim.write_text(victim.read_text(encoding="utf-8").replace("nvidia.com/gpu", "nvidia.com/gpx", 1), "utf-8")
