@@ -246,3 +246,73 @@ def test_what_the_parent_keeps_of_a_childs_result_is_worked_out_once_as_it_arriv
     assert from_child, "the child took tasks"
     assert sorted(seen) == from_child  # each of the child's results once, none of the parent's
     assert all((len(v) == 3) == (v[0] != parent) for v in got.values())
+
+
+def test_a_child_that_has_sent_everything_is_not_waited_for_and_is_collected_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The parent goes on once the child says it is done, while the child still exits (a
+    child that held a run's objects takes milliseconds to give its memory back); the child is
+    collected at a later fork. Here the child's exit is held back until the parent lets it go."""
+    import select
+
+    from ailint.engine import parallel
+
+    real_exit = os._exit
+    hold = os.pipe()
+
+    def slow_exit(code: int) -> None:  # the child's exit, held until the parent closes `hold`
+        if os.getpid() != parent:  # (or for 5 s: a parent that waits for the exit gets it then)
+            os.close(hold[1])
+            select.select([hold[0]], [], [], 5)
+        real_exit(code)
+
+    parent = os.getpid()
+    monkeypatch.setattr(parallel, "_EXITING", [])  # (children of earlier tests are not this test's)
+    monkeypatch.setattr(parallel.os, "_exit", slow_exit)
+    got = run_forked(lambda t: (time.sleep(0.002), os.getpid(), t)[1:], list(range(30)), 2)
+    os.close(hold[0])
+    assert got is not None and {t: v[1] for t, v in got.items()} == {t: t for t in range(30)}
+    children = {v[0] for v in got.values()} - {parent}
+    assert len(children) == 1, "the child took tasks"
+    (child,) = children
+    assert [child] == parallel._EXITING, "kept to be collected"
+    assert os.waitpid(child, os.WNOHANG) == (0, 0), "run_forked returned while the child had not exited"
+    os.close(hold[1])  # the child may exit now
+    deadline = time.monotonic() + 30
+    while parallel._EXITING and time.monotonic() < deadline:
+        parallel._collect()
+        time.sleep(0.01)
+    assert parallel._EXITING == [], "collected once it exited"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)
+
+
+def _candidates(sizes: list[int]) -> list:
+    from ailint.engine.sources import Candidate
+
+    return [Candidate(f"f{i}.yaml", f"f{i}.yaml", signature=(s, 0, 0, i, 0)) for i, s in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("count", [2, 7, 64, 100, 2280])
+def test_the_parse_chunks_hold_every_file_once_and_end_in_quarters_largest_first(count: int) -> None:
+    from ailint.engine.parallel import _chunks
+
+    files = _candidates([(i * 7919) % 1000 for i in range(count)])
+    chunks = _chunks(files, 64, 2)
+    flat = [c for chunk in chunks for c in chunk]
+    assert sorted(flat, key=lambda c: c.path) == sorted(files, key=lambda c: c.path)
+    assert len({id(c) for c in flat}) == count, "no file in two chunks"
+    size = -(-count // 64)
+    quarter = max(1, size // 4)
+    tail = flat[len(flat) - min(count, 2 * 2 * size) :]
+    assert [c.signature[0] for c in tail] == sorted((c.signature[0] for c in tail), reverse=True)
+    assert all(len(chunk) <= quarter for chunk in chunks[-(len(tail) // quarter) :])
+
+
+def test_bounded_parse_chunks_are_even_and_spread() -> None:
+    from ailint.engine.parallel import _chunks
+
+    files = _candidates(list(range(100)))
+    assert _chunks(files, 32, 0) == [files[i::32] for i in range(32)]
+    assert _chunks(files[:5], 32, 0) == [[f] for f in files[:5]]
