@@ -316,3 +316,30 @@ def test_bounded_parse_chunks_are_even_and_spread() -> None:
     files = _candidates(list(range(100)))
     assert _chunks(files, 32, 0) == [files[i::32] for i in range(32)]
     assert _chunks(files[:5], 32, 0) == [[f] for f in files[:5]]
+
+
+def test_a_childs_peak_memory_counts_in_what_the_runs_parent_reads() -> None:
+    """A child that is not waited for while it exits is still collected before the process
+    ends (`lean.fast_exit` runs the exit handlers): `/usr/bin/time` and the benchmark read a
+    run's peak memory from `wait4`, which counts only the children that were collected."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, time\n"
+        "from ailint.engine.parallel import run_forked\n"
+        "parent = os.getpid()\n"
+        "def work(t):\n"
+        "    if os.getpid() != parent:\n"
+        "        big = b'x' * (200 << 20)  # in the child only: 200 MiB, every page written\n"
+        "        del big\n"
+        "    time.sleep(0.01)\n"
+        "    return t\n"
+        "assert run_forked(work, list(range(20)), 2) == {t: t for t in range(20)}\n"
+        "from ailint.doors.lean import fast_exit\n"
+        "fast_exit(0)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert usage.ru_maxrss > 150 * 1024, f"peak {usage.ru_maxrss} KiB: the child's 200 MiB are not counted"

@@ -33,20 +33,42 @@ if TYPE_CHECKING:
 _STATE: dict[str, Any] = {}
 _COMPILED = -(2**31)  # not a task: what a child compiled of ailint's start-up code (`ailint.core.codecache`)
 _DONE = 2**64 - 1  # not a length: a child's last note, after its last result
-# children that said they were done and are still exiting, collected at the next fork (a
-# console run ends first: its children are collected with it)
+# children that said they were done and may still be exiting: collected at the next fork,
+# and at the latest when the process ends (`_collect_at_exit`)
 _EXITING: list[int] = []
 
 
-def _collect() -> None:
-    """Collect the children of `_EXITING` that have exited by now (never waits)."""
+def _collect(wait: bool = False) -> None:
+    """Collect the children of `_EXITING` that have exited by now (all of them, `wait`)."""
     for pid in list(_EXITING):
         try:
-            got, _ = os.waitpid(pid, os.WNOHANG)
+            got, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
         except ChildProcessError:  # (collected by someone else)
             got = pid
         if got:
             _EXITING.remove(pid)
+
+
+def _exiting(pid: int) -> None:
+    """Collect `pid` later: at the next fork, or when the process ends."""
+    global _AT_EXIT
+    if not _AT_EXIT:
+        import atexit
+
+        atexit.register(_collect_at_exit)  # (run by `lean.fast_exit` too)
+        _AT_EXIT = True
+    _EXITING.append(pid)
+
+
+_AT_EXIT = False
+
+
+def _collect_at_exit() -> None:
+    """Wait for the children still exiting. Not for their status (each said it was done):
+    a child that is never collected is left out of the peak memory the process's own
+    parent reads (`wait4`'s `ru_maxrss`, as `/usr/bin/time` does), and the peak of a run with
+    bounded memory is often a child's. By the time a run has reported, they have exited."""
+    _collect(wait=True)
 
 
 def _init(settings: Any, engine_args: tuple) -> None:
@@ -461,8 +483,8 @@ class _Stream:
             if not self.done:
                 return
         os.close(self.notes)
-        if self.done:  # (collected later: `_collect`)
-            _EXITING.append(self.pid)
+        if self.done:
+            _exiting(self.pid)
         else:
             _, status = os.waitpid(self.pid, 0)
             self.failed = status != 0
