@@ -343,3 +343,47 @@ def test_a_childs_peak_memory_counts_in_what_the_runs_parent_reads() -> None:
     _, status, usage = os.wait4(proc.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert usage.ru_maxrss > 150 * 1024, f"peak {usage.ru_maxrss} KiB: the child's 200 MiB are not counted"
+
+
+def test_the_pods_of_a_childs_files_are_made_as_they_arrive_not_in_the_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The join (`finish`) runs in the parent alone: the pod templates of every object whose
+    pods depend on no other file are made before it, those of the child's files as they
+    arrive (with the facts the child worked out), as the parent's own were by their object
+    rules. The run reports what a one-process run reports."""
+    import json
+
+    from ailint.core.model import K8sObject
+    from ailint.domain.extract import TEMPLATES_MEMO, is_pod_kind
+    from ailint.engine import run
+    from ailint.engine.catalogue import settled
+    from ailint.engine.config import Settings
+    from ailint.report import json as rep
+    from conftest import ROOT
+
+    parent = os.getpid()
+    real_process_file = run.process_file
+
+    def slow_here(*a: object, **k: object) -> object:  # the child takes files too
+        if os.getpid() == parent:
+            time.sleep(0.02)
+        return real_process_file(*a, **k)
+
+    seen: list[tuple[K8sObject, bool]] = []
+    real_finish = run.finish
+
+    def finish(file_results: list, *a: object, **k: object) -> object:
+        for fr in file_results:
+            for _, obj in settled(fr):
+                if is_pod_kind(obj):
+                    seen.append((obj, obj.memo is not None and TEMPLATES_MEMO in obj.memo))
+        return real_finish(file_results, *a, **k)
+
+    monkeypatch.setattr(run, "process_file", slow_here)
+    monkeypatch.setattr(run, "finish", finish)
+    paths = sorted(str(p) for p in (ROOT / "fixtures" / "demo").glob("*.yaml"))
+    two = run.lint(paths, Settings(), jobs=2)
+    assert seen and all(made for _, made in seen), "every settled workload's pods made before the join"
+    assert all(o.carried is None for o, _ in seen), "the facts the child carried were taken"
+    monkeypatch.setattr(run, "finish", real_finish)
+    one = run.lint(paths, Settings(), jobs=1)
+    assert json.loads(rep.render(two)) == json.loads(rep.render(one))

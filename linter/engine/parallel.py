@@ -174,8 +174,10 @@ def _parse_forked(chunks: list[list[Any]], settings: Any, engine: Any, jobs: int
         return out
 
     # with bounded memory the objects' data is made of this process's shared strings and
-    # subtrees as each child's chunk arrives (`yamldata.reshared`)
-    results = run_forked(work, list(range(len(chunks))), jobs, taken=_reshared if engine.bounded else None)
+    # subtrees as each child's chunk arrives (`yamldata.reshared`); otherwise their pods are
+    # made as they arrive, for the bundle rules (`_with_pods`)
+    taken = _reshared if engine.bounded else _with_pods if engine.bundle_rules else None
+    results = run_forked(work, list(range(len(chunks))), jobs, taken=taken)
     if results is None:
         return None
     if tick is not None:  # the children's files, now that their results are in
@@ -200,6 +202,23 @@ def checked_for_parent(candidates: Iterable[Any], settings: Any, engine: Any) ->
             obj.carried = carry_facts(obj)
         pack(fr)
     return out
+
+
+def _with_pods(files: list[FileResult]) -> list[FileResult]:
+    """A child's files as they arrive, the pod templates of their objects made here (with the
+    facts the child worked out of them, `extract.take_carried_facts`), as this process made
+    those of its own files in their object rules. The bundle phase's index of the run's pods
+    reads them all: made there, the child's half were made after the parse, in the join, which
+    no other process shares (a third of the cold corpus run's join); made now, they are made
+    while the child still parses, and the queue evens that out."""
+    from ailint.domain.extract import is_pod_kind, pod_templates
+    from ailint.engine.catalogue import settled
+
+    for fr in files:
+        for _, obj in settled(fr):  # (an object waiting for the catalogue: its pods come once merged)
+            if is_pod_kind(obj):
+                pod_templates(obj)
+    return files
 
 
 def _reshared(files: list[FileResult]) -> list[FileResult]:
