@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ailint.engine.parallel import run_forked
@@ -362,11 +363,13 @@ def test_the_pods_of_a_childs_files_are_made_as_they_arrive_not_in_the_join(monk
 
     parent = os.getpid()
     real_process_file = run.process_file
+    parsed_here: list[str] = []
 
-    def slow_here(*a: object, **k: object) -> object:  # the child takes files too
+    def slow_here(c: Any, *a: object, **k: object) -> object:  # the child takes files too
         if os.getpid() == parent:
+            parsed_here.append(c.path)
             time.sleep(0.02)
-        return real_process_file(*a, **k)
+        return real_process_file(c, *a, **k)
 
     seen: list[tuple[K8sObject, bool]] = []
     real_finish = run.finish
@@ -382,6 +385,7 @@ def test_the_pods_of_a_childs_files_are_made_as_they_arrive_not_in_the_join(monk
     monkeypatch.setattr(run, "finish", finish)
     paths = sorted(str(p) for p in (ROOT / "fixtures" / "demo").glob("*.yaml"))
     two = run.lint(paths, Settings(), jobs=2)
+    assert set(paths) - set(parsed_here), "the child parsed some of the files"
     assert seen and all(made for _, made in seen), "every settled workload's pods made before the join"
     assert all(o.carried is None for o, _ in seen), "the facts the child carried were taken"
     monkeypatch.setattr(run, "finish", real_finish)
