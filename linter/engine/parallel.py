@@ -24,6 +24,7 @@ parses the files instead.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterable
 
@@ -38,9 +39,8 @@ _STATE: dict[str, Any] = {}
 _COMPILED = -(2**31)  # not a task: what a child compiled of ailint's start-up code (`ailint.core.codecache`)
 _DONE = 2**64 - 1  # not a length: a child's last note, after its last result
 # children that said they were done and may still be exiting: collected at the next fork,
-# and at the latest when the process ends (`_collect_at_exit`, registered once: `_AT_EXIT`)
+# and at the latest when the process ends (below)
 _EXITING: list[int] = []
-_AT_EXIT = False
 
 
 def _collect(wait: bool = False) -> None:
@@ -54,23 +54,12 @@ def _collect(wait: bool = False) -> None:
             _EXITING.remove(pid)
 
 
-def _exiting(pid: int) -> None:
-    """Collect `pid` later: at the next fork, or when the process ends."""
-    global _AT_EXIT
-    if not _AT_EXIT:
-        import atexit
-
-        atexit.register(_collect_at_exit)  # (run by `lean.fast_exit` too)
-        _AT_EXIT = True
-    _EXITING.append(pid)
-
-
-def _collect_at_exit() -> None:
-    """Wait for the children still exiting. Not for their status (each said it was done):
-    a child that is never collected is left out of the peak memory the process's own
-    parent reads (`wait4`'s `ru_maxrss`, as `/usr/bin/time` does), and the peak of a run with
-    bounded memory is often a child's. By the time a run has reported, they have exited."""
-    _collect(wait=True)
+# At exit (`lean.fast_exit` runs these handlers too), the children still exiting are waited
+# for, not for their status (each said it was done): a child that is never collected is left
+# out of the peak memory the process's own parent reads (`wait4`'s `ru_maxrss`, as
+# `/usr/bin/time` does), and the peak of a run with bounded memory is often a child's. By the
+# time a run has reported, they have exited.
+atexit.register(_collect, wait=True)
 
 
 def _init(settings: Any, engine_args: tuple) -> None:
@@ -506,7 +495,7 @@ class _Stream:
                 return
         os.close(self.notes)
         if self.done:
-            _exiting(self.pid)
+            _EXITING.append(self.pid)  # (collected later: `_collect`)
         else:
             _, status = os.waitpid(self.pid, 0)
             self.failed = status != 0
