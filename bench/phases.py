@@ -44,13 +44,24 @@ from pathlib import Path
 PROBE = r"""
 import json, os, sys
 LOG = open(sys.argv.pop(1), "a", buffering=1)
+# "count": fork at each boundary (callgrind dumps there); "time": note the clock, the CPU and
+# the page faults there instead (bench/timeline.py), and each forked child's at its start and end
+TIMED = sys.argv.pop(1) == "time"
+if TIMED:
+    import resource, time
 MAIN = os.getpid()
 def note(label, child=0):
-    LOG.write(json.dumps({"pid": os.getpid(), "label": label, "child": child}) + "\n")
+    e = {"pid": os.getpid(), "label": label, "child": child}
+    if TIMED:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        e.update(t=time.monotonic(), cpu=r.ru_utime + r.ru_stime, faults=r.ru_minflt)
+    LOG.write(json.dumps(e) + "\n")
 def split(label):
     if os.getpid() != MAIN:
         return
     note(label)
+    if TIMED:
+        return
     pid = os.fork()
     if pid == 0:
         os._exit(0)
@@ -71,6 +82,14 @@ def probe():
     def forked(body):
         if os.getpid() != MAIN:
             return fork_child(body)
+        if TIMED:
+            inner = body
+            def body(*a):
+                note("child+")
+                try:
+                    return inner(*a)
+                finally:
+                    note("child-")
         pid, r = fork_child(body)
         note("fork", pid)
         return pid, r
@@ -79,6 +98,13 @@ def probe():
     bounded(run, "finish"); bounded(par, "run_forked", enter=False)
     # in one process (no fork to mark the bundle phase): its first chunk, and the passes after it
     bounded(run, "bundle_chunk", leave=False); bounded(run, "_provider_passes_apart", enter=False)
+    if TIMED:  # the run's last moment this process sees (`lean.fast_exit` ends with it)
+        real_exit = os._exit
+        def _exit(code):
+            if os.getpid() == MAIN:
+                note("exit")
+            real_exit(code)
+        os._exit = _exit
 # the wrapped modules are imported once the run has put its code table in place, as a run
 # imports them: imported before, they would be compiled, and their classes made, anew
 import ailint.core.codecache as codecache
@@ -126,6 +152,7 @@ def measure(
         "-c",
         PROBE,
         str(log),
+        "count",
         "check",
         "--format",
         "json",
@@ -156,15 +183,23 @@ def segments(out: Path) -> dict[str, int | dict[str, int]]:
         if label == "fork" and event is not None:  # a child of this phase (parse or bundle)
             where = "bundle" if phase == "join" else phase
             children[where] = children.get(where, 0) + totals(out / f"cg.{event['child']}")
-        phase = {
-            "parse+": "parse",
-            "parse-": "join",
-            "fork": "bundle" if phase == "join" else phase,
-            "bundle_chunk+": "bundle",
-            "run_forked-": phase if phase == "parse" else "finish",
-            "_provider_passes_apart-": "finish",
-        }.get(label, phase)
+        phase = next_phase(label, phase)
     return {**named, "children": children}
+
+
+def next_phase(label: str, phase: str) -> str:
+    """The phase the run is in after the probe's boundary `label`, from `phase`: a fork in
+    the join is the bundle phase's child; the parse's `run_forked` returns inside the parse,
+    the bundle phase's ends it; in one process the bundle phase starts at its first chunk
+    and ends after the policy passes."""
+    return {
+        "parse+": "parse",
+        "parse-": "join",
+        "fork": "bundle" if phase == "join" else phase,
+        "bundle_chunk+": "bundle",
+        "run_forked-": phase if phase == "parse" else "finish",
+        "_provider_passes_apart-": "finish",
+    }.get(label, phase)
 
 
 def counted(

@@ -31,7 +31,9 @@ and two rows measured minutes apart moved the share by a third. The load average
 machine is printed with the table. `--profile` adds where a cold corpus run spends its time
 (one process, stage by stage), and `--phases` its instructions by phase, in one process and
 in two (`bench/phases.py`, under valgrind: the same on a busy machine), which show what the
-second process adds and what the run waits for. `python bench/compare.py REV` compares this
+second process adds and what the run waits for; `--timeline` their wall time, CPU and page
+faults, and the two-process run's bound with a second process that costs nothing
+(`bench/timeline.py`). `python bench/compare.py REV` compares this
 tree with an earlier revision, run against run.
 """
 
@@ -502,6 +504,7 @@ def run(args: argparse.Namespace) -> str:
     python = str(Path(ailint[0]).with_name("python"))
     profile = stage_profile(python, plain, env) if args.profile else ""
     by_phase = phase_table(python, plain) if args.phases else ""
+    by_time = time_table(python, plain) if args.timeline else ""
     edit(victim)  # leave no trace of the run's edits but a fresh copy next time
     restore_victims()  # (the generated trees are kept from run to run)
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -536,6 +539,8 @@ def run(args: argparse.Namespace) -> str:
         lines += ["", profile]
     if by_phase:
         lines += ["", by_phase]
+    if by_time:
+        lines += ["", by_time]
     return "\n".join(lines) + "\n"
 
 
@@ -549,6 +554,19 @@ def phase_table(python: str, plain: list[str]) -> str:
     return (
         "Instructions of a cold corpus run by phase (`python bench/phases.py`: callgrind, its counts "
         "written at each fork; the same on a busy machine):\n\n" + phases.table(python, plain)
+    )
+
+
+def time_table(python: str, plain: list[str]) -> str:
+    """The cold corpus run's wall time, CPU and page faults by phase, in one process and in
+    two, with the bound of two processes (`timeline.py`)."""
+    import timeline  # bench/timeline.py, beside this script
+
+    print("bench: timing the phases (bench/timeline.py)", file=sys.stderr)
+    return (
+        "Wall time of a cold corpus run by phase (`python bench/timeline.py`: medians of 5 alternating "
+        "pairs; the last row splits the one process's CPU evenly around the two-process run's serial "
+        "phases, that is, with a second process that costs nothing):\n\n" + timeline.table(python, plain)
     )
 
 
@@ -579,6 +597,7 @@ def main() -> None:
     ap.add_argument("--dev-venv", action="store_true", help="time this interpreter's ailint, not a user install")
     ap.add_argument("--profile", action="store_true", help="add where a cold corpus run spends its time")
     ap.add_argument("--phases", action="store_true", help="add its instructions by phase and process (valgrind)")
+    ap.add_argument("--timeline", action="store_true", help="add its wall time, CPU and page faults by phase")
     ap.add_argument("--update-readme", action="store_true")
     args = ap.parse_args()
     if args.install_peer:
