@@ -98,7 +98,12 @@ def timed(python: str, paths: list[str], jobs: int, env: dict[str, str] | None =
             check=False,
         )
         ended = time.monotonic()
-        events = [json.loads(line) for line in log.read_text().splitlines()]
+        events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    if not events or events[0]["label"] != "parse+":
+        raise SystemExit(
+            f"timeline: `{python} -m ailint check --jobs {jobs}` left no notes of its phases "
+            f"(exit {done.returncode}); is ailint installed for that interpreter?"
+        )
     got = attribute(events, started, ended)
     got["report"] = hashlib.sha256(done.stdout).hexdigest()
     return got

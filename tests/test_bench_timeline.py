@@ -6,6 +6,7 @@ docs/speed.md reads the cold target against."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -120,3 +121,13 @@ def test_a_real_run(timeline):
     assert one["report"] == two["report"]
     if (os.cpu_count() or 1) >= 2:
         assert two["children"]["parse"]["n"] == 1 and two["children"]["parse"]["cpu"] > 0
+
+
+def test_a_run_that_leaves_no_notes(timeline):
+    """An interpreter without ailint (here, a program that exits at once) is a clear message,
+    not a traceback of the table's arithmetic."""
+    false = shutil.which("false")
+    if false is None:
+        pytest.skip("no `false` program here")
+    with pytest.raises(SystemExit, match="left no notes of its phases"):
+        timeline.timed(false, [str(ROOT / "fixtures" / "demo")], 1)
