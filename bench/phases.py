@@ -142,27 +142,21 @@ def measure(
     python: str, args: list[str], out: Path, env: dict[str, str] | None = None
 ) -> dict[str, int | dict[str, int]]:
     """Run `ailint check ARGS` under callgrind; the instructions of each named segment."""
-    log = out / "forks.jsonl"
     cmd = [
         "valgrind",
         "--tool=callgrind",
         "--dump-before=_Fork",
         f"--callgrind-out-file={out}/cg.%p",
-        python,
-        "-c",
-        PROBE,
-        str(log),
-        "count",
-        "check",
-        "--format",
-        "json",
-        "--fail-on",
-        "never",
-        "--no-cache",
-        *args,
+        *probed(python, out / "forks.jsonl", "count", args),
     ]
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     return segments(out)
+
+
+def probed(python: str, log: Path, mode: str, args: list[str]) -> list[str]:
+    """The command of a cold `ailint check ARGS` (its JSON report) under the probe, which
+    notes its boundaries in `log`: forking at each (`count`), or timing each (`time`)."""
+    return [python, "-c", PROBE, str(log), mode, "check", "--format", "json", "--fail-on", "never", "--no-cache", *args]
 
 
 def segments(out: Path) -> dict[str, int | dict[str, int]]:

@@ -88,10 +88,9 @@ def timed(python: str, paths: list[str], jobs: int, env: dict[str, str] | None =
     and the digest of its report."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "notes.jsonl"
-        cmd = [python, "-c", phases.PROBE, str(log), "time", "check", "--format", "json", "--fail-on", "never"]
         started = time.monotonic()
         done = subprocess.run(
-            [*cmd, "--no-cache", "--jobs", str(jobs), *paths],
+            phases.probed(python, log, "time", ["--jobs", str(jobs), *paths]),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=env,
