@@ -44,8 +44,8 @@ from pathlib import Path
 PROBE = r"""
 import json, os, sys
 LOG = open(sys.argv.pop(1), "a", buffering=1)
-# "count": fork at each boundary (callgrind dumps there); "time": note the clock, the CPU and
-# the page faults there instead (bench/timeline.py), and each forked child's at its start and end
+# "count": fork at each boundary (callgrind dumps there); "time": note the clock, the CPU (and
+# of it the kernel's) and the page faults there instead (bench/timeline.py), and each forked child's at its start and end
 TIMED = sys.argv.pop(1) == "time"
 if TIMED:
     import resource, time
@@ -54,7 +54,7 @@ def note(label, child=0):
     e = {"pid": os.getpid(), "label": label, "child": child}
     if TIMED:
         r = resource.getrusage(resource.RUSAGE_SELF)
-        e.update(t=time.monotonic(), cpu=r.ru_utime + r.ru_stime, faults=r.ru_minflt)
+        e.update(t=time.monotonic(), cpu=r.ru_utime + r.ru_stime, sys=r.ru_stime, faults=r.ru_minflt)
     LOG.write(json.dumps(e) + "\n")
 def split(label):
     if os.getpid() != MAIN:

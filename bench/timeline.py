@@ -12,13 +12,17 @@ machine, and the bundle phase's two processes copy the pages they both write. Th
 times the same phases with the same probe (`phases.PROBE` in its "time" mode: at each
 boundary the monotonic clock, the process's CPU and its page faults; each forked child's at
 its start and its end) and prints, per phase, the wall time of a `--jobs 1` and of a
-`--jobs 2` run, then the CPU and the page faults of each run's processes.
+`--jobs 2` run, then the CPU, the kernel's part of it and the page faults of each run's
+processes. (A process forked for the bundle phase that wrote every page of its heap before
+its tasks, 17,000 faults, spent the same CPU in all as one that did not: most of what the
+two-process bundle phase spends more is the copying of the pages both processes write;
+docs/speed.md, the stop of 2026-12-07 from 19:04 UTC.)
 
 Its last row is the bound of the two-process run with today's work: the one process's CPU
 split evenly between two processes around the two-process run's serial phases (start-up,
 join, finish), that is, a second process that costs nothing. A target below the bound
 cannot be reached by making the second process cheaper alone: the one process's work has to
-shrink (docs/speed.md, "This stop" of 2026-12-07 from 17:53, measured it by hand first).
+shrink (docs/speed.md, the stop of 2026-12-07 from 17:53 UTC, measured it by hand first).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def attribute(events: list[dict[str, Any]], started: float, ended: float) -> dic
     cpu_by = dict.fromkeys(phases.PHASES, 0.0)
     phase, last = "start-up", started
     forked_in: dict[int, str] = {}
-    cpu = faults = 0.0
+    cpu = faults = kernel = 0.0
     for e in events:
         if e["pid"] != main:
             continue
@@ -64,13 +68,14 @@ def attribute(events: list[dict[str, Any]], started: float, ended: float) -> dic
         if e["label"] == "fork":
             forked_in[e["child"]] = "bundle" if phase == "join" else phase
         phase = phases.next_phase(e["label"], phase)
-        cpu, faults = e["cpu"], e["faults"]  # (the last note is the exit's)
+        cpu, faults, kernel = e["cpu"], e["faults"], e.get("sys", 0.0)  # (the last note is the exit's)
     named[phase] += ended - last
     children: dict[str, dict[str, float]] = {}
     for e in events:
         if e["pid"] != main and e["label"] == "child-":
-            got = children.setdefault(forked_in.get(e["pid"], "parse"), {"cpu": 0.0, "faults": 0.0, "n": 0})
+            got = children.setdefault(forked_in.get(e["pid"], "parse"), {"cpu": 0.0, "sys": 0.0, "faults": 0.0, "n": 0})
             got["cpu"] += e["cpu"]
+            got["sys"] += e.get("sys", 0.0)
             got["faults"] += e["faults"]
             got["n"] += 1
     return {
@@ -78,6 +83,7 @@ def attribute(events: list[dict[str, Any]], started: float, ended: float) -> dic
         "cpu_by": cpu_by,
         "wall": ended - started,
         "cpu": cpu,
+        "sys": kernel,
         "faults": faults,
         "children": children,
     }
@@ -119,6 +125,12 @@ def total_cpu(run: dict[str, Any]) -> float:
     return float(run["cpu"] + sum(c["cpu"] for c in run["children"].values()))
 
 
+def total_sys(run: dict[str, Any]) -> float:
+    """The kernel's part of `total_cpu`: page faults (a page both processes write after the
+    fork is copied for the one that writes it: 2.8 µs each here), reading files, pipes."""
+    return float(run.get("sys", 0.0) + sum(c.get("sys", 0.0) for c in run["children"].values()))
+
+
 def total_faults(run: dict[str, Any]) -> float:
     return float(run["faults"] + sum(c["faults"] for c in run["children"].values()))
 
@@ -128,12 +140,13 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     kids: dict[str, dict[str, float]] = {}
     for where in [k for k in phases.PHASES if any(k in r["children"] for r in runs)]:
         have = [r["children"][where] for r in runs if where in r["children"]]
-        kids[where] = {f: statistics.median(c[f] for c in have) for f in ("cpu", "faults", "n")}
+        kids[where] = {f: statistics.median(c.get(f, 0.0) for c in have) for f in ("cpu", "sys", "faults", "n")}
     return {
         "phases": {k: statistics.median(r["phases"][k] for r in runs) for k in phases.PHASES},
         "cpu_by": {k: statistics.median(r["cpu_by"][k] for r in runs) for k in phases.PHASES},
         "wall": statistics.median(r["wall"] for r in runs),
         "cpu": statistics.median(r["cpu"] for r in runs),
+        "sys": statistics.median(r.get("sys", 0.0) for r in runs),
         "faults": statistics.median(r["faults"] for r in runs),
         "children": kids,
     }
@@ -164,6 +177,7 @@ def render(ones: list[dict[str, Any]], twos: list[dict[str, Any]]) -> str:
     for r, runs in ((one, ones), (two, twos)):
         r["cpu_all"] = statistics.median(total_cpu(x) for x in runs)
         r["faults_all"] = statistics.median(total_faults(x) for x in runs)
+        r["sys_all"] = statistics.median(total_sys(x) for x in runs)
     best = statistics.median(bound(a, b) for a, b in zip(ones, twos, strict=True))
 
     def ms(s: float) -> str:
@@ -185,6 +199,7 @@ def render(ones: list[dict[str, Any]], twos: list[dict[str, Any]]) -> str:
     rows += [
         f"| the run | {ms(one['wall'])}, {ms(one['cpu_all'])} | {ms(two['wall'])} | "
         f"{ms(two['cpu_all'])} ({two['cpu_all'] / one['cpu_all']:.2f} of one process's) |",
+        f"| of which the kernel's (page faults, reading files) | {ms(one['sys_all'])} | | {ms(two['sys_all'])} |",
         f"| page faults | {one['faults_all']:,.0f} | | {two['faults_all']:,.0f} |",
         f"| with a second process that costs nothing | | {ms(best)} ({best / two['wall']:.2f} of the run) | |",
     ]

@@ -21,8 +21,10 @@ def timeline():
     return bench_module("timeline")
 
 
-def note(pid: int, label: str, t: float, cpu: float = 0.0, faults: float = 0.0, child: int = 0) -> dict:
-    return {"pid": pid, "label": label, "child": child, "t": t, "cpu": cpu, "faults": faults}
+def note(
+    pid: int, label: str, t: float, cpu: float = 0.0, faults: float = 0.0, child: int = 0, sys: float = 0.0
+) -> dict:
+    return {"pid": pid, "label": label, "child": child, "t": t, "cpu": cpu, "sys": sys, "faults": faults}
 
 
 TWO = [  # this process's notes carry its CPU so far (cumulative), a child's its own at its end
@@ -30,16 +32,16 @@ TWO = [  # this process's notes carry its CPU so far (cumulative), a child's its
     note(2, "child+", 1.01),
     note(1, "fork", 1.02, cpu=0.95, child=2),
     note(1, "run_forked-", 4.0, cpu=3.4),
-    note(2, "child-", 4.0, cpu=2.9, faults=800),
+    note(2, "child-", 4.0, cpu=2.9, faults=800, sys=0.2),
     note(1, "parse-", 4.5, cpu=3.9),
     note(1, "finish+", 4.6, cpu=4.0),
     note(3, "child+", 5.0),
     note(1, "fork", 5.0, cpu=4.4, child=3),
     note(1, "bundle_chunk+", 5.1, cpu=4.5),  # this process's schema task: still the bundle phase
-    note(3, "child-", 7.0, cpu=1.8, faults=900),
+    note(3, "child-", 7.0, cpu=1.8, faults=900, sys=0.3),
     note(1, "run_forked-", 7.0, cpu=5.3),
     note(1, "finish-", 7.5, cpu=5.8),
-    note(1, "exit", 7.7, cpu=6.0, faults=3000),
+    note(1, "exit", 7.7, cpu=6.0, faults=3000, sys=0.4),
 ]
 
 
@@ -48,12 +50,13 @@ def test_two_processes(timeline):
     assert got["phases"] == pytest.approx({"start-up": 1.0, "parse": 3.5, "join": 0.5, "bundle": 2.0, "finish": 1.0})
     assert got["cpu_by"] == pytest.approx({"start-up": 0.9, "parse": 3.0, "join": 0.5, "bundle": 0.9, "finish": 0.7})
     assert got["wall"] == 8.0
-    assert (got["cpu"], got["faults"]) == (6.0, 3000)
+    assert (got["cpu"], got["sys"], got["faults"]) == (6.0, 0.4, 3000)
     assert got["children"] == {
-        "parse": {"cpu": 2.9, "faults": 800, "n": 1},
-        "bundle": {"cpu": 1.8, "faults": 900, "n": 1},
+        "parse": {"cpu": 2.9, "sys": 0.2, "faults": 800, "n": 1},
+        "bundle": {"cpu": 1.8, "sys": 0.3, "faults": 900, "n": 1},
     }
     assert timeline.total_cpu(got) == pytest.approx(10.7)
+    assert timeline.total_sys(got) == pytest.approx(0.9)
 
 
 def test_one_process(timeline):
@@ -82,6 +85,7 @@ def test_bound_and_table(timeline):
         "cpu_by": {"start-up": 0.5, "parse": 5.9, "join": 0.3, "bundle": 3.1, "finish": 0.4},
         "wall": 10.5,
         "cpu": 10.2,
+        "sys": 0.5,
         "faults": 5000,
         "children": {},
         "report": "a",
@@ -100,6 +104,8 @@ def test_bound_and_table(timeline):
         "| 300 ms, 300 ms | 500 ms | 500 ms |"
     )
     assert rows["the run"] == "| the run | 10,500 ms, 10,200 ms | 8,000 ms | 10,700 ms (1.05 of one process's) |"
+    # the kernel's part: this process's and each child's, summed
+    assert rows["of which the kernel's (page faults, reading files)"].endswith("| 500 ms | | 900 ms |")
     assert text.endswith("Every run printed the same report.")
     assert "2 different reports" in timeline.render([one], [{**two, "report": "b"}])
 
@@ -117,6 +123,7 @@ def test_a_real_run(timeline):
         assert all(v >= 0 for v in run["phases"].values())
         assert run["phases"]["parse"] > 0 and run["cpu"] > 0
         assert sum(run["cpu_by"].values()) == pytest.approx(run["cpu"])
+        assert 0 <= run["sys"] <= run["cpu"]
     assert one["children"] == {}
     assert one["report"] == two["report"]
     if (os.cpu_count() or 1) >= 2:
