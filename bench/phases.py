@@ -45,7 +45,8 @@ PROBE = r"""
 import json, os, sys
 LOG = open(sys.argv.pop(1), "a", buffering=1)
 # "count": fork at each boundary (callgrind dumps there); "time": note the clock, the CPU (and
-# of it the kernel's) and the page faults there instead (bench/timeline.py), and each forked child's at its start and end
+# the kernel's part of it) and the page faults there instead (bench/timeline.py), and each
+# forked child's at its start and end
 TIMED = sys.argv.pop(1) == "time"
 if TIMED:
     import resource, time

@@ -68,14 +68,14 @@ def attribute(events: list[dict[str, Any]], started: float, ended: float) -> dic
         if e["label"] == "fork":
             forked_in[e["child"]] = "bundle" if phase == "join" else phase
         phase = phases.next_phase(e["label"], phase)
-        cpu, faults, kernel = e["cpu"], e["faults"], e.get("sys", 0.0)  # (the last note is the exit's)
+        cpu, faults, kernel = e["cpu"], e["faults"], e["sys"]  # (the last note is the exit's)
     named[phase] += ended - last
     children: dict[str, dict[str, float]] = {}
     for e in events:
         if e["pid"] != main and e["label"] == "child-":
             got = children.setdefault(forked_in.get(e["pid"], "parse"), {"cpu": 0.0, "sys": 0.0, "faults": 0.0, "n": 0})
             got["cpu"] += e["cpu"]
-            got["sys"] += e.get("sys", 0.0)
+            got["sys"] += e["sys"]
             got["faults"] += e["faults"]
             got["n"] += 1
     return {
@@ -128,7 +128,7 @@ def total_cpu(run: dict[str, Any]) -> float:
 def total_sys(run: dict[str, Any]) -> float:
     """The kernel's part of `total_cpu`: page faults (a page both processes write after the
     fork is copied for the one that writes it: 2.8 µs each here), reading files, pipes."""
-    return float(run.get("sys", 0.0) + sum(c.get("sys", 0.0) for c in run["children"].values()))
+    return float(run["sys"] + sum(c["sys"] for c in run["children"].values()))
 
 
 def total_faults(run: dict[str, Any]) -> float:
@@ -140,13 +140,13 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     kids: dict[str, dict[str, float]] = {}
     for where in [k for k in phases.PHASES if any(k in r["children"] for r in runs)]:
         have = [r["children"][where] for r in runs if where in r["children"]]
-        kids[where] = {f: statistics.median(c.get(f, 0.0) for c in have) for f in ("cpu", "sys", "faults", "n")}
+        kids[where] = {f: statistics.median(c[f] for c in have) for f in ("cpu", "sys", "faults", "n")}
     return {
         "phases": {k: statistics.median(r["phases"][k] for r in runs) for k in phases.PHASES},
         "cpu_by": {k: statistics.median(r["cpu_by"][k] for r in runs) for k in phases.PHASES},
         "wall": statistics.median(r["wall"] for r in runs),
         "cpu": statistics.median(r["cpu"] for r in runs),
-        "sys": statistics.median(r.get("sys", 0.0) for r in runs),
+        "sys": statistics.median(r["sys"] for r in runs),
         "faults": statistics.median(r["faults"] for r in runs),
         "children": kids,
     }
