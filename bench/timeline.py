@@ -16,7 +16,7 @@ its start and its end) and prints, per phase, the wall time of a `--jobs 1` and 
 processes. (A process forked for the bundle phase that wrote every page of its heap before
 its tasks, 17,000 faults, spent the same CPU in all as one that did not: most of what the
 two-process bundle phase spends more is the copying of the pages both processes write;
-docs/speed.md, the stop of 2026-12-07 from 19:04 UTC.)
+docs/speed.md, the stops of 2026-12-07 from 16:22 and 19:04 UTC.)
 
 Its last row is the bound of the two-process run with today's work: the one process's CPU
 split evenly between two processes around the two-process run's serial phases (start-up,
