@@ -108,6 +108,25 @@ def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
     return True
 
 
+def nearest(origin: K8sObject, candidates: list[Any], of: Callable[[Any], K8sObject] = lambda c: c) -> list[Any]:
+    """The candidates a reference from `origin` (a route's Service name, a selector) reaches:
+    those in its file, else those in its folder, else all of them, in run order.
+
+    A repository may keep alternatives of one object: two blueprints that each define the
+    RayService `stablediffusion/stablediffusion` with its own Ingress. Each is applied with the
+    files beside it, so a reference reaches the copy next to it, and a message that named the
+    other blueprint's copy would send the reader to a file this one is never applied with.
+    `of` maps a candidate to its object."""
+    if len(candidates) < 2:
+        return list(candidates)
+    here = [c for c in candidates if of(c).file == origin.file]
+    if here:
+        return here
+    folder = origin.file.replace("\\", "/").rpartition("/")[0]
+    beside = [c for c in candidates if of(c).file.replace("\\", "/").rpartition("/")[0] == folder]
+    return beside or list(candidates)
+
+
 @dataclass(eq=False)
 class NodePoolView:
     """A Karpenter / EKS Auto Mode NodePool, read once."""
@@ -421,4 +440,4 @@ def objects_selected_by(
     return [(o, p) for o, p in candidates if selector_matches(selector, p.labels)]
 
 
-__all__ = ["Context", "NodePoolView", "get_in", "objects_selected_by", "selector_matches"]
+__all__ = ["Context", "NodePoolView", "get_in", "nearest", "objects_selected_by", "selector_matches"]

@@ -8,6 +8,9 @@ types, `headGroupSpec.enableIngress: true`, or a Service (LoadBalancer/NodePort)
 or HTTPRoute in the files that targets the head's port 8265 (`dashboard`). Authentication
 is on when `spec.authOptions.mode` is `token` (KubeRay 1.5.1+) or the head container sets
 `RAY_AUTH_MODE=token` itself; without `authOptions`, or with `mode: disabled`, it is off.
+Where a repository keeps alternatives of one Ray object (two blueprints that define the same
+namespace and name), a Service or route reaches the copy in its own file, else in its own
+folder.
 
 ## Why is this bad?
 The Ray Jobs API accepts arbitrary entrypoints: whoever reaches port 8265 can submit a
@@ -80,7 +83,7 @@ from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import ray as ray_domain
 from ailint.domain.agents import version_at_least
-from ailint.domain.context import Context, selector_matches
+from ailint.domain.context import Context, nearest, selector_matches
 from ailint.fix import edits
 
 TYPE_CHECKING = False
@@ -270,7 +273,7 @@ def _service(obj: Any, ctx: Any) -> Iterator[Finding]:
     st = obj.get("spec", "type")
     if st not in _EXTERNAL_TYPES or not _service_targets_dashboard(obj):
         return
-    for ray in _rays_selected(ctx, obj):
+    for ray in nearest(obj, _rays_selected(ctx, obj), lambda r: r.obj):
         if not ray.auth:
             yield RULE.finding(
                 obj,
@@ -312,7 +315,7 @@ def _route(obj: Any, ctx: Any, path: tuple, svc_name: Any, port: Any, what: str)
             if svc.name == svc_name and svc.group == "" and _service_targets_dashboard(svc, port):
                 targets = _rays_selected(ctx, svc)
                 break
-    for ray in targets:
+    for ray in nearest(obj, targets, lambda r: r.obj):  # (a blueprint's own, not another's copy)
         if not ray.auth:
             via = "" if svc_name.startswith(str(ray.obj.name)) else f" (Service {svc_name})"
             yield RULE.finding(

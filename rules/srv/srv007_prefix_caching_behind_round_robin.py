@@ -9,7 +9,9 @@ LWS leader's `leaderworkerset.sigs.k8s.io/worker-index: "0"`), is not headless a
 `sessionAffinity: ClientIP`, while no `InferencePool` selects the same pods and no
 vLLM production-stack router in the namespace uses session or prefix-aware routing.
 
-Workloads with no Service in the run are skipped (their routing is unknown).
+Workloads with no Service in the run are skipped (their routing is unknown). Where a
+repository keeps alternatives of one Service (two blueprints that define the same namespace
+and name), the workload is judged behind the copy in its own file, else in its own folder.
 
 Severity: warning with 3 or more replicas (most requests miss the cache); info with 2.
 
@@ -105,7 +107,7 @@ from collections.abc import Iterator
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, get_in
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import serving
-from ailint.domain.context import Context
+from ailint.domain.context import Context, nearest
 from ailint.domain.extract import pod_templates
 from ailint.domain.pod_labels import may_select
 from ailint.fix import edits
@@ -195,6 +197,9 @@ def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:
                 continue
             if may_select(sel, pod):
                 services.append(svc)
+        # (an alternative of the same Service in another blueprint's folder is not the one
+        # applied with this workload)
+        services = nearest(obj, services)
         if not services:
             continue
         if any(s.get("spec", "sessionAffinity") == "ClientIP" for s in services):
