@@ -302,20 +302,24 @@ def _blueprints(root: Path, text: str, *, one_folder: bool = False) -> dict[str,
 
 
 def test_nearest_prefers_the_file_then_the_folder_of_the_reference() -> None:
-    """A reference reaches the candidates in its own file, else in its folder, else all of
-    them, in run order (`context.nearest`)."""
+    """Of several copies of one object (kind, namespace, name), a reference reaches the copy
+    in its own file, else those in its folder, else all of them; objects of other names are
+    kept as they are (a selector may reach them all), in run order (`context.nearest`)."""
     from types import SimpleNamespace
 
     from ailint.domain.context import nearest
 
-    def obj(file: str) -> SimpleNamespace:
-        return SimpleNamespace(file=file)
+    def obj(file: str, name: str = "sd") -> SimpleNamespace:
+        return SimpleNamespace(file=file, kind="Service", group="", namespace_or_default="ml", name=name)
 
-    a1, a2, b1, c1 = obj("bp/a/x.yaml"), obj("bp/a/y.yaml"), obj("bp/b/x.yaml"), obj("c.yaml")
+    a1, a2, b1 = obj("bp/a/x.yaml"), obj("bp/a/y.yaml"), obj("bp/b/x.yaml")
     assert nearest(a1, [b1, a2, a1]) == [a1]  # its own file
     assert nearest(obj("bp/a/z.yaml"), [b1, a2, a1]) == [a2, a1]  # its folder, in run order
-    assert nearest(obj("bp/d/z.yaml"), [b1, a2]) == [b1, a2]  # none near: all of them
-    assert nearest(c1, [a1]) == [a1]  # one candidate: that one, wherever it is
+    assert nearest(obj("bp/d/z.yaml"), [b1, a2]) == [b1, a2]  # no copy near: all of them
+    assert nearest(obj("c.yaml"), [a1]) == [a1]  # one candidate: that one, wherever it is
+    other = obj("bp/b/w.yaml", name="other")  # another object: never an alternative
+    assert nearest(a1, [other, b1, a1]) == [other, a1]
+    assert nearest(a1, [other, b1]) == [other, b1]
     beside = obj("bp\\a\\w.yaml")  # (Windows separators: the same folder)
     assert nearest(obj("bp\\a\\z.yaml"), [obj("bp\\b\\x.yaml"), beside]) == [beside]
     wrapped = [(b1, "b"), (a2, "a")]

@@ -109,22 +109,35 @@ def selector_matches(selector: Any, labels: dict[str, Any]) -> bool:
 
 
 def nearest(origin: K8sObject, candidates: list[Any], of: Callable[[Any], K8sObject] = lambda c: c) -> list[Any]:
-    """The candidates a reference from `origin` (a route's Service name, a selector) reaches:
-    those in its file, else those in its folder, else all of them, in run order.
+    """The candidates a reference from `origin` (a route's Service name, a selector) reaches,
+    in run order: of several copies of one object (the same kind, namespace and name), the
+    copy in `origin`'s file, else those in its folder, else all of them; every other
+    candidate as it is. `of` maps a candidate to its object.
 
     A repository may keep alternatives of one object: two blueprints that each define the
     RayService `stablediffusion/stablediffusion` with its own Ingress. Each is applied with the
     files beside it, so a reference reaches the copy next to it, and a message that named the
     other blueprint's copy would send the reader to a file this one is never applied with.
-    `of` maps a candidate to its object."""
+    Objects of different names are never alternatives: a selector may reach all of them."""
     if len(candidates) < 2:
         return list(candidates)
-    here = [c for c in candidates if of(c).file == origin.file]
-    if here:
-        return here
-    folder = origin.file.replace("\\", "/").rpartition("/")[0]
-    beside = [c for c in candidates if of(c).file.replace("\\", "/").rpartition("/")[0] == folder]
-    return beside or list(candidates)
+    copies: dict[tuple[str, str, str, str | None], list[int]] = {}
+    for i, c in enumerate(candidates):
+        o = of(c)
+        copies.setdefault((o.kind, o.group, o.namespace_or_default, o.name), []).append(i)
+    if all(len(group) == 1 for group in copies.values()):
+        return list(candidates)
+    folder = _folder(origin.file)
+    kept: list[int] = []
+    for group in copies.values():
+        here = [i for i in group if of(candidates[i]).file == origin.file]
+        beside = here or [i for i in group if _folder(of(candidates[i]).file) == folder]
+        kept += beside or group
+    return [candidates[i] for i in sorted(kept)]
+
+
+def _folder(file: str) -> str:
+    return file.replace("\\", "/").rpartition("/")[0]
 
 
 @dataclass(eq=False)
