@@ -11,6 +11,8 @@ from ailint.engine.config import Settings
 from ailint.engine.load import load_text
 from ailint.engine.run import lint
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
 SCRIPT = """apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -218,86 +220,17 @@ def test_secret_kind_passes_over_only_entries_that_cannot_hit() -> None:
     assert hits > 400
 
 
-RAY_BLUEPRINT = """apiVersion: ray.io/v1
-kind: RayService
-metadata:
-  name: sd
-  namespace: sd
-spec:
-  serveConfigV2: |
-    applications:
-      - name: app
-        import_path: serve_app:app
-  rayClusterConfig:
-    rayVersion: "2.46.0"
-    headGroupSpec:
-      headService:
-        metadata:
-          name: sd
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-            - name: ray-head
-              image: rayproject/ray:2.46.0-ACCEL
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: sd
-  namespace: sd
-spec:
-  rules:
-    - http:
-        paths:
-          - path: /dashboard/(.*)
-            pathType: ImplementationSpecific
-            backend:
-              service:
-                name: sd
-                port:
-                  number: 8265
-"""
-
-SERVING_BLUEPRINT = """apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: vllm
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: vllm}
-  template:
-    metadata:
-      labels: {app: vllm}
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.9.2-ACCEL
-          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--enable-prefix-caching"]
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: vllm-leader
-spec:
-  selector: {app: vllm}
-  ports:
-    - port: 80
-      targetPort: 8000
-"""
-
-
-def _blueprints(root: Path, text: str, *, one_folder: bool = False) -> dict[str, str]:
-    """Two alternatives of one blueprint (the same kinds, namespaces and names), a GPU and a
-    TPU variant, each in a folder of its own (or both in one folder): {variant: its file}."""
+def _blueprints(root: Path, fixture: str, *, one_folder: bool = False) -> dict[str, Path]:
+    """Two alternatives of one blueprint (a fixture's objects, the same kinds, namespaces and
+    names), each in a folder of its own (or both in one folder): {variant: its file}."""
+    text = (FIXTURES / fixture).read_text(encoding="utf-8")
     files = {}
-    for accel in ("gpu", "tpu"):
-        d = root if one_folder else root / accel
+    for variant in ("blue", "green"):
+        d = root if one_folder else root / variant
         d.mkdir(parents=True, exist_ok=True)
-        f = d / f"{accel}.yaml"
-        f.write_text(text.replace("ACCEL", accel), encoding="utf-8")
-        files[accel] = str(f)
+        f = d / f"{variant}-{Path(fixture).name}"
+        f.write_text(text, encoding="utf-8")
+        files[variant] = f
     return files
 
 
@@ -327,36 +260,32 @@ def test_nearest_prefers_the_file_then_the_folder_of_the_reference() -> None:
 
 
 def test_a_route_names_the_ray_cluster_of_its_own_blueprint(tmp_path: Path) -> None:
-    """Two blueprints each define RayService sd/sd with a head Service named `sd` and an
-    Ingress to its dashboard: each Ingress's finding names the RayService beside it, not the
-    other blueprint's copy (which sorted first, and which the message named before)."""
+    """Two blueprints each define RayCluster default/raycluster-ingress and an Ingress to its
+    dashboard: each Ingress's finding names the RayCluster beside it, not the other
+    blueprint's copy (which sorted first, and which the message named before)."""
     for one_folder in (False, True):
-        files = _blueprints(tmp_path / f"one{one_folder}", RAY_BLUEPRINT, one_folder=one_folder)
-        found = [f for f in lint(list(files.values()), Settings(select=["SEC008"])).findings if f.code == "SEC008"]
-        routes = {f.file: f.message for f in found if f.message.startswith("Ingress")}
-        assert len(routes) == 2
-        for variant in files:
-            (mine,) = [m for f, m in routes.items() if f.endswith(f"{variant}.yaml")]
-            assert f"{variant}.yaml)" in mine and ("tpu" if variant == "gpu" else "gpu") + ".yaml" not in mine
+        files = _blueprints(tmp_path / f"one-{one_folder}", "SEC008/separate_ingress.yaml", one_folder=one_folder)
+        found = lint([str(f) for f in files.values()], Settings(select=["SEC008"])).findings
+        routes = {Path(f.file).name: f.message for f in found if f.message.startswith("Ingress")}
+        assert sorted(routes) == sorted(f.name for f in files.values())
+        for mine, message in routes.items():
+            assert f"{mine})" in message and message.count(".yaml)") == 1
 
 
 def test_a_workload_is_judged_behind_the_service_of_its_own_blueprint(tmp_path: Path) -> None:
-    """Two blueprints each define Deployment vllm and Service vllm-leader: each workload's
+    """Two blueprints each define Deployment llm/vllm and Service llm/vllm: each workload's
     SRV007 finding names the one Service beside it (not both), and the stopgap fix on that
     Service is offered again (it is withheld when several Services are named)."""
-    files = _blueprints(tmp_path, SERVING_BLUEPRINT)
+    files = _blueprints(tmp_path, "SRV007/replicas_behind_service.yaml")
     found = [f for f in lint([str(tmp_path)], Settings(select=["SRV007"])).findings if f.code == "SRV007"]
-    assert len(found) == 2
+    assert sorted(Path(f.file).name for f in found) == sorted(f.name for f in files.values())
     for f in found:
-        variant = "gpu" if f.file.endswith("gpu.yaml") else "tpu"
-        other = "tpu" if variant == "gpu" else "gpu"
-        assert f.message.count("Service default/vllm-leader") == 1
-        assert f"{variant}.yaml)" in f.message and f"{other}.yaml" not in f.message
+        assert f.message.count("Service llm/vllm") == 1 and f"{Path(f.file).name})" in f.message
         assert f.fix is not None and "sessionAffinity" in f.fix.title
     # the one Service beside it sets ClientIP: nothing to report, whatever the other blueprint's does
-    gpu = Path(files["gpu"])
-    gpu.write_text(
-        gpu.read_text().replace("  ports:\n    - port: 80", "  sessionAffinity: ClientIP\n  ports:\n    - port: 80")
+    blue = files["blue"]
+    blue.write_text(
+        blue.read_text().replace("  ports:\n    - port: 80", "  sessionAffinity: ClientIP\n  ports:\n    - port: 80")
     )
     found = [f for f in lint([str(tmp_path)], Settings(select=["SRV007"])).findings if f.code == "SRV007"]
-    assert [Path(f.file).name for f in found] == ["tpu.yaml"]
+    assert [Path(f.file).name for f in found] == [files["green"].name]
