@@ -289,3 +289,49 @@ def test_a_workload_is_judged_behind_the_service_of_its_own_blueprint(tmp_path: 
     )
     found = [f for f in lint([str(tmp_path)], Settings(select=["SRV007"])).findings if f.code == "SRV007"]
     assert [Path(f.file).name for f in found] == [files["green"].name]
+
+
+def test_named_reaches_the_nearest_copy_and_notes_the_read(tmp_path: Path) -> None:
+    """`Context.named` resolves a by-name reference (a nodeClassRef, a configMapKeyRef, a
+    VPA's targetRef) to the copy beside the referrer, in the namespace and group asked, and
+    a tracking context (the results cache's) notes the kind it read."""
+    from ailint.domain.context import Context
+    from ailint.engine.tracking import TrackingContext
+
+    def objects(rel: str, text: str) -> list:
+        return load_text(SourceFile(str(tmp_path / rel), rel, text)).objects
+
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env, namespace: NS}\ndata: {k: FILE}\n"
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nspec: {containers: [{name: c, image: x}]}\n"
+    a_cm, a_pod = objects("a/x.yaml", cm.replace("NS", "ml").replace("FILE", "a") + "---\n" + pod)
+    (b_cm,) = objects("b/y.yaml", cm.replace("NS", "ml").replace("FILE", "b"))
+    (other_ns,) = objects("b/z.yaml", cm.replace("NS", "other").replace("FILE", "z"))
+    (b_pod,) = objects("b/p.yaml", pod)
+    (c_pod,) = objects("c/p.yaml", pod)
+    for ctx in (
+        Context(objects=[b_cm, other_ns, a_cm, a_pod, b_pod, c_pod]),
+        TrackingContext(objects=[b_cm, other_ns, a_cm, a_pod, b_pod, c_pod]),
+    ):
+        assert ctx.named("ConfigMap", "env", namespace="ml", near=a_pod) is a_cm  # its file
+        assert ctx.named("ConfigMap", "env", namespace="ml", near=b_pod) is b_cm  # its folder
+        assert ctx.named("ConfigMap", "env", namespace="ml", near=c_pod) is b_cm  # none near: run order
+        assert ctx.named("ConfigMap", "env", namespace="other", near=a_pod) is other_ns
+        assert ctx.named("ConfigMap", "env", namespace="ml", group="apps", near=a_pod) is None
+        assert ctx.named("ConfigMap", "missing", near=a_pod) is None
+        assert ctx.named("ConfigMap", None, near=a_pod) is None
+    frame = ctx.track()
+    ctx.named("ConfigMap", "env", namespace="ml", near=a_pod)
+    ctx.untrack()
+    assert frame, "the read is noted for the results cache"
+
+
+def test_a_verdict_follows_the_copy_of_its_own_blueprint(tmp_path: Path) -> None:
+    """Two blueprints each define Deployment inference/vllm and a VPA in Auto mode that
+    targets it; only one blueprint's Deployment asks for a GPU. REL009 judges each VPA by
+    the Deployment beside it: the CPU blueprint's VPA is not reported because the other
+    blueprint's copy holds a GPU."""
+    files = _blueprints(tmp_path, "REL009/auto_mode_on_vllm.yaml")
+    green = files["green"]
+    green.write_text(green.read_text().replace("              nvidia.com/gpu: 1", "              cpu: 2"))
+    found = [f for f in lint([str(tmp_path)], Settings(select=["REL009"])).findings if f.code == "REL009"]
+    assert [Path(f.file).name for f in found] == [files["blue"].name]

@@ -327,6 +327,17 @@ class Context:
                     continue
                 yield o
 
+    def named(
+        self, kind: str, name: Any, *, near: K8sObject, namespace: str | None = None, group: str | None = None
+    ) -> K8sObject | None:
+        """The object of `kind` called `name` (in `namespace`; of a group that starts with
+        `group`) that a reference from `near` reaches: of several copies, the one `nearest`
+        it (its file, else its folder), else the first in run order; None when there is none."""
+        if not isinstance(name, str):
+            return None
+        found = nearest(near, [o for o in self.of_kind(kind, namespace=namespace, group=group) if o.name == name])
+        return found[0] if found else None
+
     @cached_property
     def nodepools(self) -> list[NodePoolView]:
         return [NodePoolView(o) for o in self.of_kind("NodePool") if o.group == "karpenter.sh"]

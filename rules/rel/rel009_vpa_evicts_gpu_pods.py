@@ -6,6 +6,9 @@ it evict pods: `Recreate`, `Auto`, `InPlaceOrRecreate`, or no `updateMode` at al
 API default is `Recreate`). `Off` and `Initial` never evict. VPAs whose every container
 policy has `mode: Off` are skipped.
 
+Severity: info for `InPlaceOrRecreate` (it resizes in place when it can, and evicts only
+when it cannot); warning otherwise.
+
 ## Why is this bad?
 VPA applies a new recommendation by evicting the pod. For a model server that means the
 weights reload (minutes to tens of minutes), the KV cache is lost, and Karpenter may have
@@ -118,10 +121,7 @@ def _target(obj: Any, ctx: Any) -> Any:
     kind, name = ref.get("kind"), ref.get("name")
     if not isinstance(kind, str) or not isinstance(name, str):
         return None
-    for o in ctx.of_kind(kind, namespace=obj.namespace_or_default):
-        if o.name == name:
-            return o
-    return None
+    return ctx.named(kind, name, namespace=obj.namespace_or_default, near=obj)
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

@@ -397,7 +397,7 @@ def _epp(obj: Any, ctx: Any, ns: str, spec: dict[str, Any], version: str) -> Ite
     services = list(ctx.of_kind("Service", namespace=ns))
     if not services:
         return
-    svc = next((s for s in services if s.name == name), None)
+    svc = ctx.named("Service", name, namespace=ns, near=obj)
     if svc is None:
         yield RULE.finding(
             obj,

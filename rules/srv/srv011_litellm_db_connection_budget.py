@@ -201,13 +201,11 @@ def _config(obj: Any, ctx: Any, pod: Any, c: Any) -> tuple[Any, tuple, str] | Li
     for _, item in iter_dicts(cm_ref.get("items")):
         if item.get("path") == key:
             key = str(item.get("key"))
-    for cm in ctx.of_kind("ConfigMap", namespace=obj.namespace_or_default):
-        if cm.name == name:
-            text = as_dict(cm.get("data")).get(key)
-            if isinstance(text, str):
-                return cm, ("data", key), text
-            return False
-    return False
+    cm = ctx.named("ConfigMap", name, namespace=obj.namespace_or_default, near=obj)
+    if cm is None:
+        return False
+    text = as_dict(cm.get("data")).get(key)
+    return (cm, ("data", key), text) if isinstance(text, str) else False
 
 
 def check(obj: K8sObject, ctx: Context, opts: Options) -> Iterator[Finding]:

@@ -285,12 +285,7 @@ def _caches(obj: Any, pod: Any, ctx: Any) -> list[Cache]:
 # Room on the node
 # ---------------------------------------------------------------------------------------
 def _node_class(ctx: Any, pool: Any) -> Any:
-    ref = pool.node_class_ref
-    name = ref.get("name")
-    for nc in ctx.of_kind("EC2NodeClass"):
-        if nc.name == name and nc.group.startswith("karpenter.k8s.aws"):
-            return nc
-    return None
+    return ctx.named("EC2NodeClass", pool.node_class_ref.get("name"), group="karpenter.k8s.aws", near=pool.obj)
 
 
 def _ami_family(nc: Any) -> str:

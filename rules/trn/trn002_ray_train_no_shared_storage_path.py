@@ -137,11 +137,11 @@ _SHARED_DRIVERS = (
 
 
 def _pvc_shared(obj: K8sObject, ctx: Any, claim: str) -> bool:
-    for pvc in ctx.of_kind("PersistentVolumeClaim", namespace=obj.namespace_or_default):
-        if pvc.name == claim:
-            modes = [str(m) for m in as_list(pvc.get("spec", "accessModes"))]
-            sc = str(pvc.get("spec", "storageClassName") or "")
-            return "ReadWriteMany" in modes or any(k in sc.lower() for k in ("efs", "fsx", "nfs", "lustre"))
+    pvc = ctx.named("PersistentVolumeClaim", claim, namespace=obj.namespace_or_default, near=obj)
+    if pvc is not None:
+        modes = [str(m) for m in as_list(pvc.get("spec", "accessModes"))]
+        sc = str(pvc.get("spec", "storageClassName") or "")
+        return "ReadWriteMany" in modes or any(k in sc.lower() for k in ("efs", "fsx", "nfs", "lustre"))
     return True  # a claim outside the run: shared by head and workers, it must be RWX to work
 
 
