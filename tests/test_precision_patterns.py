@@ -335,3 +335,16 @@ def test_a_verdict_follows_the_copy_of_its_own_blueprint(tmp_path: Path) -> None
     green.write_text(green.read_text().replace("              nvidia.com/gpu: 1", "              cpu: 2"))
     found = [f for f in lint([str(tmp_path)], Settings(select=["REL009"])).findings if f.code == "REL009"]
     assert [Path(f.file).name for f in found] == [files["blue"].name]
+
+
+def test_code_read_from_a_configmap_is_its_own_blueprints(tmp_path: Path) -> None:
+    """Two blueprints each define ConfigMap ml/train-code (the Ray Train script) and the
+    RayCluster that mounts it; one blueprint's script keeps its checkpoints in S3. TRN002
+    reads each cluster's script from the ConfigMap beside it (`ray.code_sources`): only the
+    blueprint whose script writes to a node's disk is reported."""
+    files = _blueprints(tmp_path, "TRN002/raycluster_configmap_local_path.yaml")
+    blue = files["blue"]
+    blue.write_text(blue.read_text().replace('storage_path="/home/ray/results"', 'storage_path="s3://ckpt/results"'))
+    found = [f for f in lint([str(tmp_path)], Settings(select=["TRN002"])).findings if f.code == "TRN002"]
+    assert [Path(f.file).name for f in found] == [files["green"].name]
+    assert f"{files['green'].name})" in found[0].message

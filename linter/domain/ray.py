@@ -318,24 +318,20 @@ def code_sources(obj: K8sObject, ctx: Any = None) -> list[CodeSource]:
                 out.append(CodeSource(text, c.path_of(key), f"container {c.name!r} command"))
     if ctx is not None and getattr(ctx, "bundle", False):
         ns = obj.namespace_or_default
-        cms = {o.name: o for o in ctx.of_kind("ConfigMap") if (o.namespace_or_default) == ns}
         seen: set[str] = set()
         for pod in pod_templates(obj):
             for _name, (i, vol) in volumes(pod).items():
                 cm_name = as_dict(vol.get("configMap")).get("name")
-                if not isinstance(cm_name, str) or cm_name in seen or cm_name not in cms:
+                if not isinstance(cm_name, str) or cm_name in seen:
+                    continue
+                cm = ctx.named("ConfigMap", cm_name, namespace=ns, near=obj)  # (a blueprint's own copy)
+                if cm is None:
                     continue
                 seen.add(cm_name)
-                data = as_dict(cms[cm_name].get("data"))
+                data = as_dict(cm.get("data"))
                 text = "\n".join(str(v) for v in data.values() if isinstance(v, str))
                 if text.strip():
-                    out.append(
-                        CodeSource(
-                            text,
-                            pod.path("volumes", i, "configMap", "name"),
-                            ctx.describe(cms[cm_name]),
-                        )
-                    )
+                    out.append(CodeSource(text, pod.path("volumes", i, "configMap", "name"), ctx.describe(cm)))
     return out
 
 
