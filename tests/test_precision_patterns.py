@@ -348,3 +348,25 @@ def test_code_read_from_a_configmap_is_its_own_blueprints(tmp_path: Path) -> Non
     found = [f for f in lint([str(tmp_path)], Settings(select=["TRN002"])).findings if f.code == "TRN002"]
     assert [Path(f.file).name for f in found] == [files["green"].name]
     assert f"{files['green'].name})" in found[0].message
+
+
+def test_a_claim_is_its_own_blueprints(tmp_path: Path) -> None:
+    """Two blueprints each define PVC inference/models and the pod that mounts it; one
+    blueprint's claim is on EBS (gp3), not FSx. SEC002 takes the FSx sign from the claim
+    beside each pod: the EBS blueprint's pod shows no sign of GDS and is not reported."""
+    files = _blueprints(tmp_path, "SEC002/fsx_pvc_sys_admin_host_network.yaml")
+    blue = files["blue"]
+    blue.write_text(blue.read_text().replace("  storageClassName: fsx-lustre", "  storageClassName: gp3"))
+    found = [f for f in lint([str(tmp_path)], Settings(select=["SEC002"])).findings if f.code == "SEC002"]
+    assert {Path(f.file).name for f in found} == {files["green"].name} and len(found) == 2
+
+
+def test_a_local_volume_is_its_own_blueprints(tmp_path: Path) -> None:
+    """Two blueprints each define PersistentVolume nvme-pv-0 and the claim and Deployment
+    bound to it; one blueprint's volume holds 500Gi. STO001 sizes each model cache by the
+    volume beside its claim: only the 100Gi blueprint is reported."""
+    files = _blueprints(tmp_path, "STO001/local_pv.yaml")
+    blue = files["blue"]
+    blue.write_text(blue.read_text().replace("  capacity:\n    storage: 100Gi", "  capacity:\n    storage: 500Gi"))
+    found = [f for f in lint([str(tmp_path)], Settings(select=["STO001"])).findings if f.code == "STO001"]
+    assert [Path(f.file).name for f in found] == [files["green"].name]

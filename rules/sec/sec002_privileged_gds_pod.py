@@ -94,7 +94,7 @@ from collections.abc import Iterator
 from ailint.core.lazyre import lazy_re
 from ailint.core.model import Finding, Fix, FixAvailability, K8sObject, Severity, as_dict, as_list
 from ailint.core.rule import Options, Rule, Scope, make_fix
-from ailint.domain.context import Context
+from ailint.domain.context import Context, nearest
 from ailint.domain.extract import POD_KINDS, flag_value, pod_accelerators, pod_templates, volumes
 from ailint.fix import edits
 
@@ -123,34 +123,47 @@ _GDS_IMAGE = lazy_re(r"(^|[^a-z0-9])(gds|cufile|nvidia-fs|gpudirect)([^a-z0-9]|$
 _NODE_AGENT_NS = lazy_re(r"^(gpu-operator|kube-system|nvidia-.*|nvidia)$")
 
 
-def _fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
-    """PVC name -> how it reaches FSx, for PVCs of `namespace` in the run (once per run and
+def _fsx_claims(ctx: Any, namespace: str) -> dict[str, list[tuple[Any, str | None]]]:
+    """PVC name -> each copy of that claim in `namespace` with how it reaches FSx (None: it
+    does not), for `nearest` to choose the copy a pod beside it mounts (once per run and
     namespace: every privileged pod of the namespace asks)."""
-    got: dict[str, str] = ctx.memo(("SEC002.fsx_claims", namespace), lambda: _find_fsx_claims(ctx, namespace))
+    got: dict[str, list[tuple[Any, str | None]]] = ctx.memo(
+        ("SEC002.fsx_claims", namespace), lambda: _find_fsx_claims(ctx, namespace)
+    )
     return got
 
 
-def _find_fsx_claims(ctx: Any, namespace: str) -> dict[str, str]:
+def _find_fsx_claims(ctx: Any, namespace: str) -> dict[str, list[tuple[Any, str | None]]]:
     classes = {sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == FSX_DRIVER}
-    pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume")}
-    out = {}
-    for pvc in ctx.of_kind("PersistentVolumeClaim"):
-        if (pvc.namespace_or_default) != namespace or not pvc.name:
-            continue
-        sc = pvc.get("spec", "storageClassName")
-        vol = pvc.get("spec", "volumeName")
-        if isinstance(sc, str) and sc in classes:
-            out[pvc.name] = f"FSx {ctx.describe(pvc)} (StorageClass {sc})"
-        elif isinstance(vol, str) and vol in pvs and pvs[vol].get("spec", "csi", "driver") == FSX_DRIVER:
-            out[pvc.name] = f"FSx {ctx.describe(pvc)} ({ctx.describe(pvs[vol])})"
-    for pv in pvs.values():
+    pvs: dict[str, list[Any]] = {}
+    bound: dict[str, list[Any]] = {}  # claim name -> the FSx PersistentVolumes whose claimRef names it
+    for pv in ctx.of_kind("PersistentVolume"):
+        pvs.setdefault(pv.name, []).append(pv)
         ref = as_dict(pv.get("spec", "claimRef"))
         if (
             pv.get("spec", "csi", "driver") == FSX_DRIVER
             and ref.get("name")
             and (ref.get("namespace") or "default") == namespace
         ):
-            out.setdefault(str(ref["name"]), f"FSx PVC {ref['name']} ({ctx.describe(pv)})")
+            bound.setdefault(str(ref["name"]), []).append(pv)
+    out: dict[str, list[tuple[Any, str | None]]] = {}
+    for pvc in ctx.of_kind("PersistentVolumeClaim"):
+        if (pvc.namespace_or_default) != namespace or not pvc.name:
+            continue
+        sc = pvc.get("spec", "storageClassName")
+        vol = pvc.get("spec", "volumeName")
+        pv = ctx.named("PersistentVolume", vol, near=pvc) if isinstance(vol, str) and vol in pvs else None
+        how: str | None = None
+        if isinstance(sc, str) and sc in classes:
+            how = f"FSx {ctx.describe(pvc)} (StorageClass {sc})"
+        elif pv is not None and pv.get("spec", "csi", "driver") == FSX_DRIVER:
+            how = f"FSx {ctx.describe(pvc)} ({ctx.describe(pv)})"
+        elif pvc.name in bound:  # a static FSx volume bound to it by its claimRef
+            how = f"FSx PVC {pvc.name} ({ctx.describe(nearest(pvc, bound[pvc.name])[0])})"
+        out.setdefault(pvc.name, []).append((pvc, how))
+    for name, fsx_pvs in bound.items():
+        if name not in out:  # the claim is not in the run: the FSx volume that names it
+            out[name] = [(pv, f"FSx PVC {name} ({ctx.describe(pv)})") for pv in fsx_pvs[:1]]
     return out
 
 
@@ -160,7 +173,9 @@ def gds_signs(obj: Any, pod: Any, ctx: Any) -> list[str]:
     for name, (_, v) in volumes(pod).items():
         claim = as_dict(v.get("persistentVolumeClaim")).get("claimName")
         if isinstance(claim, str) and claim in fsx:
-            signs.append(fsx[claim])
+            how = nearest(obj, fsx[claim], lambda copy: copy[0])[0][1]  # (a blueprint's own copy)
+            if how is not None:
+                signs.append(how)
         if as_dict(v.get("csi")).get("driver") == FSX_DRIVER:
             signs.append(f"inline FSx volume {name}")
         hp = as_dict(v.get("hostPath")).get("path")

@@ -132,7 +132,7 @@ from dataclasses import dataclass
 from ailint.core.model import Finding, FixAvailability, K8sObject, Severity, as_dict, iter_dicts
 from ailint.core.rule import Options, Rule, Scope, make_fix
 from ailint.domain import instances
-from ailint.domain.context import Context
+from ailint.domain.context import Context, nearest
 from ailint.domain.extract import (
     POD_KINDS,
     Container,
@@ -224,23 +224,28 @@ def _weight_paths(c: Container) -> list[tuple[str, str]]:
     return out
 
 
-def _local_pvs(ctx: Any, namespace: str) -> dict[str, tuple[float | None, str]]:
-    """PVC name -> (capacity, description) for claims bound to local PersistentVolumes."""
+def _local_pvs(ctx: Any, namespace: str) -> dict[str, list[tuple[Any, tuple[float | None, str] | None]]]:
+    """PVC name -> each copy of that claim with (capacity, description) when it is bound to a
+    local PersistentVolume (None: it is not), for `nearest` to choose the copy a pod beside
+    it mounts."""
     local_classes = {
         sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == "kubernetes.io/no-provisioner"
     }
-    pvs = {pv.name: pv for pv in ctx.of_kind("PersistentVolume") if isinstance(pv.get("spec", "local"), dict)}
-    out: dict[str, tuple[float | None, str]] = {}
+    local = {pv.name for pv in ctx.of_kind("PersistentVolume") if isinstance(pv.get("spec", "local"), dict)}
+    out: dict[str, list[tuple[Any, tuple[float | None, str] | None]]] = {}
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
         if (pvc.namespace_or_default) != namespace or not pvc.name:
             continue
         req = pvc.get("spec", "resources", "requests", "storage")
         vol = pvc.get("spec", "volumeName")
-        if isinstance(vol, str) and vol in pvs:
-            cap = pvs[vol].get("spec", "capacity", "storage")
-            out[pvc.name] = (_qty(cap), f"local PersistentVolume {vol} of {cap}")
+        pv = ctx.named("PersistentVolume", vol, near=pvc) if isinstance(vol, str) and vol in local else None
+        room: tuple[float | None, str] | None = None
+        if pv is not None and isinstance(pv.get("spec", "local"), dict):
+            cap = pv.get("spec", "capacity", "storage")
+            room = (_qty(cap), f"local PersistentVolume {vol} of {cap}")
         elif isinstance(sc := pvc.get("spec", "storageClassName"), str) and sc in local_classes:
-            out[pvc.name] = (_qty(req), f"local volume claim of {req}")
+            room = (_qty(req), f"local volume claim of {req}")
+        out.setdefault(pvc.name, []).append((pvc, room))
     return out
 
 
@@ -269,9 +274,11 @@ def _caches(obj: Any, pod: Any, ctx: Any) -> list[Cache]:
                     kind = "hostPath"
             elif isinstance(v.get("persistentVolumeClaim"), dict):
                 claim = as_dict(v.get("persistentVolumeClaim")).get("claimName")
-                if isinstance(claim, str) and claim in local_pvs:
+                copies = local_pvs.get(claim) if isinstance(claim, str) else None
+                room = nearest(obj, copies, lambda copy: copy[0])[0][1] if copies else None
+                if room is not None:  # (the copy of the claim beside the pod: a blueprint's own)
                     kind = "localPV"
-                    cap, cap_desc = local_pvs[claim]
+                    cap, cap_desc = room
             if kind is None:
                 continue
             hit = next((why for p, why in paths if _under(p, mount)), None)
