@@ -370,3 +370,18 @@ def test_a_local_volume_is_its_own_blueprints(tmp_path: Path) -> None:
     blue.write_text(blue.read_text().replace("  capacity:\n    storage: 100Gi", "  capacity:\n    storage: 500Gi"))
     found = [f for f in lint([str(tmp_path)], Settings(select=["STO001"])).findings if f.code == "STO001"]
     assert [Path(f.file).name for f in found] == [files["green"].name]
+
+
+def test_a_secret_is_its_own_blueprints(tmp_path: Path) -> None:
+    """Two blueprints each define Secret agents/agent-aws and the agent that takes its keys
+    with `envFrom`; one blueprint's Secret holds only a region. SEC006 reads the keys of the
+    Secret beside each agent: that blueprint keeps only its other credential's finding."""
+    files = _blueprints(tmp_path, "SEC006/aws_static_keys.yaml")
+    blue = files["blue"]
+    keys = "  AWS_ACCESS_KEY_ID: AKIAFAKE000000000000\n  AWS_SECRET_ACCESS_KEY: fake\n"
+    blue.write_text(blue.read_text().replace(keys, "  REGION: us-east-1\n"))
+    found = [f for f in lint([str(tmp_path)], Settings(select=["SEC006"])).findings if f.code == "SEC006"]
+    by_file = {
+        name: sum(1 for f in found if Path(f.file).name == name) for name in (files["blue"].name, files["green"].name)
+    }
+    assert by_file == {files["blue"].name: 1, files["green"].name: 2}

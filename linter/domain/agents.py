@@ -457,13 +457,10 @@ def service_account_name(pod: PodTemplate) -> str:
     return sa if isinstance(sa, str) and sa else "default"
 
 
-def find_secret(ctx: Any, namespace: str, name: Any) -> K8sObject | None:
-    if not isinstance(name, str):
-        return None
-    for s in ctx.of_kind("Secret"):
-        if s.name == name and s.namespace_or_default == namespace:
-            return s
-    return None
+def find_secret(ctx: Any, namespace: str, name: Any, near: K8sObject) -> K8sObject | None:
+    """The Secret `name` of `namespace` that `near` (the pod's object) reads: the copy beside it."""
+    found: K8sObject | None = ctx.named("Secret", name, namespace=namespace, near=near)
+    return found
 
 
 def secret_keys(secret: K8sObject | None) -> list[str]:
@@ -494,7 +491,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
         name = sec.get("secretName")
         if not isinstance(name, str):
             continue
-        s = find_secret(ctx, ns, name)
+        s = find_secret(ctx, ns, name, pod.obj)
         items = [str(it.get("key", "")) + str(it.get("path", "")) for _, it in iter_dicts(sec.get("items"))]
         kind = None
         if s is not None and s.data.get("type") == "kubernetes.io/service-account-token":
@@ -523,7 +520,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
                     kubeconfig_env.setdefault(vol, f"KUBECONFIG={e['value']}")
         for i, ef in iter_dicts(c.data.get("envFrom")):
             ref = as_dict(ef.get("secretRef"))
-            s = find_secret(ctx, ns, ref.get("name"))
+            s = find_secret(ctx, ns, ref.get("name"), pod.obj)
             keys = secret_keys(s)
             hit = [k for k in keys if k.upper() in AWS_STATIC or is_long_lived_name(k)]
             if hit:
@@ -568,9 +565,9 @@ def short_lived_identity(pod: PodTemplate, ctx: Any) -> str | None:
     """IRSA, EKS Pod Identity or a projected service-account token of at most one hour."""
     ns = pod.obj.namespace_or_default
     sa = service_account_name(pod)
-    for o in ctx.of_kind("ServiceAccount"):
-        if o.name == sa and o.namespace_or_default == ns and o.annotations.get("eks.amazonaws.com/role-arn"):
-            return "IRSA"
+    account = ctx.named("ServiceAccount", sa, namespace=ns, near=pod.obj)  # (a blueprint's own copy)
+    if account is not None and account.annotations.get("eks.amazonaws.com/role-arn"):
+        return "IRSA"
     for o in ctx.of_kind("PodIdentityAssociation"):
         spec = as_dict(o.data.get("spec"))
         if spec.get("serviceAccount") == sa and (spec.get("namespace") or o.namespace_or_default) == ns:

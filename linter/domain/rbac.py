@@ -335,10 +335,8 @@ def automount_disabled(pod: PodTemplate, ctx: Any) -> bool:
     if v is not None:
         return v is False
     ns, name = service_account(pod)
-    for sa in ctx.of_kind("ServiceAccount"):
-        if sa.name == name and (sa.namespace_or_default) == ns:
-            return sa.get("automountServiceAccountToken") is False
-    return False
+    sa = ctx.named("ServiceAccount", name, namespace=ns, near=pod.obj)  # (a blueprint's own copy)
+    return sa is not None and sa.get("automountServiceAccountToken") is False
 
 
 __all__ = [
