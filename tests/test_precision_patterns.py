@@ -1,9 +1,11 @@
-"""Issue 13 patterns that fixtures cannot show: spans inside block scalars, controller labels."""
+"""Precision patterns that fixtures cannot show: spans inside block scalars, controller labels,
+and references among alternatives of one object kept in several files (blueprints)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ailint.core.model import SourceFile
 from ailint.domain.extract import pod_templates
 from ailint.domain.pod_labels import controller_labels, may_select
@@ -325,63 +327,60 @@ def test_named_reaches_the_nearest_copy_and_notes_the_read(tmp_path: Path) -> No
     assert frame, "the read is noted for the results cache"
 
 
-def test_a_verdict_follows_the_copy_of_its_own_blueprint(tmp_path: Path) -> None:
-    """Two blueprints each define Deployment inference/vllm and a VPA in Auto mode that
-    targets it; only one blueprint's Deployment asks for a GPU. REL009 judges each VPA by
-    the Deployment beside it: the CPU blueprint's VPA is not reported because the other
-    blueprint's copy holds a GPU."""
-    files = _blueprints(tmp_path, "REL009/auto_mode_on_vllm.yaml")
-    green = files["green"]
-    green.write_text(green.read_text().replace("              nvidia.com/gpu: 1", "              cpu: 2"))
-    found = [f for f in lint([str(tmp_path)], Settings(select=["REL009"])).findings if f.code == "REL009"]
-    assert [Path(f.file).name for f in found] == [files["blue"].name]
+# Two copies of a fixture (blueprints "blue" and "green"), one changed so that its own copy
+# of the object a reference reaches gives another verdict: each blueprint is judged by the
+# copy beside it (`Context.named`, `context.nearest`), not the other's.
+ONE_COPY_CHANGED = [
+    # fixture, the copy changed, the change, findings in (blue, green)
+    pytest.param(
+        "REL009/auto_mode_on_vllm.yaml",
+        "green",
+        ("              nvidia.com/gpu: 1", "              cpu: 2"),
+        (1, 0),
+        id="REL009: a VPA's target Deployment (CPU only in green)",
+    ),
+    pytest.param(
+        "TRN002/raycluster_configmap_local_path.yaml",
+        "blue",
+        ('storage_path="/home/ray/results"', 'storage_path="s3://ckpt/results"'),
+        (0, 1),
+        id="TRN002: the Ray Train script's ConfigMap (S3 in blue)",
+    ),
+    pytest.param(
+        "SEC002/fsx_pvc_sys_admin_host_network.yaml",
+        "blue",
+        ("  storageClassName: fsx-lustre", "  storageClassName: gp3"),
+        (0, 2),
+        id="SEC002: the claim a pod mounts (EBS in blue)",
+    ),
+    pytest.param(
+        "STO001/local_pv.yaml",
+        "blue",
+        ("  capacity:\n    storage: 100Gi", "  capacity:\n    storage: 500Gi"),
+        (0, 1),
+        id="STO001: the local volume a claim binds (500Gi in blue)",
+    ),
+    pytest.param(
+        "SEC006/aws_static_keys.yaml",
+        "blue",
+        ("  AWS_ACCESS_KEY_ID: AKIAFAKE000000000000\n  AWS_SECRET_ACCESS_KEY: fake\n", "  REGION: us-east-1\n"),
+        (1, 2),
+        id="SEC006: the Secret an agent takes its keys from (a region only in blue)",
+    ),
+]
 
 
-def test_code_read_from_a_configmap_is_its_own_blueprints(tmp_path: Path) -> None:
-    """Two blueprints each define ConfigMap ml/train-code (the Ray Train script) and the
-    RayCluster that mounts it; one blueprint's script keeps its checkpoints in S3. TRN002
-    reads each cluster's script from the ConfigMap beside it (`ray.code_sources`): only the
-    blueprint whose script writes to a node's disk is reported."""
-    files = _blueprints(tmp_path, "TRN002/raycluster_configmap_local_path.yaml")
-    blue = files["blue"]
-    blue.write_text(blue.read_text().replace('storage_path="/home/ray/results"', 'storage_path="s3://ckpt/results"'))
-    found = [f for f in lint([str(tmp_path)], Settings(select=["TRN002"])).findings if f.code == "TRN002"]
-    assert [Path(f.file).name for f in found] == [files["green"].name]
-    assert f"{files['green'].name})" in found[0].message
-
-
-def test_a_claim_is_its_own_blueprints(tmp_path: Path) -> None:
-    """Two blueprints each define PVC inference/models and the pod that mounts it; one
-    blueprint's claim is on EBS (gp3), not FSx. SEC002 takes the FSx sign from the claim
-    beside each pod: the EBS blueprint's pod shows no sign of GDS and is not reported."""
-    files = _blueprints(tmp_path, "SEC002/fsx_pvc_sys_admin_host_network.yaml")
-    blue = files["blue"]
-    blue.write_text(blue.read_text().replace("  storageClassName: fsx-lustre", "  storageClassName: gp3"))
-    found = [f for f in lint([str(tmp_path)], Settings(select=["SEC002"])).findings if f.code == "SEC002"]
-    assert {Path(f.file).name for f in found} == {files["green"].name} and len(found) == 2
-
-
-def test_a_local_volume_is_its_own_blueprints(tmp_path: Path) -> None:
-    """Two blueprints each define PersistentVolume nvme-pv-0 and the claim and Deployment
-    bound to it; one blueprint's volume holds 500Gi. STO001 sizes each model cache by the
-    volume beside its claim: only the 100Gi blueprint is reported."""
-    files = _blueprints(tmp_path, "STO001/local_pv.yaml")
-    blue = files["blue"]
-    blue.write_text(blue.read_text().replace("  capacity:\n    storage: 100Gi", "  capacity:\n    storage: 500Gi"))
-    found = [f for f in lint([str(tmp_path)], Settings(select=["STO001"])).findings if f.code == "STO001"]
-    assert [Path(f.file).name for f in found] == [files["green"].name]
-
-
-def test_a_secret_is_its_own_blueprints(tmp_path: Path) -> None:
-    """Two blueprints each define Secret agents/agent-aws and the agent that takes its keys
-    with `envFrom`; one blueprint's Secret holds only a region. SEC006 reads the keys of the
-    Secret beside each agent: that blueprint keeps only its other credential's finding."""
-    files = _blueprints(tmp_path, "SEC006/aws_static_keys.yaml")
-    blue = files["blue"]
-    keys = "  AWS_ACCESS_KEY_ID: AKIAFAKE000000000000\n  AWS_SECRET_ACCESS_KEY: fake\n"
-    blue.write_text(blue.read_text().replace(keys, "  REGION: us-east-1\n"))
-    found = [f for f in lint([str(tmp_path)], Settings(select=["SEC006"])).findings if f.code == "SEC006"]
-    by_file = {
-        name: sum(1 for f in found if Path(f.file).name == name) for name in (files["blue"].name, files["green"].name)
-    }
-    assert by_file == {files["blue"].name: 1, files["green"].name: 2}
+@pytest.mark.parametrize(("fixture", "changed", "edit", "counts"), ONE_COPY_CHANGED)
+def test_a_verdict_follows_the_copy_beside_the_reference(
+    tmp_path: Path, fixture: str, changed: str, edit: tuple[str, str], counts: tuple[int, int]
+) -> None:
+    """A repository that keeps two blueprints of one object is judged blueprint by blueprint:
+    a reference reaches the copy in its own blueprint, whose verdict differs from the other's."""
+    files = _blueprints(tmp_path, fixture)
+    text = files[changed].read_text()
+    assert edit[0] in text, "the change applies to the fixture"
+    files[changed].write_text(text.replace(*edit))
+    code = fixture.split("/")[0]
+    found = [f for f in lint([str(tmp_path)], Settings(select=[code])).findings if f.code == code]
+    got = tuple(sum(1 for f in found if Path(f.file).name == files[v].name) for v in ("blue", "green"))
+    assert got == counts
