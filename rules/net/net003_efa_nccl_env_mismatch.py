@@ -153,10 +153,6 @@ def _strip(v: str) -> str:
     return parts[0] if parts else ""
 
 
-def _configmap(ctx: Any, ns: str, name: Any, near: Any) -> Any:
-    return ctx.named("ConfigMap", name, namespace=ns, near=near)
-
-
 def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
     out: list[EnvVar] = []
     ns = pod.obj.namespace_or_default
@@ -171,7 +167,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
             )
     for i, ef in iter_dicts(c.data.get("envFrom")):
         ref = as_dict(ef.get("configMapRef"))
-        cm = _configmap(ctx, ns, ref.get("name"), pod.obj) if ref else None
+        cm = ctx.named("ConfigMap", ref.get("name"), namespace=ns, near=pod.obj) if ref else None
         if cm is None:
             continue
         prefix = str(ef.get("prefix") or "")
@@ -208,7 +204,7 @@ def _env(ctx: Any, pod: PodTemplate, c: Container) -> list[EnvVar]:
         vol = volume_for_mount(pod, mount)
         if not vol or not isinstance(vol.get("configMap"), dict):
             continue
-        cm = _configmap(ctx, ns, vol["configMap"].get("name"), pod.obj)
+        cm = ctx.named("ConfigMap", vol["configMap"].get("name"), namespace=ns, near=pod.obj)
         if cm is None:
             continue
         rel = target[len(str(mount.get("mountPath")).rstrip("/")) + 1 :] if mount else ""

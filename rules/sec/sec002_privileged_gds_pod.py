@@ -152,7 +152,7 @@ def _find_fsx_claims(ctx: Any, namespace: str) -> dict[str, list[tuple[Any, str 
             continue
         sc = pvc.get("spec", "storageClassName")
         vol = pvc.get("spec", "volumeName")
-        pv = ctx.named("PersistentVolume", vol, near=pvc) if isinstance(vol, str) and vol in pvs else None
+        pv = nearest(pvc, pvs[vol])[0] if isinstance(vol, str) and vol in pvs else None  # (read above)
         how: str | None = None
         if isinstance(sc, str) and sc in classes:
             how = f"FSx {ctx.describe(pvc)} (StorageClass {sc})"

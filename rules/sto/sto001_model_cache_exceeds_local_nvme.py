@@ -231,14 +231,16 @@ def _local_pvs(ctx: Any, namespace: str) -> dict[str, list[tuple[Any, tuple[floa
     local_classes = {
         sc.name for sc in ctx.of_kind("StorageClass") if sc.get("provisioner") == "kubernetes.io/no-provisioner"
     }
-    local = {pv.name for pv in ctx.of_kind("PersistentVolume") if isinstance(pv.get("spec", "local"), dict)}
+    pvs: dict[str, list[Any]] = {}
+    for pv in ctx.of_kind("PersistentVolume"):
+        pvs.setdefault(pv.name, []).append(pv)
     out: dict[str, list[tuple[Any, tuple[float | None, str] | None]]] = {}
     for pvc in ctx.of_kind("PersistentVolumeClaim"):
         if (pvc.namespace_or_default) != namespace or not pvc.name:
             continue
         req = pvc.get("spec", "resources", "requests", "storage")
         vol = pvc.get("spec", "volumeName")
-        pv = ctx.named("PersistentVolume", vol, near=pvc) if isinstance(vol, str) and vol in local else None
+        pv = nearest(pvc, pvs[vol])[0] if isinstance(vol, str) and vol in pvs else None
         room: tuple[float | None, str] | None = None
         if pv is not None and isinstance(pv.get("spec", "local"), dict):
             cap = pv.get("spec", "capacity", "storage")
