@@ -12,6 +12,19 @@ from ailint.engine.load import Limits, decode, load_text
 from ailint.engine.run import lint
 
 
+@pytest.fixture(autouse=True, params=["c", "pure"])
+def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: with the C reader where it is built (`ailint.core.yamlc`), and with
+    the pure reading alone (`compose_all` and `Converter`), which reads what it declines."""
+    from ailint.core import yamldata
+
+    if request.param == "pure":
+        monkeypatch.setattr(yamldata, "_reader", None)
+    elif yamldata._reader is None:
+        pytest.skip("ailint.core.yamlc is not built (tests/test_yamlc.py says why)")
+    return str(request.param)
+
+
 def load(text: str, name: str = "t.yaml", limits: Limits = Limits()):
     return load_text(SourceFile(name, name, text), limits)
 

@@ -40,6 +40,7 @@ _INT, _FLOAT, _BOOL, _NULL = (
 )
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
+_CONSTRUCTED = frozenset((_INT, _FLOAT, _BOOL, _NULL))  # the tags whose scalars become other than their text
 
 _constructor = yaml.constructor.SafeConstructor()
 _BOOL_VALUES: dict[str, bool] = yaml.constructor.SafeConstructor.bool_values
@@ -458,22 +459,9 @@ class Converter:
                 if len(value) > self.max_scalar:
                     self._too_long(node)
                 return _intern(value) if len(value) <= INTERNED_CHARS else value
-        try:
-            if tag == _INT:
-                if value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1):
-                    return int(value)  # what construct_yaml_int makes of a plain decimal, inline
-                return _constructor.construct_yaml_int(node)
-            if tag == _FLOAT:
-                return _constructor.construct_yaml_float(node)
-            if tag == _BOOL:
-                return _BOOL_VALUES[value.lower()]  # (construct_yaml_bool's own lookup)
-            if tag == _NULL:
-                return None
-        except Exception:
-            return value
-        if len(value) > self.max_scalar:
+        if tag not in _CONSTRUCTED and len(value) > self.max_scalar:
             self._too_long(node)
-        return value  # timestamps, binary, unknown tags: the plain text, never executed
+        return _typed(tag, value, node)
 
     def _too_long(self, node: Any) -> None:
         raise LimitExceeded(
@@ -553,6 +541,77 @@ class Converter:
                         if sub:
                             positions[path + (k,)] = sub
         return (_shared(out, out.items()) if _sharing else out), size
+
+
+def _typed(tag: str, value: str, node: Any) -> Any:
+    """The value of scalar `node` (text `value`) under YAML 1.1 tag `tag`: an int, a float, a
+    bool or None; the text itself for any other tag (timestamps, binary, unknown tags: never
+    executed) or a text its tag's constructor refuses."""
+    try:
+        if tag == _INT:
+            if value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1):
+                return int(value)  # what construct_yaml_int makes of a plain decimal, inline
+            return _constructor.construct_yaml_int(node)
+        if tag == _FLOAT:
+            return _constructor.construct_yaml_float(node)
+        if tag == _BOOL:
+            return _BOOL_VALUES[value.lower()]  # (construct_yaml_bool's own lookup)
+        if tag == _NULL:
+            return None
+    except Exception:
+        return value
+    return value
+
+
+def typed_plain(value: str) -> Any:
+    """The value of an untagged plain scalar, as `Converter` reads it (YAML 1.1): what the C
+    reader (`ailint.core.yamlc`) asks of every plain scalar that can start a non-string."""
+    tag = resolve_plain(value)
+    if tag == _STR:
+        return _intern(value) if len(value) <= INTERNED_CHARS else value
+    return _typed(tag, value, ScalarNode(tag, value, None, None, None))
+
+
+# The first characters of a plain scalar that YAML 1.1 may read as other than a string (and
+# the empty scalar, a null): the C reader hands only those to `typed_plain`. PyYAML keys its
+# implicit resolvers by them; a PyYAML whose keys are not single ASCII characters is not read
+# by the C reader at all.
+_STARTS = "".join(k for k in _IMPLICIT if k)
+_READABLE = all(len(k) <= 1 and k.isascii() for k in _IMPLICIT)
+
+
+def _c_reader() -> Any:
+    """`ailint.core.yamlc` when it was built at install (it needs a C compiler and libyaml's
+    headers) and `AILINT_PURE_YAML` is not set; None otherwise."""
+    if os.environ.get("AILINT_PURE_YAML") or not _READABLE:
+        return None
+    try:
+        from ailint.core import yamlc  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return yamlc
+
+
+_reader: Any = _c_reader()
+
+
+def read_documents(text: str, limits: Limits) -> list[Any] | None:
+    """The documents of `text` read by the C reader: for each, `(data, positions)` exactly as
+    `Converter` makes them (the same values, types, key order and table), or the 1-based line
+    of an empty document; at most `limits.max_documents` + 1 of them.
+
+    None when the reader is not built, when subtrees are shared (`share_subtrees`: the bounded
+    run's reading keeps them once), or when the text holds anything the reader leaves to
+    `compose_all` and `Converter`: an anchor, an alias, a tag, a merge key, a complex or
+    repeated key, a value over the scalar limit, nesting over the depth limit, text that is
+    not UTF-8, or a syntax error. The caller then reads the text that way, with every finding
+    that reading gives."""
+    if _reader is None or _sharing:
+        return None
+    docs: list[Any] | None = _reader.load(
+        text, typed_plain, _STARTS, limits.max_documents, limits.max_depth, limits.max_scalar_chars, INTERNED_CHARS
+    )
+    return docs
 
 
 def mark_span(sm: Any, em: Any) -> Span:

@@ -108,6 +108,11 @@ class _Skipped:
     name_col: int
 
 
+def _has_crd(text: str) -> bool:
+    """Whether `text` holds a CustomResourceDefinition document (one is never composed)."""
+    return "CustomResourceDefinition" in text and _CRD_KIND_RE.search(text) is not None
+
+
 def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     """Composed documents of a stream, with CRD documents replaced by `_Skipped` markers.
 
@@ -117,7 +122,7 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
     """
     from ailint.core.yamldata import compose_all
 
-    if templated or "CustomResourceDefinition" not in text or not _CRD_KIND_RE.search(text):
+    if templated or not _has_crd(text):
         yield from compose_all(text)
         return
     starts = document_starts(text)
@@ -185,7 +190,7 @@ def _add_skipped(
 def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     """Parse a decoded file into objects and YML findings. Never raises on bad input."""
     import yaml.error  # here, not at import: a cached run reads no YAML
-    from ailint.core.yamldata import Converter, LimitExceeded, ScalarNode, mark_span
+    from ailint.core.yamldata import Converter, LimitExceeded, ScalarNode, mark_span, read_documents
 
     result = FileResult(path=source.display, source=source)
     text = source.text
@@ -199,6 +204,11 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     if display.endswith(".json") and "\t" in text:
         parse_text = text.replace("\t", " ")  # JSON allows tab whitespace; YAML does not
 
+    if not has_template and not _has_crd(parse_text):
+        read = read_documents(parse_text, limits)
+        if read is not None:
+            _add_read(result, source, read, sources, source_lines, limits)
+            return result
     docs = _compose_documents(parse_text, has_template)
     doc_index = -1
     while True:
@@ -232,14 +242,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
         doc_index += 1
         if doc_index >= limits.max_documents:
             line = node.start_mark.line + 1 if node is not None else 1
-            result.findings.append(
-                yml_finding(
-                    "YML010",
-                    display,
-                    Span(line, 1, line, 2),
-                    f"more than {limits.max_documents} documents; the rest of the file is skipped",
-                )
-            )
+            result.findings.append(_too_many_documents(display, line, limits))
             break
         if node is None or (node.__class__ is ScalarNode and node.value == "" and not node.style):
             continue  # an empty document (`---` twice): kubectl skips it too
@@ -269,14 +272,55 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             result.findings.append(_template_finding(source, display))
             return result
         result.findings.extend(_problems(conv.findings, display))
-        start_line = node.start_mark.line + 1
-        template = None
-        if sources:
-            i = bisect.bisect_right(source_lines, start_line) - 1
-            if i >= 0:
-                template = sources[i][1]
-        _add_objects(result, source, doc_index, data, conv.positions, template, node)
+        start = (node.start_mark.line + 1, node.start_mark.column + 1)
+        _add_objects(
+            result, source, doc_index, data, conv.positions, _template_of(start[0], sources, source_lines), start
+        )
     return result
+
+
+def _add_read(
+    result: FileResult,
+    source: SourceFile,
+    docs: list[Any],
+    sources: list[tuple[int, str]],
+    source_lines: list[int],
+    limits: Limits,
+) -> None:
+    """The documents the C reader read (`yamldata.read_documents`), added as the loop of
+    `load_text` adds composed ones: an empty document (its line) is skipped and not counted,
+    and a document past the limit ends the file with YML010."""
+    for doc_index, doc in enumerate(docs):
+        if doc_index >= limits.max_documents:
+            line = doc if doc.__class__ is int else doc[1][()][4]
+            result.findings.append(_too_many_documents(source.display, line, limits))
+            return
+        if doc.__class__ is int:
+            continue
+        result.documents += 1
+        data, positions = doc
+        root = positions[()]
+        start = (root[4], root[5])
+        _add_objects(result, source, doc_index, data, positions, _template_of(start[0], sources, source_lines), start)
+
+
+def _too_many_documents(display: str, line: int, limits: Limits) -> Finding:
+    """YML010 at the first document past the limit."""
+    return yml_finding(
+        "YML010",
+        display,
+        Span(line, 1, line, 2),
+        f"more than {limits.max_documents} documents; the rest of the file is skipped",
+    )
+
+
+def _template_of(start_line: int, sources: list[tuple[int, str]], source_lines: list[int]) -> str | None:
+    """The template `helm template` marked the document starting at `start_line` with."""
+    if sources:
+        i = bisect.bisect_right(source_lines, start_line) - 1
+        if i >= 0:
+            return sources[i][1]
+    return None
 
 
 def _template_finding(source: SourceFile, display: str, why: str = "") -> Finding:
@@ -299,13 +343,11 @@ def _add_objects(
     data: Any,
     positions: dict[Path, Pos],
     template: str | None,
-    node: Any,
+    start: tuple[int, int],
 ) -> None:
-    from ailint.core.yamldata import mark_span
-
     display = source.display
     if not isinstance(data, dict):
-        span = mark_span(node.start_mark, node.start_mark)
+        span = Span(start[0], start[1], start[0], start[1] + 1)
         result.findings.append(
             yml_finding(
                 "YML008",

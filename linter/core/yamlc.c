@@ -1,0 +1,323 @@
+/* ailint.core.yamlc: libyaml's events straight to plain data and a position table.
+ *
+ * The loader's common case, without PyYAML's composer: that composer makes a Python node and
+ * two Python marks for every value, which `yamldata.Converter` then turns into the data and
+ * the position table (`path -> (key line, key col, key end line, key end col, line, col, end
+ * line, end col)`), two thirds of a cold run's parse. Here the same libyaml events become the
+ * same dicts, lists, strings and tuples in one pass.
+ *
+ * It reads only what it is sure to read as `Converter` does, and declines everything else:
+ * a stream with an anchor, an alias, a tag, a key that is not a plain string or is repeated,
+ * a merge key, a value longer than the scalar limit, nesting deeper than the depth limit,
+ * text that is not valid UTF-8, or any libyaml error. `load` then returns None and the caller
+ * reads the text the way it always has (`ailint.engine.load`), so a declined text gets every
+ * finding and message it got before. Plain scalars whose first character can start a
+ * non-string in YAML 1.1 go to `typed`, the Python function `Converter` uses for them, so
+ * YAML 1.1's typing is defined once.
+ *
+ * Marks: libyaml counts lines and columns in characters, from 0, as PyYAML reports them; the
+ * table holds them from 1, as `Converter` writes them.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <yaml.h>
+
+typedef struct {
+    yaml_parser_t parser;
+    PyObject *positions;  /* the current document's table */
+    PyObject *typed;      /* typed(value: str) -> Any, for plain scalars that may not be strings */
+    const char *starts;   /* the first characters that can start a non-string (ASCII) */
+    long max_depth;
+    Py_ssize_t max_scalar;
+    Py_ssize_t interned;  /* a string value of at most this many characters is interned */
+    int declined;         /* 1: not ours to read; no Python error is set */
+} Reader;
+
+static int next_event(Reader *r, yaml_event_t *ev) {
+    if (!yaml_parser_parse(&r->parser, ev)) {
+        r->declined = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *mark_tuple(long kl, long kc, long kel, long kec, const yaml_mark_t *s, const yaml_mark_t *e) {
+    return Py_BuildValue("(llllllll)", kl, kc, kel, kec, (long)s->line + 1, (long)s->column + 1,
+                         (long)e->line + 1, (long)e->column + 1);
+}
+
+static PyObject *extended(PyObject *path, PyObject *item) {
+    Py_ssize_t n = PyTuple_GET_SIZE(path);
+    PyObject *out = PyTuple_New(n + 1);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(path, i);
+        Py_INCREF(x);
+        PyTuple_SET_ITEM(out, i, x);
+    }
+    Py_INCREF(item);
+    PyTuple_SET_ITEM(out, n, item);
+    return out;
+}
+
+static PyObject *decoded(Reader *r, const yaml_event_t *ev) {
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)ev->data.scalar.value, (Py_ssize_t)ev->data.scalar.length, "strict");
+    if (s == NULL) {
+        PyErr_Clear();
+        r->declined = 1;
+    }
+    return s;
+}
+
+/* The value of a scalar event (not a key). */
+static PyObject *scalar_value(Reader *r, const yaml_event_t *ev) {
+    PyObject *s = decoded(r, ev);
+    if (s == NULL) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n > r->max_scalar) {
+        Py_DECREF(s);
+        r->declined = 1;
+        return NULL;
+    }
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev->data.scalar.style == YAML_ANY_SCALAR_STYLE) {
+        unsigned char first = ev->data.scalar.length ? ev->data.scalar.value[0] : 0;
+        if (first == 0 || (first < 128 && strchr(r->starts, first) != NULL)) {
+            PyObject *v = PyObject_CallOneArg(r->typed, s);
+            Py_DECREF(s);
+            return v;
+        }
+    }
+    if (n <= r->interned) PyUnicode_InternInPlace(&s);
+    return s;
+}
+
+static PyObject *compose(Reader *r, yaml_event_t *ev, PyObject *path, long kl, long kc, long kel, long kec, long depth);
+
+static int plain_untagged(const yaml_event_t *ev) {
+    switch (ev->type) {
+        case YAML_SCALAR_EVENT:
+            return ev->data.scalar.anchor == NULL && ev->data.scalar.tag == NULL;
+        case YAML_SEQUENCE_START_EVENT:
+            return ev->data.sequence_start.anchor == NULL && ev->data.sequence_start.tag == NULL;
+        case YAML_MAPPING_START_EVENT:
+            return ev->data.mapping_start.anchor == NULL && ev->data.mapping_start.tag == NULL;
+        default:
+            return 0; /* an alias, or an event that cannot start a node */
+    }
+}
+
+/* Records `path`'s entry before its children's (the table's order is a walk's, as
+ * `Converter` makes it), and fills in its end once the collection's end event is read. */
+static PyObject *collection(Reader *r, yaml_event_t *start, PyObject *path, long kl, long kc, long kel, long kec, long depth) {
+    int is_map = start->type == YAML_MAPPING_START_EVENT;
+    yaml_mark_t sm = start->start_mark;
+    if (kl < 0) {
+        kl = (long)sm.line + 1, kc = (long)sm.column + 1, kel = kl, kec = kc;
+    }
+    if (PyDict_SetItem(r->positions, path, Py_None) < 0) return NULL;
+    PyObject *out = is_map ? PyDict_New() : PyList_New(0);
+    if (out == NULL) return NULL;
+    yaml_event_t ev;
+    Py_ssize_t index = 0;
+    for (;;) {
+        if (!next_event(r, &ev)) goto fail;
+        yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+        if (ev.type == end) {
+            PyObject *pos = mark_tuple(kl, kc, kel, kec, &sm, &ev.end_mark);
+            yaml_event_delete(&ev);
+            if (pos == NULL || PyDict_SetItem(r->positions, path, pos) < 0) {
+                Py_XDECREF(pos);
+                goto fail;
+            }
+            Py_DECREF(pos);
+            return out;
+        }
+        if (is_map) {
+            if (ev.type != YAML_SCALAR_EVENT || !plain_untagged(&ev)) {
+                yaml_event_delete(&ev);
+                r->declined = 1; /* a complex key, an anchor or a tag on a key, an alias */
+                goto fail;
+            }
+            int plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev.data.scalar.style == YAML_ANY_SCALAR_STYLE;
+            if (plain && ev.data.scalar.length == 2 && memcmp(ev.data.scalar.value, "<<", 2) == 0) {
+                yaml_event_delete(&ev);
+                r->declined = 1; /* a merge key */
+                goto fail;
+            }
+            PyObject *key = decoded(r, &ev);
+            long k1 = (long)ev.start_mark.line + 1, k2 = (long)ev.start_mark.column + 1;
+            long k3 = (long)ev.end_mark.line + 1, k4 = (long)ev.end_mark.column + 1;
+            yaml_event_delete(&ev);
+            if (key == NULL) goto fail;
+            PyUnicode_InternInPlace(&key);
+            int seen = PyDict_Contains(out, key);
+            if (seen != 0) {
+                Py_DECREF(key);
+                if (seen > 0) r->declined = 1; /* a duplicate key */
+                goto fail;
+            }
+            if (!next_event(r, &ev)) {
+                Py_DECREF(key);
+                goto fail;
+            }
+            PyObject *sub = extended(path, key);
+            PyObject *value = sub == NULL ? NULL : compose(r, &ev, sub, k1, k2, k3, k4, depth + 1);
+            Py_XDECREF(sub);
+            if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
+                Py_DECREF(key);
+                Py_XDECREF(value);
+                goto fail;
+            }
+            Py_DECREF(key);
+            Py_DECREF(value);
+        } else {
+            PyObject *i = PyLong_FromSsize_t(index++);
+            PyObject *sub = i == NULL ? NULL : extended(path, i);
+            Py_XDECREF(i);
+            PyObject *value = sub == NULL ? NULL : compose(r, &ev, sub, -1, 0, 0, 0, depth + 1);
+            Py_XDECREF(sub);
+            if (value == NULL || PyList_Append(out, value) < 0) {
+                Py_XDECREF(value);
+                goto fail;
+            }
+            Py_DECREF(value);
+        }
+    }
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* The node that `ev` starts (its event is consumed here), its entries in the table. `kl` < 0:
+ * no key (the document's root, or an item of a list). */
+static PyObject *compose(Reader *r, yaml_event_t *ev, PyObject *path, long kl, long kc, long kel, long kec, long depth) {
+    if (depth > r->max_depth || !plain_untagged(ev)) {
+        yaml_event_delete(ev);
+        r->declined = 1;
+        return NULL;
+    }
+    if (ev->type != YAML_SCALAR_EVENT) {
+        PyObject *out = collection(r, ev, path, kl, kc, kel, kec, depth);
+        yaml_event_delete(ev);
+        return out;
+    }
+    if (kl < 0) {
+        kl = (long)ev->start_mark.line + 1, kc = (long)ev->start_mark.column + 1, kel = kl, kec = kc;
+    }
+    PyObject *pos = mark_tuple(kl, kc, kel, kec, &ev->start_mark, &ev->end_mark);
+    PyObject *value = pos == NULL ? NULL : scalar_value(r, ev);
+    yaml_event_delete(ev);
+    if (value == NULL || PyDict_SetItem(r->positions, path, pos) < 0) {
+        Py_XDECREF(pos);
+        Py_XDECREF(value);
+        return NULL;
+    }
+    Py_DECREF(pos);
+    return value;
+}
+
+/* One document after its start event: its data and table, or the root's 1-based line for an
+ * empty document (an empty plain scalar: kubectl skips it, and so does the loader). */
+static PyObject *document(Reader *r) {
+    yaml_event_t ev;
+    if (!next_event(r, &ev)) return NULL;
+    PyObject *item;
+    if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0 && plain_untagged(&ev) &&
+        (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev.data.scalar.style == YAML_ANY_SCALAR_STYLE)) {
+        item = PyLong_FromLong((long)ev.start_mark.line + 1);
+        yaml_event_delete(&ev);
+    } else {
+        r->positions = PyDict_New();
+        if (r->positions == NULL) {
+            yaml_event_delete(&ev);
+            return NULL;
+        }
+        PyObject *root = PyTuple_New(0);
+        PyObject *data = root == NULL ? NULL : compose(r, &ev, root, -1, 0, 0, 0, 0);
+        Py_XDECREF(root);
+        item = data == NULL ? NULL : PyTuple_Pack(2, data, r->positions);
+        Py_XDECREF(data);
+        Py_CLEAR(r->positions);
+    }
+    if (item == NULL) return NULL;
+    if (!next_event(r, &ev)) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    int ok = ev.type == YAML_DOCUMENT_END_EVENT;
+    yaml_event_delete(&ev);
+    if (!ok) {
+        Py_DECREF(item);
+        r->declined = 1;
+        return NULL;
+    }
+    return item;
+}
+
+PyDoc_STRVAR(load_doc,
+             "load(text, typed, starts, max_documents, max_depth, max_scalar, interned)\n"
+             "--\n\n"
+             "The documents of `text`: for each, `(data, positions)`, or the 1-based line of an\n"
+             "empty document; at most `max_documents` + 1 of them. None when the text is not one\n"
+             "this reader reads (see the module's comment): the caller reads it otherwise.");
+
+static PyObject *load(PyObject *self, PyObject *args) {
+    PyObject *text, *typed;
+    const char *starts;
+    Py_ssize_t max_documents, max_scalar, interned;
+    long max_depth;
+    if (!PyArg_ParseTuple(args, "UOsnlnn:load", &text, &typed, &starts, &max_documents, &max_depth, &max_scalar, &interned))
+        return NULL;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {
+        PyErr_Clear(); /* a lone surrogate: the caller's reading reports it */
+        Py_RETURN_NONE;
+    }
+    Reader r;
+    memset(&r, 0, sizeof r);
+    r.typed = typed, r.starts = starts, r.max_depth = max_depth, r.max_scalar = max_scalar, r.interned = interned;
+    if (!yaml_parser_initialize(&r.parser)) return PyErr_NoMemory();
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)utf8, (size_t)size);
+    yaml_parser_set_encoding(&r.parser, YAML_UTF8_ENCODING);
+    PyObject *docs = PyList_New(0);
+    yaml_event_t ev;
+    if (docs == NULL || !next_event(&r, &ev)) goto done;
+    yaml_event_delete(&ev); /* the stream's start */
+    for (;;) {
+        if (!next_event(&r, &ev)) goto done;
+        yaml_event_type_t type = ev.type;
+        yaml_event_delete(&ev);
+        if (type == YAML_STREAM_END_EVENT) break;
+        if (type != YAML_DOCUMENT_START_EVENT) {
+            r.declined = 1;
+            goto done;
+        }
+        PyObject *item = document(&r);
+        if (item == NULL) goto done;
+        int failed = PyList_Append(docs, item);
+        Py_DECREF(item);
+        if (failed) goto done;
+        if (PyList_GET_SIZE(docs) > max_documents) break;
+    }
+    yaml_parser_delete(&r.parser);
+    return docs;
+done:
+    yaml_parser_delete(&r.parser);
+    Py_XDECREF(r.positions);
+    Py_XDECREF(docs);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"load", load, METH_VARARGS, load_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "yamlc", "libyaml's events straight to plain data and a position table.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit_yamlc(void) { return PyModule_Create(&module); }
