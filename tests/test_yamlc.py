@@ -92,7 +92,7 @@ def pure(text: str, limits: Limits = Limits()) -> list[Any] | None:
 
 def check(text: str, limits: Limits = Limits()) -> bool:
     """The C reader's documents are the pure reading's; returns whether it read the text."""
-    got = yamldata.read_documents(text, limits)
+    got = unpacked(yamldata.read_documents(text, limits))
     if got is None:
         return False
     want = pure(text, limits)
@@ -102,6 +102,23 @@ def check(text: str, limits: Limits = Limits()) -> bool:
         if type(g) is tuple:
             assert list(g[1].items()) == list(w[1].items())  # the table's order too
     return True
+
+
+def unpacked(docs: list[Any] | None) -> list[Any] | None:
+    """`read_documents`'s documents with their tables unpacked (each checked to know its
+    document's line and column)."""
+    if docs is None:
+        return None
+    out: list[Any] = []
+    for doc in docs:
+        if type(doc) is tuple:
+            data, packed = doc
+            table = packed.unpack()
+            assert packed.root() == table[()][4:6]
+            out.append((data, table))
+        else:
+            out.append(doc)
+    return out
 
 
 def _plain_texts(paths: list[pathlib.Path]) -> list[tuple[str, str]]:
@@ -177,13 +194,37 @@ def test_documents_past_the_limit_are_not_read(reader: Any) -> None:
 def test_empty_documents_are_their_lines(reader: Any) -> None:
     text = "---\n---\n# c\n---\na: 1\n"
     assert check(text)
-    assert yamldata.read_documents(text, Limits()) == [
+    assert unpacked(yamldata.read_documents(text, Limits())) == [
         2,
         4,
         ({"a": 1}, {(): (5, 1, 5, 1, 5, 1, 6, 1), ("a",): (5, 1, 5, 2, 5, 4, 5, 5)}),
     ]
     assert yamldata.read_documents("", Limits()) == []
     assert check("--- ''\n--- \"\"\n---\n")  # quoted empty documents are values, not empty
+
+
+def test_a_packed_table_travels_and_unpacks_once(reader: Any) -> None:
+    """A `--jobs` worker pickles a document's packed table as it is; the parent unpacks it
+    into the `LazyPositions` the objects share, on the first read."""
+    import pickle
+
+    from ailint.core.tables import LazyPositions
+
+    ((_, packed),) = yamldata.read_documents("apiVersion: v1\nitems:\n- {kind: Pod}\n", Limits()) or [None]
+    lazy = pickle.loads(pickle.dumps(LazyPositions(packed, 0)))
+    assert lazy._file is not None and len(pickle.dumps(lazy)) < 200 + len(packed.packed)
+    assert lazy.get(("items", 0, "kind")) == (3, 4, 3, 8, 3, 10, 3, 13)
+    assert lazy._file is None and dict(lazy.items()) == packed.unpack()
+
+
+def test_a_table_that_does_not_fit_its_data_is_an_error(reader: Any) -> None:
+    ((data, packed),) = yamldata.read_documents("a: [1, 2]\n", Limits()) or [None]
+    with pytest.raises(ValueError, match="more nodes than the packed"):
+        reader.table({"a": [1, 2, 3]}, packed.packed)
+    with pytest.raises(ValueError, match="packed table has more nodes"):
+        reader.table({"a": [1]}, packed.packed)
+    with pytest.raises(ValueError):
+        reader.table(data, packed.packed[:-1])
 
 
 def test_a_lone_surrogate_is_left_to_the_pure_reading(reader: Any) -> None:

@@ -15,17 +15,30 @@
  * non-string in YAML 1.1 go to `typed`, the Python function `Converter` uses for them, so
  * YAML 1.1's typing is defined once.
  *
+ * The position table is not built while reading: each node's eight numbers are written to a
+ * flat array of 32-bit integers in the order of a walk of the data (a collection before its
+ * children, a mapping's keys in their order), 32 bytes a node where the table's path tuple,
+ * number tuple and dict entry take about 200 and most of a reading's time. `table(data,
+ * packed)` makes the table from the two, exactly as `Converter` fills it, when a span is first
+ * asked of the document (a run asks it of about one object in seven: those with findings).
+ * No node is shared between paths in a document read here (no alias), so the walk meets
+ * every node once.
+ *
  * Marks: libyaml counts lines and columns in characters, from 0, as PyYAML reports them; the
  * table holds them from 1, as `Converter` writes them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #include <yaml.h>
 
+#define FIELDS 8 /* key line, key col, key end line, key end col, line, col, end line, end col */
+
 typedef struct {
     yaml_parser_t parser;
-    PyObject *positions;  /* the current document's table */
+    int32_t *packed;      /* the current document's nodes, FIELDS numbers each, in walk order */
+    Py_ssize_t nodes, capacity;
     PyObject *typed;      /* typed(value: str) -> Any, for plain scalars that may not be strings */
     const char *starts;   /* the first characters that can start a non-string (ASCII) */
     long max_depth;
@@ -42,9 +55,25 @@ static int next_event(Reader *r, yaml_event_t *ev) {
     return 1;
 }
 
-static PyObject *mark_tuple(long kl, long kc, long kel, long kec, const yaml_mark_t *s, const yaml_mark_t *e) {
-    return Py_BuildValue("(llllllll)", kl, kc, kel, kec, (long)s->line + 1, (long)s->column + 1,
-                         (long)e->line + 1, (long)e->column + 1);
+/* A node's slot in the packed array (its numbers written by `place`); -1 when out of memory. */
+static Py_ssize_t reserve(Reader *r) {
+    if (r->nodes == r->capacity) {
+        Py_ssize_t capacity = r->capacity ? 2 * r->capacity : 256;
+        int32_t *grown = PyMem_Realloc(r->packed, (size_t)capacity * FIELDS * sizeof(int32_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        r->packed = grown, r->capacity = capacity;
+    }
+    return r->nodes++;
+}
+
+static void place(Reader *r, Py_ssize_t slot, long kl, long kc, long kel, long kec, const yaml_mark_t *s,
+                  const yaml_mark_t *e) {
+    int32_t *p = r->packed + slot * FIELDS;
+    p[0] = (int32_t)kl, p[1] = (int32_t)kc, p[2] = (int32_t)kel, p[3] = (int32_t)kec;
+    p[4] = (int32_t)s->line + 1, p[5] = (int32_t)s->column + 1, p[6] = (int32_t)e->line + 1, p[7] = (int32_t)e->column + 1;
 }
 
 static PyObject *extended(PyObject *path, PyObject *item) {
@@ -92,7 +121,7 @@ static PyObject *scalar_value(Reader *r, const yaml_event_t *ev) {
     return s;
 }
 
-static PyObject *compose(Reader *r, yaml_event_t *ev, PyObject *path, long kl, long kc, long kel, long kec, long depth);
+static PyObject *compose(Reader *r, yaml_event_t *ev, long kl, long kc, long kel, long kec, long depth);
 
 static int plain_untagged(const yaml_event_t *ev) {
     switch (ev->type) {
@@ -107,138 +136,117 @@ static int plain_untagged(const yaml_event_t *ev) {
     }
 }
 
-/* Records `path`'s entry before its children's (the table's order is a walk's, as
- * `Converter` makes it), and fills in its end once the collection's end event is read. */
-static PyObject *collection(Reader *r, yaml_event_t *start, PyObject *path, long kl, long kc, long kel, long kec, long depth) {
+static int is_plain(const yaml_event_t *ev) {
+    return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+/* A mapping or a list from its start event to its end event. Its slot comes before its
+ * children's (the walk's order), its numbers once its end is read. */
+static PyObject *collection(Reader *r, yaml_event_t *start, long kl, long kc, long kel, long kec, long depth) {
     int is_map = start->type == YAML_MAPPING_START_EVENT;
+    yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
     yaml_mark_t sm = start->start_mark;
     if (kl < 0) {
         kl = (long)sm.line + 1, kc = (long)sm.column + 1, kel = kl, kec = kc;
     }
-    if (PyDict_SetItem(r->positions, path, Py_None) < 0) return NULL;
+    Py_ssize_t slot = reserve(r);
+    if (slot < 0) return NULL;
     PyObject *out = is_map ? PyDict_New() : PyList_New(0);
     if (out == NULL) return NULL;
     yaml_event_t ev;
-    Py_ssize_t index = 0;
     for (;;) {
         if (!next_event(r, &ev)) goto fail;
-        yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
         if (ev.type == end) {
-            PyObject *pos = mark_tuple(kl, kc, kel, kec, &sm, &ev.end_mark);
+            place(r, slot, kl, kc, kel, kec, &sm, &ev.end_mark);
             yaml_event_delete(&ev);
-            if (pos == NULL || PyDict_SetItem(r->positions, path, pos) < 0) {
-                Py_XDECREF(pos);
-                goto fail;
-            }
-            Py_DECREF(pos);
             return out;
         }
-        if (is_map) {
-            if (ev.type != YAML_SCALAR_EVENT || !plain_untagged(&ev)) {
-                yaml_event_delete(&ev);
-                r->declined = 1; /* a complex key, an anchor or a tag on a key, an alias */
-                goto fail;
-            }
-            int plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev.data.scalar.style == YAML_ANY_SCALAR_STYLE;
-            if (plain && ev.data.scalar.length == 2 && memcmp(ev.data.scalar.value, "<<", 2) == 0) {
-                yaml_event_delete(&ev);
-                r->declined = 1; /* a merge key */
-                goto fail;
-            }
-            PyObject *key = decoded(r, &ev);
-            long k1 = (long)ev.start_mark.line + 1, k2 = (long)ev.start_mark.column + 1;
-            long k3 = (long)ev.end_mark.line + 1, k4 = (long)ev.end_mark.column + 1;
-            yaml_event_delete(&ev);
-            if (key == NULL) goto fail;
-            PyUnicode_InternInPlace(&key);
-            int seen = PyDict_Contains(out, key);
-            if (seen != 0) {
-                Py_DECREF(key);
-                if (seen > 0) r->declined = 1; /* a duplicate key */
-                goto fail;
-            }
-            if (!next_event(r, &ev)) {
-                Py_DECREF(key);
-                goto fail;
-            }
-            PyObject *sub = extended(path, key);
-            PyObject *value = sub == NULL ? NULL : compose(r, &ev, sub, k1, k2, k3, k4, depth + 1);
-            Py_XDECREF(sub);
-            if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
-                Py_DECREF(key);
-                Py_XDECREF(value);
-                goto fail;
-            }
-            Py_DECREF(key);
-            Py_DECREF(value);
-        } else {
-            PyObject *i = PyLong_FromSsize_t(index++);
-            PyObject *sub = i == NULL ? NULL : extended(path, i);
-            Py_XDECREF(i);
-            PyObject *value = sub == NULL ? NULL : compose(r, &ev, sub, -1, 0, 0, 0, depth + 1);
-            Py_XDECREF(sub);
+        if (!is_map) {
+            PyObject *value = compose(r, &ev, -1, 0, 0, 0, depth + 1);
             if (value == NULL || PyList_Append(out, value) < 0) {
                 Py_XDECREF(value);
                 goto fail;
             }
             Py_DECREF(value);
+            continue;
         }
+        if (ev.type != YAML_SCALAR_EVENT || !plain_untagged(&ev) ||
+            (is_plain(&ev) && ev.data.scalar.length == 2 && memcmp(ev.data.scalar.value, "<<", 2) == 0)) {
+            yaml_event_delete(&ev);
+            r->declined = 1; /* a complex key, an anchor or a tag on a key, an alias, a merge key */
+            goto fail;
+        }
+        PyObject *key = decoded(r, &ev);
+        long k1 = (long)ev.start_mark.line + 1, k2 = (long)ev.start_mark.column + 1;
+        long k3 = (long)ev.end_mark.line + 1, k4 = (long)ev.end_mark.column + 1;
+        yaml_event_delete(&ev);
+        if (key == NULL) goto fail;
+        PyUnicode_InternInPlace(&key);
+        int seen = PyDict_Contains(out, key);
+        if (seen != 0) {
+            Py_DECREF(key);
+            if (seen > 0) r->declined = 1; /* a repeated key */
+            goto fail;
+        }
+        if (!next_event(r, &ev)) {
+            Py_DECREF(key);
+            goto fail;
+        }
+        PyObject *value = compose(r, &ev, k1, k2, k3, k4, depth + 1);
+        if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
+            Py_DECREF(key);
+            Py_XDECREF(value);
+            goto fail;
+        }
+        Py_DECREF(key);
+        Py_DECREF(value);
     }
 fail:
     Py_DECREF(out);
     return NULL;
 }
 
-/* The node that `ev` starts (its event is consumed here), its entries in the table. `kl` < 0:
- * no key (the document's root, or an item of a list). */
-static PyObject *compose(Reader *r, yaml_event_t *ev, PyObject *path, long kl, long kc, long kel, long kec, long depth) {
+/* The node that `ev` starts (its event is consumed here). `kl` < 0: no key (the document's
+ * root, or an item of a list), and the key's numbers are the node's start. */
+static PyObject *compose(Reader *r, yaml_event_t *ev, long kl, long kc, long kel, long kec, long depth) {
     if (depth > r->max_depth || !plain_untagged(ev)) {
         yaml_event_delete(ev);
         r->declined = 1;
         return NULL;
     }
     if (ev->type != YAML_SCALAR_EVENT) {
-        PyObject *out = collection(r, ev, path, kl, kc, kel, kec, depth);
+        PyObject *out = collection(r, ev, kl, kc, kel, kec, depth);
         yaml_event_delete(ev);
         return out;
     }
     if (kl < 0) {
         kl = (long)ev->start_mark.line + 1, kc = (long)ev->start_mark.column + 1, kel = kl, kec = kc;
     }
-    PyObject *pos = mark_tuple(kl, kc, kel, kec, &ev->start_mark, &ev->end_mark);
-    PyObject *value = pos == NULL ? NULL : scalar_value(r, ev);
+    Py_ssize_t slot = reserve(r);
+    PyObject *value = slot < 0 ? NULL : scalar_value(r, ev);
+    if (value != NULL) place(r, slot, kl, kc, kel, kec, &ev->start_mark, &ev->end_mark);
     yaml_event_delete(ev);
-    if (value == NULL || PyDict_SetItem(r->positions, path, pos) < 0) {
-        Py_XDECREF(pos);
-        Py_XDECREF(value);
-        return NULL;
-    }
-    Py_DECREF(pos);
     return value;
 }
 
-/* One document after its start event: its data and table, or the root's 1-based line for an
- * empty document (an empty plain scalar: kubectl skips it, and so does the loader). */
+/* One document after its start event: its data and its packed numbers, or the root's 1-based
+ * line for an empty document (an empty plain scalar: kubectl skips it, and so does the
+ * loader). */
 static PyObject *document(Reader *r) {
     yaml_event_t ev;
     if (!next_event(r, &ev)) return NULL;
     PyObject *item;
-    if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0 && plain_untagged(&ev) &&
-        (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE || ev.data.scalar.style == YAML_ANY_SCALAR_STYLE)) {
+    if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0 && plain_untagged(&ev) && is_plain(&ev)) {
         item = PyLong_FromLong((long)ev.start_mark.line + 1);
         yaml_event_delete(&ev);
     } else {
-        r->positions = PyDict_New();
-        if (r->positions == NULL) {
-            yaml_event_delete(&ev);
-            return NULL;
-        }
-        PyObject *root = PyTuple_New(0);
-        PyObject *data = root == NULL ? NULL : compose(r, &ev, root, -1, 0, 0, 0, 0);
-        Py_XDECREF(root);
-        item = data == NULL ? NULL : PyTuple_Pack(2, data, r->positions);
-        Py_XDECREF(data);
-        Py_CLEAR(r->positions);
+        r->nodes = 0;
+        PyObject *data = compose(r, &ev, -1, 0, 0, 0, 0);
+        if (data == NULL) return NULL;
+        PyObject *packed = PyBytes_FromStringAndSize((const char *)r->packed, r->nodes * FIELDS * (Py_ssize_t)sizeof(int32_t));
+        item = packed == NULL ? NULL : PyTuple_Pack(2, data, packed);
+        Py_DECREF(data);
+        Py_XDECREF(packed);
     }
     if (item == NULL) return NULL;
     if (!next_event(r, &ev)) {
@@ -258,9 +266,9 @@ static PyObject *document(Reader *r) {
 PyDoc_STRVAR(load_doc,
              "load(text, typed, starts, max_documents, max_depth, max_scalar, interned)\n"
              "--\n\n"
-             "The documents of `text`: for each, `(data, positions)`, or the 1-based line of an\n"
-             "empty document; at most `max_documents` + 1 of them. None when the text is not one\n"
-             "this reader reads (see the module's comment): the caller reads it otherwise.");
+             "The documents of `text`: for each, `(data, packed)` (see `table`), or the 1-based\n"
+             "line of an empty document; at most `max_documents` + 1 of them. None when the text\n"
+             "is not one this reader reads (see the module's comment): the caller reads it otherwise.");
 
 static PyObject *load(PyObject *self, PyObject *args) {
     PyObject *text, *typed;
@@ -302,22 +310,105 @@ static PyObject *load(PyObject *self, PyObject *args) {
         if (PyList_GET_SIZE(docs) > max_documents) break;
     }
     yaml_parser_delete(&r.parser);
+    PyMem_Free(r.packed);
     return docs;
 done:
     yaml_parser_delete(&r.parser);
-    Py_XDECREF(r.positions);
+    PyMem_Free(r.packed);
     Py_XDECREF(docs);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
 
+/* -- the table, from the data and the packed numbers ---------------------------------------- */
+
+typedef struct {
+    PyObject *table;
+    const int32_t *packed;
+    Py_ssize_t nodes, next;
+} Walk;
+
+static int walk(Walk *w, PyObject *value, PyObject *path) {
+    if (w->next >= w->nodes) {
+        PyErr_SetString(PyExc_ValueError, "the data has more nodes than the packed table");
+        return -1;
+    }
+    const int32_t *p = w->packed + w->next++ * FIELDS;
+    PyObject *pos = PyTuple_New(FIELDS);
+    if (pos == NULL) return -1;
+    for (int i = 0; i < FIELDS; i++) {
+        PyObject *n = PyLong_FromLong((long)p[i]);
+        if (n == NULL) {
+            Py_DECREF(pos);
+            return -1;
+        }
+        PyTuple_SET_ITEM(pos, i, n);
+    }
+    int failed = PyDict_SetItem(w->table, path, pos);
+    Py_DECREF(pos);
+    if (failed) return -1;
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t at = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(value, &at, &k, &v)) {
+            PyObject *sub = extended(path, k);
+            if (sub == NULL) return -1;
+            failed = walk(w, v, sub);
+            Py_DECREF(sub);
+            if (failed) return -1;
+        }
+    } else if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            PyObject *sub = index == NULL ? NULL : extended(path, index);
+            Py_XDECREF(index);
+            if (sub == NULL) return -1;
+            failed = walk(w, PyList_GET_ITEM(value, i), sub);
+            Py_DECREF(sub);
+            if (failed) return -1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(table_doc,
+             "table(data, packed)\n"
+             "--\n\n"
+             "The position table of a document `load` read: `path -> (8 numbers)`, the paths in\n"
+             "the order of a walk of `data`, as `Converter` fills it. ValueError when `packed` does\n"
+             "not hold one entry per node of `data`.");
+
+static PyObject *table(PyObject *self, PyObject *args) {
+    PyObject *data;
+    Py_buffer packed;
+    if (!PyArg_ParseTuple(args, "Oy*:table", &data, &packed)) return NULL;
+    Walk w = {PyDict_New(), (const int32_t *)packed.buf, packed.len / (Py_ssize_t)(FIELDS * sizeof(int32_t)), 0};
+    PyObject *root = PyTuple_New(0);
+    int failed = w.table == NULL || root == NULL || packed.len % (Py_ssize_t)(FIELDS * sizeof(int32_t)) != 0 ||
+                 walk(&w, data, root) < 0;
+    Py_XDECREF(root);
+    PyBuffer_Release(&packed);
+    if (!failed && w.next != w.nodes) {
+        PyErr_SetString(PyExc_ValueError, "the packed table has more nodes than the data");
+        failed = 1;
+    }
+    if (failed) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "not a packed table");
+        Py_XDECREF(w.table);
+        return NULL;
+    }
+    return w.table;
+}
+
 static PyMethodDef methods[] = {
     {"load", load, METH_VARARGS, load_doc},
+    {"table", table, METH_VARARGS, table_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "yamlc", "libyaml's events straight to plain data and a position table.", -1, methods,
+    PyModuleDef_HEAD_INIT, "yamlc", "libyaml's events straight to plain data and a packed position table.", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit_yamlc(void) { return PyModule_Create(&module); }

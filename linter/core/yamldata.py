@@ -16,6 +16,7 @@ from __future__ import annotations
 import _thread
 import operator
 import os
+import struct
 import sys
 from dataclasses import dataclass
 
@@ -596,9 +597,10 @@ _reader: Any = _c_reader()
 
 
 def read_documents(text: str, limits: Limits) -> list[Any] | None:
-    """The documents of `text` read by the C reader: for each, `(data, positions)` exactly as
-    `Converter` makes them (the same values, types, key order and table), or the 1-based line
-    of an empty document; at most `limits.max_documents` + 1 of them.
+    """The documents of `text` read by the C reader: for each, `(data, table)`, the data
+    exactly as `Converter` makes it (the same values, types and key order) and its position
+    table as a `PackedTable`, or the 1-based line of an empty document; at most
+    `limits.max_documents` + 1 of them.
 
     None when the reader is not built, when subtrees are shared (`share_subtrees`: the bounded
     run's reading keeps them once), or when the text holds anything the reader leaves to
@@ -611,7 +613,41 @@ def read_documents(text: str, limits: Limits) -> list[Any] | None:
     docs: list[Any] | None = _reader.load(
         text, typed_plain, _STARTS, limits.max_documents, limits.max_depth, limits.max_scalar_chars, INTERNED_CHARS
     )
+    if docs is not None:
+        for i, doc in enumerate(docs):
+            if doc.__class__ is tuple:
+                docs[i] = (doc[0], PackedTable(doc[0], doc[1]))
     return docs
+
+
+class PackedTable:
+    """A document's position table as the C reader leaves it: eight 32-bit numbers a node, in
+    the order of a walk of the document's data (`ailint.core.yamlc`), 32 bytes a node where
+    the table takes about 200. `unpack()` makes the table `Converter` would have made; a run
+    asks it of the documents whose spans it reports (`ailint.core.tables.LazyPositions`
+    holds it until then, and a `--jobs` worker sends it as it is)."""
+
+    __slots__ = ("data", "packed")
+
+    def __init__(self, data: Any, packed: bytes) -> None:
+        self.data, self.packed = data, packed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PackedTable, (self.data, self.packed))
+
+    def root(self) -> tuple[int, int]:
+        """The document's line and column (its first node's start)."""
+        line, col = _ROOT.unpack_from(self.packed, 16)
+        return line, col
+
+    def unpack(self) -> dict[Path, Pos]:
+        from ailint.core import yamlc  # type: ignore[attr-defined]  # (made by it: so it is built)
+
+        table: dict[Path, Pos] = yamlc.table(self.data, self.packed)
+        return table
+
+
+_ROOT = struct.Struct("=ii")  # a node's line and column, 16 bytes into its entry
 
 
 def mark_span(sm: Any, em: Any) -> Span:

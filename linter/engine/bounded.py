@@ -24,12 +24,12 @@ import marshal
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from types import MemberDescriptorType
 
 # (FileChangedError is the model's, where a run that spills nothing finds it without this module)
 from ailint.core.model import FileChangedError as FileChangedError
 from ailint.core.model import FileResult, Path, Pos, SourceFile
+from ailint.core.tables import LazyPositions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -177,7 +177,8 @@ class _FileTables:
                 raise FileChangedError(
                     f"{self.source.display}: re-parsing gave {len(fr.objects)} objects, not {self.count}"
                 )
-            hit = _TABLES[key] = (self, [o.positions for o in fr.objects])
+            # (as plain dicts: a table the C reader packed is unpacked here, not at each read)
+            hit = _TABLES[key] = (self, [o.positions.copy() for o in fr.objects])
             while len(_TABLES) > TABLE_CACHE:
                 _TABLES.popitem(last=False)
         else:
@@ -186,68 +187,6 @@ class _FileTables:
 
 
 _TABLES: OrderedDict[int, tuple[_FileTables, list[dict[Path, Pos]]]] = OrderedDict()
-
-
-class LazyPositions(dict):  # type: ignore[type-arg]
-    """An object's position table, read back when it is first needed.
-
-    From a re-parse of the file (`spill`): every read goes through the small cache of
-    re-parsed files, so tables come and go and memory stays bounded. From a marshalled copy
-    (`pack`, a `--jobs` worker's result): unpacked into this dict on first read.
-    """
-
-    __slots__ = ("_file", "_index")
-
-    def __init__(self, file: _FileTables | bytes, index: int) -> None:
-        super().__init__()
-        self._file: _FileTables | bytes | None = file
-        self._index = index
-
-    def _t(self) -> dict[Path, Pos]:
-        f = self._file
-        if f is None:
-            return self
-        fetch = getattr(f, "fetch", None)  # a table in a results cache entry (`cache.TableRef`)
-        if fetch is not None:
-            f = self._file = fetch()
-        if f.__class__ is bytes:
-            dict.update(self, marshal.loads(f))
-            self._file = None
-            return self
-        return f.table(self._index)  # type: ignore[union-attr]
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return dict.get(self._t(), key, default)
-
-    def __getitem__(self, key: Any) -> Any:
-        return dict.__getitem__(self._t(), key)
-
-    def __contains__(self, key: Any) -> bool:
-        return dict.__contains__(self._t(), key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return dict.__iter__(self._t())
-
-    def __len__(self) -> int:
-        return dict.__len__(self._t())
-
-    # dict's own views of the loaded table: typeshed names them dict_keys etc., a private type
-    def keys(self) -> KeysView[Any]:  # type: ignore[override]
-        return dict.keys(self._t())
-
-    def values(self) -> ValuesView[Any]:  # type: ignore[override]
-        return dict.values(self._t())
-
-    def items(self) -> ItemsView[Any, Any]:  # type: ignore[override]
-        return dict.items(self._t())
-
-    def copy(self) -> dict[Path, Pos]:
-        return dict(dict.items(self._t()))
-
-    def __reduce__(self) -> Any:  # a worker sends the promise, not the table
-        if self._file is not None:
-            return (LazyPositions, (self._file, self._index))
-        return (dict, (dict(dict.items(self)),))
 
 
 def spill(fr: FileResult, limits: Any) -> None:

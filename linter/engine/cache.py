@@ -509,7 +509,8 @@ def file_in(
 ) -> FileResult:
     """The file's result from its entry; `text` None: the file is not read now (its stat
     matched), its source is read back on first use and checked against the entry's CRC."""
-    from ailint.engine.bounded import LazyPositions, spilled_source
+    from ailint.core.tables import LazyPositions
+    from ailint.engine.bounded import spilled_source
 
     (
         documents,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ailint.core.lazyre import lazy_re
 from ailint.core.limits import Limits
 from ailint.core.model import FileResult, Finding, K8sObject, Path, Pos, SourceFile, Span, helm_sources
+from ailint.core.tables import LazyPositions
 from ailint.engine.registry import engine_rule
 
 TYPE_CHECKING = False
@@ -289,18 +290,19 @@ def _add_read(
 ) -> None:
     """The documents the C reader read (`yamldata.read_documents`), added as the loop of
     `load_text` adds composed ones: an empty document (its line) is skipped and not counted,
-    and a document past the limit ends the file with YML010."""
+    and a document past the limit ends the file with YML010. Each document's position table
+    stays packed until a span is asked of it (`LazyPositions`)."""
     for doc_index, doc in enumerate(docs):
         if doc_index >= limits.max_documents:
-            line = doc if doc.__class__ is int else doc[1][()][4]
+            line = doc if doc.__class__ is int else doc[1].root()[0]
             result.findings.append(_too_many_documents(source.display, line, limits))
             return
         if doc.__class__ is int:
             continue
         result.documents += 1
-        data, positions = doc
-        root = positions[()]
-        start = (root[4], root[5])
+        data, table = doc
+        start = table.root()
+        positions = LazyPositions(table, 0)
         _add_objects(result, source, doc_index, data, positions, _template_of(start[0], sources, source_lines), start)
 
 
