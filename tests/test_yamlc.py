@@ -326,6 +326,49 @@ def test_the_loader_gives_the_same_with_either(reader: Any, monkeypatch: pytest.
         assert same(fast[name], _loaded(text, name)), name
 
 
+@needs_shared
+def test_the_loader_gives_the_same_with_either_on_the_corpus(reader: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every corpus file, CRDs (read piece by piece) and templates included."""
+    cases = [(str(p), p.read_text(encoding="utf-8", errors="replace")) for p in _yaml_files(CORPUS)]
+    fast = {name: _loaded(text, name) for name, text in cases}
+    monkeypatch.setattr(yamldata, "_reader", None)
+    for name, text in cases:
+        assert same(fast[name], _loaded(text, name)), name
+
+
+CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+spec: {}
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kind: A\n---\n" + CRD + "---\nkind: B\n",
+        CRD + "---\n---\nkind: B\n---\n" + CRD,
+        "# only a comment\n---\n" + CRD + "---\na: &x 1\nb: *x\n",  # a piece the reader declines
+        "%YAML 1.1\n---\n" + CRD + "---\nkind: B\n",  # directives: one piece
+    ],
+)
+@pytest.mark.parametrize("max_documents", [1, 2, 5000])
+def test_a_stream_with_a_crd_reads_the_same(
+    reader: Any, monkeypatch: pytest.MonkeyPatch, text: str, max_documents: int
+) -> None:
+    limits = Limits(max_documents=max_documents)
+    fast = load_text(SourceFile("t.yaml", "t.yaml", text), limits)
+    monkeypatch.setattr(yamldata, "_reader", None)
+    slow = load_text(SourceFile("t.yaml", "t.yaml", text), limits)
+    assert [(f.code, f.span, f.message) for f in fast.findings] == [(f.code, f.span, f.message) for f in slow.findings]
+    assert same(
+        [(o.doc_index, o.data, list(o.positions.items())) for o in fast.objects],
+        [(o.doc_index, o.data, list(o.positions.items())) for o in slow.objects],
+    )
+    assert fast.documents == slow.documents
+
+
 def test_yml010_at_the_same_line(reader: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     text = "a: 1\n---\n---\nb: 2\n---\nkind: x\n"
     limits = Limits(max_documents=2)

@@ -594,6 +594,7 @@ def _c_reader() -> Any:
 
 
 _reader: Any = _c_reader()
+_TYPED: dict[str, Any] = {}  # the C reader's memo of `typed_plain` for short values (bounded there)
 
 
 def read_documents(text: str, limits: Limits) -> list[Any] | None:
@@ -611,7 +612,14 @@ def read_documents(text: str, limits: Limits) -> list[Any] | None:
     if _reader is None or _sharing:
         return None
     docs: list[Any] | None = _reader.load(
-        text, typed_plain, _STARTS, limits.max_documents, limits.max_depth, limits.max_scalar_chars, INTERNED_CHARS
+        text,
+        typed_plain,
+        _TYPED,
+        _STARTS,
+        limits.max_documents,
+        limits.max_depth,
+        limits.max_scalar_chars,
+        INTERNED_CHARS,
     )
     if docs is not None:
         for i, doc in enumerate(docs):

@@ -114,18 +114,11 @@ def _has_crd(text: str) -> bool:
     return "CustomResourceDefinition" in text and _CRD_KIND_RE.search(text) is not None
 
 
-def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
-    """Composed documents of a stream, with CRD documents replaced by `_Skipped` markers.
-
-    Files without a CRD take libyaml's stream path unchanged. With one, the stream is cut at
-    `---` lines (libyaml ends any block there too); each non-CRD piece is composed behind
-    blank lines, so every mark keeps its line in the file.
-    """
-    from ailint.core.yamldata import compose_all
-
-    if templated or not _has_crd(text):
-        yield from compose_all(text)
-        return
+def _pieces(text: str) -> Iterator[_Skipped | tuple[str, bool]]:
+    """A stream that holds a CRD cut at its `---` lines: a CRD document's `_Skipped` marker,
+    or a piece of text to read, `(text, marked)`, behind blank lines so that every mark keeps
+    its line in the file (`marked`: the piece starts at a `---`). A stream with directives is
+    not cut past them: its rest is one piece."""
     starts = document_starts(text)
     bounds = ([0] if not starts or starts[0] != 0 else []) + starts + [len(text)]
     first = True
@@ -138,7 +131,7 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
         first = False
         if chunk.lstrip().startswith("%"):
             # directives: give up on cutting and let libyaml read the whole stream
-            yield from compose_all(text[a:])
+            yield text[a:], False
             return
         line0 = text.count("\n", 0, a)
         m = _CRD_KIND_RE.search(chunk)
@@ -155,8 +148,51 @@ def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
                 len(nm.group(1)) + 1 if nm else 1,
             )
             continue
-        docs = list(compose_all("\n" * line0 + chunk))
-        yield from docs if docs or not is_marker else [None]
+        yield "\n" * line0 + chunk, is_marker
+
+
+def _compose_documents(text: str, templated: bool = False) -> Iterator[Any]:
+    """Composed documents of a stream, with CRD documents replaced by `_Skipped` markers.
+
+    Files without a CRD take libyaml's stream path unchanged. With one, the stream is cut at
+    `---` lines (libyaml ends any block there too, `_pieces`), and each piece that is not a
+    CRD is composed; a piece at a `---` that holds no document is an empty one (None).
+    """
+    from ailint.core.yamldata import compose_all
+
+    if templated or not _has_crd(text):
+        yield from compose_all(text)
+        return
+    for piece in _pieces(text):
+        if piece.__class__ is _Skipped:
+            yield piece
+            continue
+        padded, marked = piece  # type: ignore[misc]
+        docs = list(compose_all(padded))
+        yield from docs if docs or not marked else [None]
+
+
+def _read_documents(text: str, limits: Limits) -> list[Any] | None:
+    """What `_compose_documents` gives, read by the C reader (`yamldata.read_documents`): its
+    documents, `_Skipped` markers and None for an empty piece; None when the reader leaves
+    any piece to the composer (the whole file is then composed)."""
+    from ailint.core.yamldata import read_documents
+
+    if not _has_crd(text):
+        return read_documents(text, limits)
+    out: list[Any] = []
+    for piece in _pieces(text):
+        if piece.__class__ is _Skipped:
+            out.append(piece)
+        else:
+            padded, marked = piece  # type: ignore[misc]
+            docs = read_documents(padded, limits)
+            if docs is None:
+                return None
+            out.extend(docs if docs or not marked else [None])
+        if len(out) > limits.max_documents:
+            break
+    return out
 
 
 def _add_skipped(
@@ -191,7 +227,7 @@ def _add_skipped(
 def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     """Parse a decoded file into objects and YML findings. Never raises on bad input."""
     import yaml.error  # here, not at import: a cached run reads no YAML
-    from ailint.core.yamldata import Converter, LimitExceeded, ScalarNode, mark_span, read_documents
+    from ailint.core.yamldata import Converter, LimitExceeded, ScalarNode, mark_span
 
     result = FileResult(path=source.display, source=source)
     text = source.text
@@ -205,8 +241,8 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
     if display.endswith(".json") and "\t" in text:
         parse_text = text.replace("\t", " ")  # JSON allows tab whitespace; YAML does not
 
-    if not has_template and not _has_crd(parse_text):
-        read = read_documents(parse_text, limits)
+    if not has_template:
+        read = _read_documents(parse_text, limits)
         if read is not None:
             _add_read(result, source, read, sources, source_lines, limits)
             return result
@@ -242,7 +278,7 @@ def load_text(source: SourceFile, limits: Limits = Limits()) -> FileResult:
             break
         doc_index += 1
         if doc_index >= limits.max_documents:
-            line = node.start_mark.line + 1 if node is not None else 1
+            line = 1 if node is None else node.start_line if isinstance(node, _Skipped) else node.start_mark.line + 1
             result.findings.append(_too_many_documents(display, line, limits))
             break
         if node is None or (node.__class__ is ScalarNode and node.value == "" and not node.style):
@@ -288,18 +324,22 @@ def _add_read(
     source_lines: list[int],
     limits: Limits,
 ) -> None:
-    """The documents the C reader read (`yamldata.read_documents`), added as the loop of
-    `load_text` adds composed ones: an empty document (its line) is skipped and not counted,
-    and a document past the limit ends the file with YML010. Each document's position table
-    stays packed until a span is asked of it (`LazyPositions`)."""
+    """The documents the C reader read (`_read_documents`), added as the loop of `load_text`
+    adds composed ones: an empty document (its line, or None) is skipped and not counted, a
+    CRD's marker is counted, and a document past the limit ends the file with YML010. Each
+    document's position table stays packed until a span is asked of it (`LazyPositions`)."""
     for doc_index, doc in enumerate(docs):
+        cls = doc.__class__
         if doc_index >= limits.max_documents:
-            line = doc if doc.__class__ is int else doc[1].root()[0]
+            line = 1 if doc is None else doc if cls is int else doc.start_line if cls is _Skipped else doc[1].root()[0]
             result.findings.append(_too_many_documents(source.display, line, limits))
             return
-        if doc.__class__ is int:
+        if doc is None or cls is int:
             continue
         result.documents += 1
+        if cls is _Skipped:
+            _add_skipped(result, source, doc_index, doc, sources, source_lines)
+            continue
         data, table = doc
         start = table.root()
         positions = LazyPositions(table, 0)
