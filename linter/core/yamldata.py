@@ -16,7 +16,6 @@ from __future__ import annotations
 import _thread
 import operator
 import os
-import struct
 import sys
 from dataclasses import dataclass
 
@@ -644,9 +643,10 @@ class PackedTable:
         return (PackedTable, (self.data, self.packed))
 
     def root(self) -> tuple[int, int]:
-        """The document's line and column (its first node's start)."""
-        line, col = _ROOT.unpack_from(self.packed, 16)
-        return line, col
+        """The document's line and column (its first node's start: the fifth and sixth of its
+        first entry's numbers, native 32-bit integers)."""
+        p = self.packed
+        return int.from_bytes(p[16:20], _ORDER, signed=True), int.from_bytes(p[20:24], _ORDER, signed=True)
 
     def unpack(self) -> dict[Path, Pos]:
         from ailint.core import yamlc  # type: ignore[attr-defined]  # (made by it: so it is built)
@@ -655,7 +655,7 @@ class PackedTable:
         return table
 
 
-_ROOT = struct.Struct("=ii")  # a node's line and column, 16 bytes into its entry
+_ORDER = sys.byteorder  # (the C reader writes its numbers in the machine's order)
 
 
 def mark_span(sm: Any, em: Any) -> Span:
