@@ -227,6 +227,15 @@ def test_a_table_that_does_not_fit_its_data_is_an_error(reader: Any) -> None:
         reader.table(data, packed.packed[:-1])
 
 
+def test_a_text_keeps_no_copy_of_its_utf8(reader: Any) -> None:
+    """A run keeps its texts: reading one must not leave a UTF-8 copy inside the string (what
+    `PyUnicode_AsUTF8AndSize` does, and `sys.getsizeof` counts)."""
+    text = "name: é\nitems:\n" + "- 日本\n" * 100
+    before = sys.getsizeof(text)
+    assert check(text)
+    assert sys.getsizeof(text) == before
+
+
 def test_a_lone_surrogate_is_left_to_the_pure_reading(reader: Any) -> None:
     assert yamldata.read_documents("a: \ud800\n", Limits()) is None
 

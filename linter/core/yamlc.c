@@ -301,16 +301,32 @@ static PyObject *load(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UOO!snlnn:load", &text, &typed, &PyDict_Type, &memo, &starts, &max_documents, &max_depth,
                           &max_scalar, &interned))
         return NULL;
+    /* The text's UTF-8: an ASCII string's own characters, else a copy made for this call
+     * (`PyUnicode_AsUTF8AndSize` would keep one beside the text for as long as it lives, and
+     * a run keeps its texts). */
+    PyObject *encoded = NULL;
+    const char *utf8;
     Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
-    if (utf8 == NULL) {
-        PyErr_Clear(); /* a lone surrogate: the caller's reading reports it */
-        Py_RETURN_NONE;
+    if (PyUnicode_READY(text) < 0) return NULL;
+    if (PyUnicode_IS_ASCII(text)) {
+        utf8 = (const char *)PyUnicode_DATA(text);
+        size = PyUnicode_GET_LENGTH(text);
+    } else {
+        encoded = PyUnicode_AsUTF8String(text);
+        if (encoded == NULL) {
+            PyErr_Clear(); /* a lone surrogate: the caller's reading reports it */
+            Py_RETURN_NONE;
+        }
+        utf8 = PyBytes_AS_STRING(encoded);
+        size = PyBytes_GET_SIZE(encoded);
     }
     Reader r;
     memset(&r, 0, sizeof r);
     r.typed = typed, r.memo = memo, r.starts = starts, r.max_depth = max_depth, r.max_scalar = max_scalar, r.interned = interned;
-    if (!yaml_parser_initialize(&r.parser)) return PyErr_NoMemory();
+    if (!yaml_parser_initialize(&r.parser)) {
+        Py_XDECREF(encoded);
+        return PyErr_NoMemory();
+    }
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)utf8, (size_t)size);
     yaml_parser_set_encoding(&r.parser, YAML_UTF8_ENCODING);
     PyObject *docs = PyList_New(0);
@@ -335,10 +351,12 @@ static PyObject *load(PyObject *self, PyObject *args) {
     }
     yaml_parser_delete(&r.parser);
     PyMem_Free(r.packed);
+    Py_XDECREF(encoded);
     return docs;
 done:
     yaml_parser_delete(&r.parser);
     PyMem_Free(r.packed);
+    Py_XDECREF(encoded);
     Py_XDECREF(docs);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
