@@ -54,6 +54,7 @@ from ailint.core.cachedir import private_dir as _private_dir
 from ailint.core.cachedir import secret as _secret
 from ailint.core.cachedir import unlink as _unlink
 from ailint.core.digest import blake2b
+from ailint.core.tables import LazyPositions
 from ailint.core.model import (
     Applicability,
     Edit,
@@ -509,9 +510,7 @@ def file_in(
 ) -> FileResult:
     """The file's result from its entry; `text` None: the file is not read now (its stat
     matched), its source is read back on first use and checked against the entry's CRC."""
-    from ailint.core.tables import LazyPositions
-    from ailint.engine.bounded import spilled_source
-
+    spilled_source = _spilled_source or _bounded_spilled_source()
     (
         documents,
         findings,
@@ -559,6 +558,17 @@ def file_in(
         if not directives:
             fr.suppressions = []  # no `ailint:` comment in it: nothing to read it for
     return fr
+
+
+_spilled_source: Any = None  # `bounded.spilled_source`, imported by the first `file_in` (with zlib)
+
+
+def _bounded_spilled_source() -> Any:
+    global _spilled_source
+    from ailint.engine.bounded import spilled_source
+
+    _spilled_source = spilled_source
+    return spilled_source
 
 
 def without_tables(entry: tuple[Any, ...]) -> tuple[Any, ...]:
