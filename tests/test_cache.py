@@ -1913,3 +1913,48 @@ def test_an_edit_rerun_imports_no_yaml_parser_in_the_parent(tmp_path: Path) -> N
     assert again.returncode == 1 and again.stdout == first.stdout, again.stderr
     line = next(ln for ln in again.stderr.splitlines() if ln.startswith("PARENT"))
     assert line.split() == ["PARENT"], line
+
+
+# -- the report an unchanged rerun prints ----------------------------------------------------
+def _kept_reports(cache_dir: Path) -> dict[bytes, tuple[bytes, str]]:
+    """The kept reports of the cache (`RunCache.report_slot`): the store key of each, with the
+    report key and text it holds."""
+    out = {}
+    for p in cache_dir.rglob("*"):
+        if p.is_file() and p.parent.parent.name.startswith("results-v"):
+            got = _value(None, p)
+            if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str) and got[1].startswith("{\n"):
+                out[bytes.fromhex(p.parent.name + p.name)] = got
+    return out
+
+
+def test_an_unchanged_rerun_prints_the_report_the_last_one_printed(tmp_path: Path) -> None:
+    """A run restored whole from its entry keeps its JSON report, and the next such run prints
+    it as it is (a stand-in text put in its place shows it is what is printed); one of other
+    inputs, of another format or other options, or with another walk, renders its own."""
+    tree = tmp_path / "tree"
+    _copy_tree(FIXTURES / "demo", tree, 100)
+    cache = tmp_path / "c"
+    args = ["check", "--format", "json", "--fail-on", "never", str(tree)]
+    first = _cli(args, cache).stdout
+    assert _cli(args, cache).stdout == first  # restored whole: rendered, and kept
+    (slot, (key, text)) = next(iter(_kept_reports(cache).items()))
+    assert text == first
+    _store(cache).put(slot, (key, "{\n  kept\n}\n"))
+    assert _cli(args, cache).stdout == "{\n  kept\n}\n"  # printed as kept
+    assert _cli(["check", "--format", "text", "--fail-on", "never", str(tree)], cache).stdout != "{\n  kept\n}\n"
+    assert _cli([*args[:-1], "--show-fixes", str(tree)], cache).stdout.startswith('{\n  "tool"')
+    (tree / "values.yaml").write_text("replicas: 1\n")  # a file the walk passes over: the summary counts it
+    walked = _cli(args, cache).stdout
+    assert json.loads(walked)["summary"]["skipped"]["files"] == json.loads(first)["summary"]["skipped"]["files"] + 1
+    (tree / "values.yaml").unlink()
+    victim = next(p for p in sorted(tree.rglob("*.yaml")))
+    victim.write_text(victim.read_text() + "# edited\n")
+    assert _cli(args, cache).stdout == _cli([*args[:-1], "--no-cache", str(tree)], cache).stdout
+    # a report over the size a run holds is written as it is made, and not kept
+    from ailint.doors import cli
+
+    kept: list[str] = []
+    chunks = ["x" * (cli.KEPT_REPORT_CHARS // 2 + 1)] * 2
+    assert "".join(cli._keeping(iter(chunks), kept.append)) == "".join(chunks) and kept == []
+    assert "".join(cli._keeping(iter(["a", "b"]), kept.append)) == "ab" and kept == ["ab"]

@@ -15,7 +15,7 @@ from ailint.doors.ux import ux_options
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
 FORMATS = ("text", "json", "sarif", "github", "html")
@@ -386,16 +386,23 @@ def _check(
     if ux.get("statistics"):
         rendered, is_rich = first_hour.statistics(result, fmt), False
     else:
-        rendered, is_rich = _render(
-            result,
-            fmt,
-            color if not diff else False,
-            output,
-            root=settings.root if settings.config_path else None,
-            verbose=bool(ux.get("verbose")),
-            quiet=bool(ux.get("quiet")),
-            show_fix_edits=bool(ux.get("show_fixes")),
-        )
+        render_opts: dict[str, Any] = {
+            "root": settings.root if settings.config_path else None,
+            "verbose": bool(ux.get("verbose")),
+            "quiet": bool(ux.get("quiet")),
+            "show_fix_edits": bool(ux.get("show_fixes")),
+        }
+        # an unchanged rerun prints the report the last one printed (`cache.report_key`), when
+        # nothing after the run changed its findings
+        as_run = not (fix or unsafe_fixes or diff or baseline or since_ref or only_changed_lines)
+        kept_key = _kept_report_key(result, fmt, render_opts) if as_run else None
+        kept_report = result.cache.load_report(kept_key) if kept_key is not None else None
+        if kept_report is not None:
+            rendered, is_rich = kept_report, False
+        else:
+            rendered, is_rich = _render(result, fmt, color if not diff else False, output, **render_opts)
+            if kept_key is not None:
+                rendered = _keeping(rendered, lambda text: result.cache.store_report(kept_key, text))
     # with --diff, standard output carries the patch alone (pipe it to `git apply`);
     # the report goes to --output, or to standard error
     _emit(rendered, output, is_rich, to_stderr=diff)
@@ -409,11 +416,8 @@ def _render(
 ) -> tuple[str | Iterable[str], bool]:
     """The report as text, or as pieces to write in turn (JSON: never held whole); `opts`
     go to the reporter (each ignores what it does not use)."""
-    import importlib
-
-    # only the chosen reporter is imported (a one-file run must start fast)
-    name = fmt if fmt in ("json", "sarif", "github", "html") else "text"
-    rep = importlib.import_module(f"ailint.report.{name}")
+    rep = _reporter(fmt)
+    name = rep.__name__.rpartition(".")[2]
     if name == "text":
         use_color = (
             color
@@ -424,6 +428,51 @@ def _render(
     if name == "json":
         return rep.render_chunks(result, **opts), False
     return rep.render(result, **opts), False
+
+
+def _reporter(fmt: str) -> Any:
+    """The module of `fmt`'s reporter (only the chosen one is imported: a one-file run must
+    start fast)."""
+    import importlib
+
+    return importlib.import_module(f"ailint.report.{fmt if fmt in ('json', 'sarif', 'github', 'html') else 'text'}")
+
+
+def _kept_report_key(result: Any, fmt: str, opts: dict[str, Any]) -> bytes | None:
+    """Where the report of a run restored whole from the results cache is kept, for a
+    reporter whose output is a function of the result and its options alone (`KEPT`)."""
+    if getattr(result, "cache", None) is None or not getattr(_reporter(fmt), "KEPT", False):
+        return None
+    from ailint.engine.cache import report_key
+
+    return report_key(result, fmt, opts)
+
+
+KEPT_REPORT_CHARS = 8 * 1024 * 1024  # a larger report is written as it is made, never held whole
+
+
+def _keeping(rendered: str | Iterable[str], keep: Callable[[str], None]) -> str | Iterable[str]:
+    """`rendered`, handing the whole text to `keep` once all of it has been written (a piece
+    at a time, as before; a report that grows past `KEPT_REPORT_CHARS` is not kept)."""
+    if isinstance(rendered, str):
+        keep(rendered)
+        return rendered
+
+    def pieces() -> Iterator[str]:
+        held: list[str] | None = []
+        size = 0
+        for piece in rendered:
+            yield piece
+            if held is not None:
+                size += len(piece)
+                if size > KEPT_REPORT_CHARS:
+                    held = None
+                else:
+                    held.append(piece)
+        if held is not None:
+            keep("".join(held))
+
+    return pieces()
 
 
 def _emit(text: str | Iterable[str], output: str | None, is_rich: bool, to_stderr: bool = False) -> None:

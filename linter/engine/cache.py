@@ -54,7 +54,6 @@ from ailint.core.cachedir import private_dir as _private_dir
 from ailint.core.cachedir import secret as _secret
 from ailint.core.cachedir import unlink as _unlink
 from ailint.core.digest import blake2b
-from ailint.core.tables import LazyPositions
 from ailint.core.model import (
     Applicability,
     Edit,
@@ -67,6 +66,7 @@ from ailint.core.model import (
     SourceFile,
     Span,
 )
+from ailint.core.tables import LazyPositions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -668,6 +668,7 @@ class RunCache:
         self.masks_key = _h(key, b"masks", given).digest()
         self.run_slot = _h(key, b"run", given).digest()  # the inputs of the run last stored
         self.run_body = _h(key, b"run-result", given).digest()  # its result
+        self.report_slot = _h(key, b"report", given).digest()  # the report of a run restored whole
         self.pack_key = _h(key, b"pack", given).digest()
         self.segments_key = _h(key, b"segments", given).digest()
         self.file_keys: dict[str, bytes] = {}  # display -> key of the bytes this run read
@@ -832,6 +833,19 @@ class RunCache:
     def store_run(self, digest: bytes, value: Any) -> None:
         self.store.put(self.run_body, (digest, value))
         self.store.put(self.run_slot, digest)  # (after the result: a reader never takes a stale one)
+
+    # The report an unchanged rerun printed, kept for the next one: rendering it again from
+    # the restored result (each finding's row, the fixes' byte offsets from the files they
+    # edit) was a fifth of such a rerun of the corpus. One slot per set of paths, as the run's.
+    def load_report(self, key: bytes) -> str | None:
+        """The report kept under `key` (`report_key`), if the last one kept was that one."""
+        got = self.store.get(self.report_slot)
+        if isinstance(got, tuple) and len(got) == 2 and got[0] == key and isinstance(got[1], str):
+            return got[1]
+        return None
+
+    def store_report(self, key: bytes, text: str) -> None:
+        self.store.put(self.report_slot, (key, text))
 
     def run_entry_key(self, keyed: Sequence[tuple[str, bytes | None]]) -> bytes | None:
         if any(k is None for _, k in keyed):
@@ -1097,7 +1111,7 @@ def lint_cached(cache: RunCache, candidates: list[Any], settings: Any, engine: A
     got = cache.load_run(run_entry) if run_entry is not None else None
     if got is not None:
         try:
-            return _restore_run(got, cache, candidates, result)
+            return _restore_run(got, cache, candidates, result, run_entry)
         except (TypeError, ValueError, KeyError, IndexError):
             pass
     file_results: list[FileResult | None] = [None] * len(candidates)
@@ -1412,10 +1426,13 @@ def _with_reasons(findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
-def _restore_run(got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any) -> Any:
+def _restore_run(
+    got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any, digest: bytes | None = None
+) -> Any:
     from ailint.engine.run import FileSummary
 
     result.cache = cache
+    result.restored_from = digest
 
     files, findings, suppressed, sources = got
     cache.recall_clean_texts()
@@ -1426,6 +1443,18 @@ def _restore_run(got: Sequence[Any], cache: RunCache, candidates: Sequence[Any],
     result.sources = LazySources({d: (p, cache.file_keys.get(d), context.get(d, False)) for d, p in sources}, cache)
     cache.hits = len(candidates)
     return result
+
+
+def report_key(result: Any, fmt: str, options: dict[str, Any]) -> bytes | None:
+    """What a report of `result` in `fmt` with `options` is kept under, for a run restored
+    whole from its entry (`restored_from`: its inputs, which the key of every file and the
+    run's settings, version and schemas are part of), with what the walk gave the run
+    beside that entry (the files it passed over, the context files); None for any other."""
+    digest = getattr(result, "restored_from", None)
+    if digest is None:
+        return None
+    extra = repr((fmt, sorted(options.items()), sorted(result.skipped.items()), result.context_files))
+    return _h(digest, b"report", extra.encode("utf-8", "surrogateescape")).digest()
 
 
 class LazySources(dict):  # type: ignore[type-arg]

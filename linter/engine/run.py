@@ -58,6 +58,7 @@ class RunResult:
     render: Any = None  # the charts and overlays rendered (ailint.engine.render.stage.Plan)
     boundary: Boundary | None = None  # what the run may read and --fix may write (ailint.engine.boundary)
     cache: Any = None  # the results cache the run used (ailint.engine.cache.RunCache), if any
+    restored_from: bytes | None = None  # the run entry a cached run was restored from, whole
     # the files the run parsed, by (report path, context file?), when it was asked to keep
     # them (`lint(keep_parsed=True)`): a second run over another tree takes those whose text is
     # the same (`lint(reuse=...)`, `--since`)

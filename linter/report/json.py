@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# The report is a function of the run's result and nothing else (no time, no terminal): an
+# unchanged rerun may print the one kept from the last (`doors.cli._kept_report_key`).
+KEPT = True
+
+
 def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
     from ailint.report.explain import severity_reason
 
