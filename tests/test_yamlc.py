@@ -309,6 +309,46 @@ def test_generated_streams_read_the_same(reader: Any, text: str) -> None:
     check(text)
 
 
+_FIXTURE_TEXTS = [t for _, t in _plain_texts(_yaml_files(ROOT / "fixtures"))][:400]
+_NOISE = st.sampled_from(
+    [
+        "&a ",
+        "*a",
+        "!t ",
+        "<<: ",
+        "\t",
+        "- ",
+        ": ",
+        "#",
+        "'",
+        '"',
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        "\n",
+        "é",
+        "\x00",
+        "---\n",
+        "? ",
+        "|\n",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_FIXTURE_TEXTS), st.lists(st.tuples(st.integers(0, 10**6), _NOISE, st.booleans()), max_size=4))
+def test_damaged_fixtures_read_the_same_or_are_declined(reader: Any, text: str, edits: list[Any]) -> None:
+    """Real manifests with characters put in or taken out at random: whatever the reader
+    still reads, it reads as the pure reading does (and it never crashes on the rest)."""
+    for at, noise, insert in edits:
+        i = at % (len(text) + 1)
+        text = text[:i] + noise + text[i:] if insert else text[:i] + text[i + len(noise) :]
+    check(text)
+
+
 # -- the loader: the same objects and findings whichever reads ---------------------------------
 
 
