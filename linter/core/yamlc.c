@@ -307,7 +307,9 @@ static PyObject *load(PyObject *self, PyObject *args) {
     PyObject *encoded = NULL;
     const char *utf8;
     Py_ssize_t size;
-    if (PyUnicode_READY(text) < 0) return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) return NULL; /* (every string is ready from 3.12 on) */
+#endif
     if (PyUnicode_IS_ASCII(text)) {
         utf8 = (const char *)PyUnicode_DATA(text);
         size = PyUnicode_GET_LENGTH(text);
