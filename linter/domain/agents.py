@@ -457,12 +457,6 @@ def service_account_name(pod: PodTemplate) -> str:
     return sa if isinstance(sa, str) and sa else "default"
 
 
-def find_secret(ctx: Any, namespace: str, name: Any, near: K8sObject) -> K8sObject | None:
-    """The Secret `name` of `namespace` that `near` (the pod's object) reads: the copy beside it."""
-    found: K8sObject | None = ctx.named("Secret", name, namespace=namespace, near=near)
-    return found
-
-
 def secret_keys(secret: K8sObject | None) -> list[str]:
     if secret is None:
         return []
@@ -491,7 +485,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
         name = sec.get("secretName")
         if not isinstance(name, str):
             continue
-        s = find_secret(ctx, ns, name, pod.obj)
+        s = ctx.named("Secret", name, namespace=ns, near=pod.obj)  # (a blueprint's own copy)
         items = [str(it.get("key", "")) + str(it.get("path", "")) for _, it in iter_dicts(sec.get("items"))]
         kind = None
         if s is not None and s.data.get("type") == "kubernetes.io/service-account-token":
@@ -520,7 +514,7 @@ def long_lived_credentials(pod: PodTemplate, ctx: Any) -> list[Credential]:
                     kubeconfig_env.setdefault(vol, f"KUBECONFIG={e['value']}")
         for i, ef in iter_dicts(c.data.get("envFrom")):
             ref = as_dict(ef.get("secretRef"))
-            s = find_secret(ctx, ns, ref.get("name"), pod.obj)
+            s = ctx.named("Secret", ref.get("name"), namespace=ns, near=pod.obj)
             keys = secret_keys(s)
             hit = [k for k in keys if k.upper() in AWS_STATIC or is_long_lived_name(k)]
             if hit:
@@ -713,7 +707,6 @@ __all__ = [
     "delete_seq_item",
     "env_value_to_secret_ref",
     "executes_code",
-    "find_secret",
     "is_gvisor_handler",
     "is_long_lived_name",
     "is_placeholder",

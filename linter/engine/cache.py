@@ -1427,7 +1427,7 @@ def _with_reasons(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def _restore_run(
-    got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any, digest: bytes | None = None
+    got: Sequence[Any], cache: RunCache, candidates: Sequence[Any], result: Any, digest: bytes | None
 ) -> Any:
     from ailint.engine.run import FileSummary
 
