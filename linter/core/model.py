@@ -291,6 +291,22 @@ class Location:
     value_end: int
 
 
+def identity_of(data: dict[str, Any]) -> tuple[str, str, str]:
+    """An object's `apiVersion`, `kind` and API group as the run reads them ("" where the
+    field is missing or not a string; the core group is "")."""
+    av = data.get("apiVersion")
+    kind = data.get("kind")
+    av = av if isinstance(av, str) else ""
+    return av, kind if isinstance(kind, str) else "", av.rsplit("/", 1)[0] if "/" in av else ""
+
+
+def annotations_of(data: dict[str, Any]) -> dict[str, Any]:
+    """An object's `metadata.annotations` ({} where missing or not a mapping)."""
+    m = data.get("metadata")
+    v = m.get("annotations") if isinstance(m, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
 @dataclass(slots=True, eq=False)
 class K8sObject:
     """One Kubernetes object (a YAML document, or an item of a `kind: List`).
@@ -313,8 +329,9 @@ class K8sObject:
     # from it for the process that joins the run, which travels with it (`--jobs`: the facts
     # of its pods, `ailint.domain.extract.carry_facts`); None almost always
     carried: Any = field(default=None, repr=False, compare=False)
-    # `kind` and `group` (from `data`, which is never mutated), read once: the dispatch, the
-    # indexes and the rules ask them 155,000 times a corpus run
+    # `apiVersion`, `kind` and the group (from `data`, which is never mutated), read once: the
+    # dispatch, the indexes and the rules ask them 155,000 times a corpus run
+    api_version: str = field(init=False, repr=False, compare=False)
     kind: str = field(init=False, repr=False, compare=False)
     group: str = field(init=False, repr=False, compare=False)
 
@@ -322,10 +339,7 @@ class K8sObject:
         self._read_identity()
 
     def _read_identity(self) -> None:
-        v = self.data.get("kind")
-        self.kind = v if isinstance(v, str) else ""
-        av = self.api_version
-        self.group = av.rsplit("/", 1)[0] if "/" in av else ""
+        self.api_version, self.kind, self.group = identity_of(self.data)
 
     def __getstate__(self) -> tuple[Any, ...]:
         return (self.source, self.doc_index, self.data, self.positions, self.base, self.template, self.carried)
@@ -350,11 +364,6 @@ class K8sObject:
     @property
     def file(self) -> str:
         return self.source.display
-
-    @property
-    def api_version(self) -> str:
-        v = self.data.get("apiVersion")
-        return v if isinstance(v, str) else ""
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -385,8 +394,7 @@ class K8sObject:
 
     @property
     def annotations(self) -> dict[str, Any]:
-        v = self.metadata.get("annotations")
-        return v if isinstance(v, dict) else {}
+        return annotations_of(self.data)
 
     @property
     def ref(self) -> ObjectRef:
@@ -546,6 +554,10 @@ class FileResult:
     # `ailint.domain.workloads.is_catalogue`), worked out with the parse (in parallel, and
     # kept in the file's cache entry) instead of in the serial join; None: not known
     catalogue: tuple[int, ...] | None = None
+    # the positions in `objects` of those that carry an `ailint.io/ignore` annotation, when
+    # the results cache's pack said so (`ailint.engine.stored`): the others' data is not read
+    # for it; None: not known (every object is looked at)
+    annotated: tuple[int, ...] | None = None
     # the results cache's key of the bytes parsed (`RunCache.file_key`), when a cached run
     # parsed them: the bytes may have changed since the run first read the file
     cache_key: bytes | None = None

@@ -526,10 +526,12 @@ def file_in(
         members,
         facts,
     ) = t
+    packed = isinstance(objs, tuple)  # (from the pack: `ailint.engine.stored`)
+    count = len(objs[1]) if packed else len(objs)
     if store is not None and key is not None:
         # read again from the entry where a span is asked for: an entry from the pack holds
         # none, and those of the entry just read would stay in memory for every file
-        tables = TableRefs(store, key, len(objs))
+        tables = TableRefs(store, key, count)
     source: SourceFile | None = None
     if has_source:
         source = (
@@ -547,10 +549,17 @@ def file_in(
     )
     if source is not None:
         source.template_paths = dict(template_paths)
-        fr.objects = [
-            K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl) for d, data, n, base, tpl in objs
-        ]
-        if isinstance(facts, list) and len(facts) == len(objs):
+        if packed:
+            from ailint.engine.stored import annotated, stored_objects
+
+            fr.objects = stored_objects(source, objs, tables)
+            fr.annotated = annotated(objs)
+        else:
+            fr.objects = [
+                K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl)
+                for d, data, n, base, tpl in objs
+            ]
+        if isinstance(facts, list) and len(facts) == count:
             for obj, carried in zip(fr.objects, facts, strict=True):
                 obj.carried = carried  # (taken when its pods are first made: `extract.take_carried_facts`)
         if isinstance(tables, TableRefs):
@@ -778,7 +787,14 @@ class RunCache:
         return got if isinstance(got, dict) else {}
 
     def store_pack(self, entries: dict[str, tuple[bytes, Any]]) -> None:
-        self.store.put(self.pack_key, entries)
+        """Keep `entries` as the pack, each file's objects' data in a blob of its own, read
+        when first asked for (`ailint.engine.stored`)."""
+        from ailint.engine.stored import packed_objects
+
+        self.store.put(
+            self.pack_key,
+            {d: (k, (*e[:2], packed_objects(e[2]), *e[3:])) for d, (k, e) in entries.items()},
+        )
 
     # a bounded run's pack: no entry may hold a large run whole, so its entries are kept in
     # segments of SEGMENT_FILES files, and an index says which segment holds which file

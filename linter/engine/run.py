@@ -657,8 +657,10 @@ def finish(file_results: list[FileResult], settings: Settings, engine: Engine, r
             sups.extend(fr.suppressions)
         elif fr.source is not None:
             sups.extend(suppress.comment_suppressions(fr.source))
-        for obj in fr.objects:
-            sups.extend(suppress.annotation_suppressions(obj))
+        marked = fr.annotated  # (known for a file from the cache's pack: no other object's data is read)
+        for n, obj in enumerate(fr.objects):
+            if marked is None or n in marked:
+                sups.extend(suppress.annotation_suppressions(obj))
     ran_codes = {r.rule.code for r in engine.rules if r.check or r.rule.engine}
     if not settings.schema:  # --no-schema: SCH did not run, so SCH suppressions are not "unused"
         ran_codes = {c for c in ran_codes if not c.startswith("SCH")}

@@ -15,8 +15,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ailint.core.model import Finding, K8sObject, SourceFile, Span
+from ailint.core.model import Finding, K8sObject, SourceFile, Span, annotations_of
 from ailint.engine.registry import engine_rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _COMMENT_RE = re.compile(r"#\s*ailint:\s*(ignore-file|ignore)(?:\[([^\]]*)\])?")
 IGNORE_ANNOTATION = "ailint.io/ignore"
@@ -116,10 +120,16 @@ def _node_lines(lines: list[str], j: int) -> range:
     return range(j + 1, end + 1)
 
 
+def carries_ignore(data: dict[str, Any]) -> bool:
+    """Whether an object's data has an `ailint.io/ignore` annotation (a string not blank)."""
+    value = annotations_of(data).get(IGNORE_ANNOTATION)
+    return isinstance(value, str) and bool(value.strip())
+
+
 def annotation_suppressions(obj: K8sObject) -> list[Suppression]:
-    value = obj.annotations.get(IGNORE_ANNOTATION)
-    if not isinstance(value, str) or not value.strip():
+    if not carries_ignore(obj.data):
         return []
+    value = obj.annotations[IGNORE_ANNOTATION]
     codes_part = value.split(":", 1)[0] if ":" in value else value
     codes = _split_codes(codes_part)
     span = obj.span(("metadata", "annotations", IGNORE_ANNOTATION))

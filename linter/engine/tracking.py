@@ -109,6 +109,7 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     version 0 bytes, which tell `true` from `1` and `1.0` (Python's == does not); positions
     unknown (a file entry from the pack, which keeps no tables) count as moved."""
     from ailint.engine.cache import entry_tables
+    from ailint.engine.stored import unpacked_objects
 
     no = (False, False)
     if not (isinstance(before, tuple) and len(before) == 2 and isinstance(now, tuple) and len(now) == 2):
@@ -119,9 +120,12 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     if old is None:  # parsed among many files (a first run): its entry is the pack's only
         held = getattr(cache, "pack_read", {}).get(d)
         old = held[1] if isinstance(held, tuple) and len(held) == 2 and held[0] == before[0] else None
-    if not isinstance(old, tuple) or len(old) < 4 or not isinstance(old[2], list):
+    if not isinstance(old, tuple) or len(old) < 4:
         return no
-    objs, tables = old[2], entry_tables(old)
+    try:
+        objs, tables = unpacked_objects(old[2]), entry_tables(old)
+    except (ValueError, TypeError, EOFError):
+        return no
     if len(objs) != len(fr.objects):
         return no
     placed = tables is not None
