@@ -1238,6 +1238,93 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
     assert changed_findings >= 4, "the edits changed findings"
 
 
+_APPENDS = ("# saved\n", "\n", "\n\n# a note\n", "   \n", "---\n", "...\n", "# no newline")
+
+
+def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comments, blank lines and document markers added at the end of files whose objects'
+    calls found something (a fix among them), and of files whose findings reach their last
+    line: the data stands, so the files' own calls are taken as stored unless a finding
+    reaches the old end (`tracking._own_calls_stand`), and each cached rerun equals a fresh
+    run, spans and fix offsets included. Both answers are given on the way."""
+    import random
+
+    from ailint.engine import tracking
+
+    tree = tmp_path / "tree"
+    files = _copy_tree(FIXTURES, tree, 400)
+    paths = [str(tree)]
+    cache = tmp_path / "c"
+    fresh = _lint(paths, None)
+    assert _lint(paths, cache) == fresh
+    by_file: dict[str, list[dict]] = {}
+    for f in fresh["findings"]:
+        by_file.setdefault(f["file"], []).append(f)
+
+    def last_line(p: Path) -> int:
+        return len(p.read_text(encoding="utf-8").rstrip("\n").split("\n"))
+
+    with_findings = [p for p in files if str(p) in by_file]
+    reaching = [p for p in with_findings if any(f["end_line"] >= last_line(p) for f in by_file[str(p)])]
+    fixed = [p for p in with_findings if any(f["fix"] for f in by_file[str(p)])]
+    assert reaching and fixed
+    answers: list[bool] = []
+    real = tracking._own_calls_stand
+
+    def recording(*args: object) -> bool:
+        answers.append(real(*args))  # type: ignore[arg-type]
+        return answers[-1]
+
+    monkeypatch.setattr(tracking, "_own_calls_stand", recording)
+    rnd = random.Random(11)
+    for step in range(6):
+        victims = rnd.sample(fixed, 2) + rnd.sample(reaching, 1) + rnd.sample(with_findings, 1)
+        for victim in victims:
+            text = victim.read_text(encoding="utf-8")
+            add = rnd.choice(_APPENDS)
+            victim.write_text(
+                text + ("" if text.endswith("\n") or add.startswith("\n") else "\n") + add, encoding="utf-8"
+            )
+        got = _lint(paths, cache, jobs=1 + step % 2)
+        assert got == _lint(paths, None), f"step {step}: {[v.name for v in victims]}"
+    assert True in answers and False in answers
+
+
+def test_own_calls_stand_only_when_no_finding_reaches_the_old_end() -> None:
+    """A stored finding of the file's own calls whose span, or an edit of whose fix, reaches
+    the old text's end runs its calls again; one about another file does not count."""
+    from ailint.core.model import SourceFile
+    from ailint.engine.tracking import _own_calls_stand
+
+    old = "a: 1\nb:\n  c: 2\n"
+    source = SourceFile("/x/f.yaml", "f.yaml", old + "# added\n")
+
+    class Stored:
+        def __init__(self, found: dict) -> None:
+            self.files = {"f.yaml": (b"", b"")}
+            self._found = found
+
+        def of_file(self, d: str) -> tuple[int, ...]:
+            return (0,)
+
+        def found(self, d: str) -> dict:
+            return self._found
+
+    def finding(file: str, span: tuple[int, int, int, int], edits: tuple = ()) -> tuple:
+        fix = ("fix", edits, "safe") if edits else None
+        return ("X001", "x", "warning", "m", file, span, None, (), fix, None)
+
+    def stands(*found: tuple) -> bool:
+        return _own_calls_stand(Stored({0: {0: list(found)}}), "f.yaml", source, len(old))  # type: ignore[arg-type]
+
+    assert stands(finding("f.yaml", (1, 1, 1, 5)))
+    assert stands(finding("f.yaml", (3, 3, 3, 7), ((5, 6, "2"),)))
+    assert not stands(finding("f.yaml", (2, 1, 4, 1)))  # (the mapping's end: the old end)
+    assert not stands(finding("f.yaml", (1, 1, 1, 5), ((len(old), len(old), "---\n"),)))  # an edit there
+    assert stands(finding("other.yaml", (2, 1, 40, 1)))  # about another file
+    assert not _own_calls_stand(Stored({}), "g.yaml", source, len(old))  # (nothing stored for it)
+
+
 def _pack_item(v: object) -> bool:
     """(key, file entry): what the pack holds for a file."""
     return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], bytes) and isinstance(v[1], tuple)
@@ -1726,9 +1813,12 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     """A comment appended to a file keeps its objects' data but moves the end of every block
     collection it closes: the other objects' calls still run again only when one of their
     findings points into that file (SRV004 on the runtime's `args` line, judged for the
-    InferenceService merged with it). The same after a first run that kept its files in the
-    pack only (no entry of their own, no position tables). Every rerun equals a fresh run."""
+    InferenceService merged with it), and its own calls only when one of their findings
+    reaches its old end (`tracking._own_calls_stand`). The same after a first run that kept
+    its files in the pack only (no entry of their own, no position tables). Every rerun
+    equals a fresh run."""
     from ailint.engine import cache as cache_mod
+    from ailint.engine import tracking
     from test_catalogue import ISVC, RUNTIME
 
     monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 0)  # the first run: the pack only
@@ -1745,12 +1835,22 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     assert first == _lint(paths, None)
     assert any(f["code"] == "SRV004" and f["file"].endswith("runtime.yaml") for f in first["findings"])
     ran = _bundle_calls(monkeypatch)
+    stood: list[bool] = []
+    real = tracking._own_calls_stand
+
+    def recording(*args: object) -> bool:
+        stood.append(real(*args))  # type: ignore[arg-type]
+        return stood[-1]
+
+    monkeypatch.setattr(tracking, "_own_calls_stand", recording)
     for name, others_run in (("pdb.yaml", False), ("isvc.yaml", False), ("runtime.yaml", True), ("pdb.yaml", False)):
         ran.clear()
+        stood.clear()
         victim = tree / name
         victim.write_text(victim.read_text(encoding="utf-8") + "# a note at the end\n", encoding="utf-8")
         got = _lint(paths, cache)
-        assert ran, name
+        assert stood == [stood[0]], name  # (asked once, of the edited file)
+        assert any(Path(f).name == name for f in ran) is not stood[0], (name, sorted(set(ran)))
         assert any(Path(f).name != name for f in ran) is others_run, (name, sorted(set(ran)))
         assert got == _lint(paths, None), name
 

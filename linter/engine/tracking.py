@@ -24,12 +24,14 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ailint.core.model import FileResult, Finding, K8sObject
+from ailint.core.model import FileResult, Finding, K8sObject, SourceFile
 from ailint.domain.context import Context
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ailint.engine.callstate import StoredCalls
 
 ALL = "*"  # read every object (`ctx.objects`)
 PODS = "@pods"  # read the pod templates of the run (`ctx.pods_in`)
@@ -99,19 +101,22 @@ FORK_CALLS = 2000  # bundle calls (about 0.1 ms each) worth forking for: each pr
 FORK_CALLS_LARGE, FORK_OBJECTS = 100, 1000
 
 
-def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> tuple[bool, bool]:
+def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> tuple[bool, bool, int | None]:
     """Whether an edited file parses to the objects it held before: (the same data, the
-    same positions too). With the same data, the other objects' calls, which read its
+    same positions too, and the length of its old text when the new one is that text with
+    something after it). With the same data, the other objects' calls, which read its
     objects, see nothing new (a build system's early cutoff), unless one of them points at
     its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the
     end moves the end of every block collection it closes. Its own objects' calls run again
-    all the same: fixes edit text offsets, which such an edit can move. Compared as marshal
-    version 0 bytes, which tell `true` from `1` and `1.0` (Python's == does not); positions
-    unknown (a file entry from the pack, which keeps no tables) count as moved."""
+    (fixes edit text offsets, which such an edit can move) unless the edit only appended to
+    the text (`_own_calls_stand`). Compared as marshal version 0 bytes, which tell `true`
+    from `1` and `1.0` (Python's == does not); positions unknown (a file entry from the
+    pack, which keeps no tables) count as moved."""
+    from ailint.engine.bounded import text_ref
     from ailint.engine.cache import entry_tables
     from ailint.engine.stored import unpacked_objects
 
-    no = (False, False)
+    no = (False, False, None)
     if not (isinstance(before, tuple) and len(before) == 2 and isinstance(now, tuple) and len(now) == 2):
         return no
     if before[1] != now[1]:
@@ -120,7 +125,7 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     if old is None:  # parsed among many files (a first run): its entry is the pack's only
         held = getattr(cache, "pack_read", {}).get(d)
         old = held[1] if isinstance(held, tuple) and len(held) == 2 and held[0] == before[0] else None
-    if not isinstance(old, tuple) or len(old) < 4:
+    if not isinstance(old, tuple) or len(old) < 8:
         return no
     try:
         objs, tables = unpacked_objects(old[2]), entry_tables(old)
@@ -139,7 +144,44 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
                 placed = marshal.dumps(marshal.loads(tables[n]), 0) == marshal.dumps(dict(o.positions.items()), 0)
     except (ValueError, TypeError, IndexError, EOFError):
         return no
-    return True, placed
+    appended_to = None
+    crc, length = old[6], old[7]
+    # (a text held: a spilled one, as a bounded run keeps them, is not read back for this)
+    text = fr.source.text if fr.source is not None and fr.source.__class__ is SourceFile else None
+    if (
+        isinstance(length, int)
+        and text is not None
+        and 0 < length <= len(text)
+        and text_ref(text[:length]) == (crc, length)
+    ):
+        appended_to = length
+    return True, placed, appended_to
+
+
+def _own_calls_stand(stored: StoredCalls, d: str, source: Any, old_length: int) -> bool:
+    """Whether the stored calls on the objects of `d`, whose text is its old text (of
+    `old_length` characters) with something after it and whose objects are what they were,
+    give what they gave: the same data, each position before the old end where it was and
+    the text up to there the same, so a call gives the same findings unless one of them
+    reaches the old end, where the marks that close collections moved. Such a finding (its
+    span in `d`, or an edit of its fix) runs its call again: the whole file's do."""
+    if d not in stored.files or stored.of_file(d) is None:
+        return False
+    try:
+        for per_rule in stored.found(d).values():
+            for findings in per_rule.values():
+                for f in findings:
+                    if f[4] != d:
+                        continue  # (about another file's object: its text and places did not move)
+                    line, col, end_line, end_col = f[5]
+                    if max(source.offset(line, col), source.offset(end_line, end_col)) >= old_length:
+                        return False
+                    fix = f[8]
+                    if fix is not None and any(max(e[0], e[1]) >= old_length for e in fix[1]):
+                        return False
+    except (TypeError, ValueError, IndexError, KeyError, EOFError):
+        return False
+    return True
 
 
 def longest_first(tasks: list[int], seconds: Sequence[Any]) -> list[int]:
@@ -380,10 +422,16 @@ def bundle_phase(
     catalogue_touched: set[str] = set()
     results_of = {fr.path: fr for fr in file_results}
     pointed_into: set[str] | None = None  # (`StoredCalls.points_into`, worked out when first needed)
+    # changed files whose own objects' calls stand as stored (`_own_calls_stand`): a comment
+    # or blank lines added at the end, the save an editor makes most
+    standing: set[str] = set()
     for d in changed:
         before = prev_files.get(d)
         if d in results_of and d not in hidden:
-            same_data, same_places = _same_objects(cache, d, before, keys.get(d), results_of[d])
+            fr = results_of[d]
+            same_data, same_places, appended_to = _same_objects(cache, d, before, keys.get(d), fr)
+            if same_data and appended_to is not None and _own_calls_stand(stored, d, fr.source, appended_to):
+                standing.add(d)
             if same_data and not same_places and pointed_into is None:
                 pointed_into = stored.points_into()
             if same_data and (same_places or d not in (pointed_into or ())):
@@ -419,7 +467,7 @@ def bundle_phase(
             continue
         d, j = where[i]
         if stored_file[0] != d:  # (a file's objects come together)
-            stored_file = (d, stored.of_file(d) if d not in changed else None)
+            stored_file = (d, stored.of_file(d) if d not in changed or d in standing else None)
         old = stored_file[1]
         if old is not None and j < len(old):
             # an unchanged object: the calls it had (the same rules apply to the same data)
@@ -627,7 +675,7 @@ def bundle_phase(
     for d, toks in kinds.items():
         sigs = [no_calls] * len(toks)
         found_in: dict[int, dict[int, Any]] = {}
-        whole = d not in changed and d in stored.files
+        whole = (d not in changed or d in standing) and d in stored.files
         first = at
         kept_here: list[tuple[int, int]] = []  # (object, its index in the file)
         while at < len(where) and where[at][0] == d:
