@@ -1244,9 +1244,10 @@ _APPENDS = ("# saved\n", "\n", "\n\n# a note\n", "   \n", "---\n", "...\n", "# n
 def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Comments, blank lines and document markers added at the end of files whose objects'
     calls found something (a fix among them), and of files whose findings reach their last
-    line: the data stands, so the files' own calls are taken as stored unless a finding
-    reaches the old end (`tracking._own_calls_stand`), and each cached rerun equals a fresh
-    run, spans and fix offsets included. Both answers are given on the way."""
+    line, or their last comment rewritten: the data and the text up to the last content
+    line stand, so the files' own calls are taken as stored unless a finding reaches past
+    it (`tracking._own_calls_stand`), and each cached rerun equals a fresh run, spans and
+    fix offsets included. Both answers are given on the way."""
     import random
 
     from ailint.engine import tracking
@@ -1282,12 +1283,31 @@ def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatc
         for victim in victims:
             text = victim.read_text(encoding="utf-8")
             add = rnd.choice(_APPENDS)
-            victim.write_text(
-                text + ("" if text.endswith("\n") or add.startswith("\n") else "\n") + add, encoding="utf-8"
-            )
+            body, _, last = text.rstrip("\n").rpartition("\n")
+            if last.startswith("#") and rnd.random() < 0.5:  # the last comment rewritten (the benchmark's edit)
+                text = f"{body}\n# rewritten {step}\n"
+            else:
+                text += ("" if text.endswith("\n") or add.startswith("\n") else "\n") + add
+            victim.write_text(text, encoding="utf-8")
         got = _lint(paths, cache, jobs=1 + step % 2)
         assert got == _lint(paths, None), f"step {step}: {[v.name for v in victims]}"
     assert True in answers and False in answers
+
+
+def test_a_texts_head_ends_with_its_last_content_line() -> None:
+    from ailint.engine.bounded import text_head, text_ref
+
+    cases = {
+        "a: 1\n# c\n": "a: 1\n",
+        "a: 1": "a: 1",
+        "a: 1\n\n  \n# x\n  # y": "a: 1\n",
+        "# only\n\n": "",
+        "": "",
+        "\n\na: 1\n\n": "\n\na: 1\n",
+        "a: |\n  x\n---\n# c\n": "a: |\n  x\n---\n",  # (a marker is content)
+    }
+    for text, head in cases.items():
+        assert text_head(text) == (len(head), text_ref(head)[0]), text
 
 
 def test_own_calls_stand_only_when_no_finding_reaches_the_old_end() -> None:

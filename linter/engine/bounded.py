@@ -64,6 +64,22 @@ def text_ref(text: str) -> tuple[int, int]:
     return _crc(text), len(text)
 
 
+def text_head(text: str) -> tuple[int, int]:
+    """(length, CRC) of a text's head: the text up to the end of its last line that holds
+    more than blanks or a comment (with that line's newline). An edit that keeps the head
+    and the parsed data changed only comments and blank lines after the last content:
+    the results cache then keeps the file's own cross-resource calls as they were
+    (`ailint.engine.tracking`)."""
+    end = len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1  # the last line not yet looked at: text[start:end]
+        line = text[start:end].strip()
+        if line and not line.startswith("#"):
+            break
+        end = start
+    return end, _crc(text[:end])
+
+
 def spilled_source(path: str, display: str, crc: int, length: int, starts: bytes | None = None) -> SpilledSource:
     """A source not read yet: its text is read on first use and must have this CRC and
     length (`text_ref`), else the run stops with FileChangedError (never a wrong span).

@@ -427,7 +427,7 @@ def file_out(fr: FileResult, tables: bool = True, facts: bool = True) -> tuple[A
     objs = [(o.doc_index, o.data, n, o.base, o.template) for o, n in zip(fr.objects, numbers, strict=True)]
     tp = fr.source.template_paths if fr.source is not None else {}
     text = fr.source.text if fr.source is not None else ""
-    from ailint.engine.bounded import line_starts_bytes, text_ref
+    from ailint.engine.bounded import line_starts_bytes, text_head, text_ref
 
     crc, length = text_ref(text)
     has_source = fr.source is not None
@@ -448,6 +448,7 @@ def file_out(fr: FileResult, tables: bool = True, facts: bool = True) -> tuple[A
         fr.deferred,
         fr.catalogue,
         _pod_facts(fr) if facts else None,
+        text_head(text),  # what an edit of the comments after the last content keeps
     )
 
 
@@ -525,6 +526,7 @@ def file_in(
         waits,
         members,
         facts,
+        _head,
     ) = t
     packed = isinstance(objs, tuple)  # (from the pack: `ailint.engine.stored`)
     count = len(objs[1]) if packed else len(objs)

@@ -103,15 +103,16 @@ FORK_CALLS_LARGE, FORK_OBJECTS = 100, 1000
 
 def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> tuple[bool, bool, int | None]:
     """Whether an edited file parses to the objects it held before: (the same data, the
-    same positions too, and the length of its old text when the new one is that text with
-    something after it). With the same data, the other objects' calls, which read its
-    objects, see nothing new (a build system's early cutoff), unless one of them points at
-    its lines and they moved (`callstate.StoredCalls.points_into`): a comment added at the
-    end moves the end of every block collection it closes. Its own objects' calls run again
-    (fixes edit text offsets, which such an edit can move) unless the edit only appended to
-    the text (`_own_calls_stand`). Compared as marshal version 0 bytes, which tell `true`
-    from `1` and `1.0` (Python's == does not); positions unknown (a file entry from the
-    pack, which keeps no tables) count as moved."""
+    same positions too, and the length of its old text's head when the new text starts
+    with that head: `bounded.text_head`, the text up to its last content line). With the
+    same data, the other objects' calls, which read its objects, see nothing new (a build
+    system's early cutoff), unless one of them points at its lines and they moved
+    (`callstate.StoredCalls.points_into`): a comment added at the end moves the end of
+    every block collection it closes. Its own objects' calls run again (fixes edit text
+    offsets, which such an edit can move) unless the edit kept the head
+    (`_own_calls_stand`). Compared as marshal version 0 bytes, which tell `true` from `1`
+    and `1.0` (Python's == does not); positions unknown (a file entry from the pack, which
+    keeps no tables) count as moved."""
     from ailint.engine.bounded import text_ref
     from ailint.engine.cache import entry_tables
     from ailint.engine.stored import unpacked_objects
@@ -125,7 +126,7 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
     if old is None:  # parsed among many files (a first run): its entry is the pack's only
         held = getattr(cache, "pack_read", {}).get(d)
         old = held[1] if isinstance(held, tuple) and len(held) == 2 and held[0] == before[0] else None
-    if not isinstance(old, tuple) or len(old) < 8:
+    if not isinstance(old, tuple) or len(old) < 14:
         return no
     try:
         objs, tables = unpacked_objects(old[2]), entry_tables(old)
@@ -144,27 +145,25 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
                 placed = marshal.dumps(marshal.loads(tables[n]), 0) == marshal.dumps(dict(o.positions.items()), 0)
     except (ValueError, TypeError, IndexError, EOFError):
         return no
-    appended_to = None
-    crc, length = old[6], old[7]
+    head_kept = None
+    head = old[13]
     # (a text held: a spilled one, as a bounded run keeps them, is not read back for this)
     text = fr.source.text if fr.source is not None and fr.source.__class__ is SourceFile else None
-    if (
-        isinstance(length, int)
-        and text is not None
-        and 0 < length <= len(text)
-        and text_ref(text[:length]) == (crc, length)
-    ):
-        appended_to = length
-    return True, placed, appended_to
+    if isinstance(head, tuple) and len(head) == 2 and isinstance(head[0], int) and text is not None:
+        length, crc = head
+        if 0 < length <= len(text) and text_ref(text[:length]) == (crc, length):
+            head_kept = length
+    return True, placed, head_kept
 
 
 def _own_calls_stand(stored: StoredCalls, d: str, source: Any, old_length: int) -> bool:
-    """Whether the stored calls on the objects of `d`, whose text is its old text (of
-    `old_length` characters) with something after it and whose objects are what they were,
-    give what they gave: the same data, each position before the old end where it was and
-    the text up to there the same, so a call gives the same findings unless one of them
-    reaches the old end, where the marks that close collections moved. Such a finding (its
-    span in `d`, or an edit of its fix) runs its call again: the whole file's do."""
+    """Whether the stored calls on the objects of `d`, whose text starts with its old
+    text's head (its first `old_length` characters: `bounded.text_head`) and whose objects
+    are what they were, give what they gave: the same data, the text of the head the same
+    and each position in it where it was, so a call gives the same findings unless one of
+    them reaches past the head, where the marks that close collections moved (and the
+    comments after them). Such a finding (its span in `d`, or an edit of its fix) runs its
+    call again: the whole file's do."""
     if d not in stored.files or stored.of_file(d) is None:
         return False
     try:
@@ -422,15 +421,15 @@ def bundle_phase(
     catalogue_touched: set[str] = set()
     results_of = {fr.path: fr for fr in file_results}
     pointed_into: set[str] | None = None  # (`StoredCalls.points_into`, worked out when first needed)
-    # changed files whose own objects' calls stand as stored (`_own_calls_stand`): a comment
-    # or blank lines added at the end, the save an editor makes most
+    # changed files whose own objects' calls stand as stored (`_own_calls_stand`): comments
+    # or blank lines added or changed after the last content
     standing: set[str] = set()
     for d in changed:
         before = prev_files.get(d)
         if d in results_of and d not in hidden:
             fr = results_of[d]
-            same_data, same_places, appended_to = _same_objects(cache, d, before, keys.get(d), fr)
-            if same_data and appended_to is not None and _own_calls_stand(stored, d, fr.source, appended_to):
+            same_data, same_places, head_kept = _same_objects(cache, d, before, keys.get(d), fr)
+            if same_data and head_kept is not None and _own_calls_stand(stored, d, fr.source, head_kept):
                 standing.add(d)
             if same_data and not same_places and pointed_into is None:
                 pointed_into = stored.points_into()
