@@ -1295,7 +1295,7 @@ def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatc
 
 
 def test_a_texts_head_ends_with_its_last_content_line() -> None:
-    from ailint.engine.bounded import text_head, text_ref
+    from ailint.engine.bounded import text_ref, text_ref_and_head
 
     cases = {
         "a: 1\n# c\n": "a: 1\n",
@@ -1307,7 +1307,7 @@ def test_a_texts_head_ends_with_its_last_content_line() -> None:
         "a: |\n  x\n---\n# c\n": "a: |\n  x\n---\n",  # (a marker is content)
     }
     for text, head in cases.items():
-        assert text_head(text) == (len(head), text_ref(head)[0]), text
+        assert text_ref_and_head(text) == (*text_ref(text), (len(head), text_ref(head)[0])), text
 
 
 def test_own_calls_stand_only_when_no_finding_reaches_the_old_end() -> None:

@@ -64,11 +64,11 @@ def text_ref(text: str) -> tuple[int, int]:
     return _crc(text), len(text)
 
 
-def text_head(text: str) -> tuple[int, int]:
-    """(length, CRC) of a text's head: the text up to the end of its last line that holds
+def head_length(text: str) -> int:
+    """The length of a text's head: the text up to the end of its last line that holds
     more than blanks or a comment (with that line's newline). An edit that keeps the head
-    and the parsed data changed only comments and blank lines after the last content:
-    the results cache then keeps the file's own cross-resource calls as they were
+    and the parsed data changed only comments and blank lines after the last content: the
+    results cache then keeps the file's own cross-resource calls as they were
     (`ailint.engine.tracking`)."""
     end = len(text)
     while end > 0:
@@ -77,7 +77,16 @@ def text_head(text: str) -> tuple[int, int]:
         if line and not line.startswith("#"):
             break
         end = start
-    return end, _crc(text[:end])
+    return end
+
+
+def text_ref_and_head(text: str) -> tuple[int, int, tuple[int, int]]:
+    """`text_ref(text)` with the (length, CRC) of its head (`head_length`), from one encoding
+    of the text."""
+    n = head_length(text)
+    crc = zlib.crc32(text[:n].encode("utf-8", "surrogatepass"))
+    whole = zlib.crc32(text[n:].encode("utf-8", "surrogatepass"), crc) if n < len(text) else crc
+    return whole, len(text), (n, crc)
 
 
 def spilled_source(path: str, display: str, crc: int, length: int, starts: bytes | None = None) -> SpilledSource:

@@ -427,9 +427,9 @@ def file_out(fr: FileResult, tables: bool = True, facts: bool = True) -> tuple[A
     objs = [(o.doc_index, o.data, n, o.base, o.template) for o, n in zip(fr.objects, numbers, strict=True)]
     tp = fr.source.template_paths if fr.source is not None else {}
     text = fr.source.text if fr.source is not None else ""
-    from ailint.engine.bounded import line_starts_bytes, text_head, text_ref
+    from ailint.engine.bounded import line_starts_bytes, text_ref_and_head
 
-    crc, length = text_ref(text)
+    crc, length, head = text_ref_and_head(text)
     has_source = fr.source is not None
     starts = line_starts_bytes(fr.source) if fr.source is not None else b""
     # the text's CRC, length and line starts: a hit on an unchanged file reads it only
@@ -448,7 +448,7 @@ def file_out(fr: FileResult, tables: bool = True, facts: bool = True) -> tuple[A
         fr.deferred,
         fr.catalogue,
         _pod_facts(fr) if facts else None,
-        text_head(text),  # what an edit of the comments after the last content keeps
+        head,  # what an edit of the comments after the last content keeps
     )
 
 
@@ -722,7 +722,12 @@ class RunCache:
         """Keep the file's entry (`file_out`; `facts` False: without its pods' facts)."""
         if not self.file_entries:  # made here, in the worker, while the text is at hand
             try:
-                fr.pack_entry = file_out(fr, tables=False, facts=facts)
+                entry = file_out(fr, tables=False, facts=facts)
+                if facts:  # (not bounded: the pack's form, its data in a blob, made here too)
+                    from ailint.engine.stored import packed_objects
+
+                    entry = (*entry[:2], packed_objects(entry[2]), *entry[3:])
+                fr.pack_entry = entry
             except (TypeError, ValueError, AttributeError):
                 pass  # (not kept: parsed again next time)
             return

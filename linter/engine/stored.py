@@ -72,10 +72,10 @@ def packed_objects(objs: Any) -> Any:
     each) as the pack keeps them: `(blob, rows)`, the data of all in one marshalled blob and
     per object (document, table, base, template, apiVersion, kind, group, whether it carries
     an ignore annotation). Already packed: as it is."""
-    from ailint.engine.suppress import carries_ignore
-
     if not isinstance(objs, list):
         return objs
+    from ailint.engine.suppress import carries_ignore
+
     datas = [o[1] for o in objs]
     rows = [(doc, n, base, tpl, *identity_of(data), carries_ignore(data)) for doc, data, n, base, tpl in objs]
     return (marshal.dumps(datas), rows)

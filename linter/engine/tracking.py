@@ -104,7 +104,7 @@ FORK_CALLS_LARGE, FORK_OBJECTS = 100, 1000
 def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> tuple[bool, bool, int | None]:
     """Whether an edited file parses to the objects it held before: (the same data, the
     same positions too, and the length of its old text's head when the new text starts
-    with that head: `bounded.text_head`, the text up to its last content line). With the
+    with that head: `bounded.head_length`, the text up to its last content line). With the
     same data, the other objects' calls, which read its objects, see nothing new (a build
     system's early cutoff), unless one of them points at its lines and they moved
     (`callstate.StoredCalls.points_into`): a comment added at the end moves the end of
@@ -158,7 +158,7 @@ def _same_objects(cache: Any, d: str, before: Any, now: Any, fr: FileResult) -> 
 
 def _own_calls_stand(stored: StoredCalls, d: str, source: Any, old_length: int) -> bool:
     """Whether the stored calls on the objects of `d`, whose text starts with its old
-    text's head (its first `old_length` characters: `bounded.text_head`) and whose objects
+    text's head (its first `old_length` characters: `bounded.head_length`) and whose objects
     are what they were, give what they gave: the same data, the text of the head the same
     and each position in it where it was, so a call gives the same findings unless one of
     them reaches past the head, where the marks that close collections moved (and the
