@@ -4,27 +4,30 @@ Three kinds of entry, all under one directory (`AILINT_CACHE_DIR`, `cache-dir` i
 config, else `$XDG_CACHE_HOME/ailint` or `~/.cache/ailint`):
 
 - a **file entry** per input file: its parse (object data, packed position tables, document
-  count) and its single-object findings, keyed by the file's bytes, its display path and the
-  run key. Only a run that parses at most `FILE_ENTRIES_UP_TO` files writes one per file (an
-  edit, pre-commit's few files); one that parses more (a first run) keeps them in its pack
-  alone, without position tables, which a rerun parses again for the few files it needs
-  them of: making a file costs far more than writing its bytes;
+  count, its text's CRC and its head's: `bounded.head_length`) and its single-object
+  findings, keyed by the file's bytes, its display path and the run key. Only a run that
+  parses at most `FILE_ENTRIES_UP_TO` files writes one per file (an edit, pre-commit's few
+  files); one that parses more (a first run) keeps them in its pack alone, without position
+  tables, which a rerun parses again for the few files it needs them of: making a file costs
+  far more than writing its bytes;
 - a **state entry** per set of command-line paths: the bundle rules' findings per (object,
   rule) with the kinds of other objects each call read (`TrackingContext`; kept compact,
   `ailint.engine.callstate`), and the schema findings per file. After an edit, a bundle rule
-  runs again only on the changed files' objects and on the objects whose earlier call read
-  a kind the edit touched;
+  runs again only on the changed files' objects (not when an edit after the last content
+  line kept them: `ailint.engine.tracking`) and on the objects whose earlier call read a
+  kind the edit touched;
 - a **run entry** per set of command-line paths, holding the finished result with the
   digest of its exact input (every file's key, in order), so a rerun with nothing changed
   only stats the files (each run overwrites it: edits leave no stale results behind);
 - a **pack** per set of command-line paths: the file entries of its files in one entry
-  (without their position tables), so an edit run reads one entry and the few files changed
-  since (it is written again once more than 5% of the files have changed). A bounded run
-  (over 32 MB, `ailint.engine.bounded`) keeps its pack in **segments** of `SEGMENT_FILES`
-  files, with an index naming each file's segment: no entry holds a large run whole, one
-  segment or a few are read at a time, and a run that parses many files adds segments for
-  them beside those that still stand; the objects' data that files of several of its new
-  segments hold is written once, in a **pool** the segments name;
+  (without their position tables; each file's objects' data in one marshalled blob, read
+  when first asked for: `ailint.engine.stored`), so an edit run reads one entry and the few
+  files changed since (it is written again once more than 5% of the files have changed). A
+  bounded run (over 32 MB, `ailint.engine.bounded`) keeps its pack in **segments** of
+  `SEGMENT_FILES` files, with an index naming each file's segment: no entry holds a large
+  run whole, one segment or a few are read at a time, and a run that parses many files adds
+  segments for them beside those that still stand; the objects' data that files of several
+  of its new segments hold is written once, in a **pool** the segments name;
 - a **stat entry** per set of command-line paths: each file's key with the stat signature
   (size, mtime, ctime, inode, device) it was read under, so an unchanged file is not read
   or hashed again (git's index; a file changed in the last two seconds is always hashed).

@@ -7,7 +7,10 @@ of one namespace is `Kind/namespace` or `@pods/namespace`). The cache keeps each
 rule) call's findings and tokens; after an edit, a call is reused when its object's file is
 unchanged and no token of it names what a changed, added or removed file holds (before or
 after the edit): its objects' kinds, and those kinds in their namespaces. Everything else
-runs again, in the same order as a full run, so the findings are identical.
+runs again, in the same order as a full run, so the findings are identical. A changed file
+whose objects are what they were stops there (no other call sees a change), and its own
+calls stand too when the edit kept its text up to the last content line and none of their
+findings reaches past it (`_own_calls_stand`: a comment rewritten at the end).
 
 A call reads its own project's objects only (`ailint.engine.scope`), so a change touches the
 project of the changed file, with two exceptions where objects reach across projects: a
