@@ -1238,6 +1238,21 @@ def test_reruns_after_edits_across_projects_and_context_identical_to_uncached(tm
     assert changed_findings >= 4, "the edits changed findings"
 
 
+def _own_calls_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What `tracking._own_calls_stand` answers, in order, from now on."""
+    from ailint.engine import tracking
+
+    answers: list[bool] = []
+    real = tracking._own_calls_stand
+
+    def recording(*args: object) -> bool:
+        answers.append(real(*args))  # type: ignore[arg-type]
+        return answers[-1]
+
+    monkeypatch.setattr(tracking, "_own_calls_stand", recording)
+    return answers
+
+
 _APPENDS = ("# saved\n", "\n", "\n\n# a note\n", "   \n", "---\n", "...\n", "# no newline")
 
 
@@ -1249,8 +1264,6 @@ def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatc
     it (`tracking._own_calls_stand`), and each cached rerun equals a fresh run, spans and
     fix offsets included. Both answers are given on the way."""
     import random
-
-    from ailint.engine import tracking
 
     tree = tmp_path / "tree"
     files = _copy_tree(FIXTURES, tree, 400)
@@ -1269,14 +1282,7 @@ def test_text_appended_to_files_reruns_as_a_fresh_run(tmp_path: Path, monkeypatc
     reaching = [p for p in with_findings if any(f["end_line"] >= last_line(p) for f in by_file[str(p)])]
     fixed = [p for p in with_findings if any(f["fix"] for f in by_file[str(p)])]
     assert reaching and fixed
-    answers: list[bool] = []
-    real = tracking._own_calls_stand
-
-    def recording(*args: object) -> bool:
-        answers.append(real(*args))  # type: ignore[arg-type]
-        return answers[-1]
-
-    monkeypatch.setattr(tracking, "_own_calls_stand", recording)
+    answers = _own_calls_answers(monkeypatch)
     rnd = random.Random(11)
     for step in range(6):
         victims = rnd.sample(fixed, 2) + rnd.sample(reaching, 1) + rnd.sample(with_findings, 1)
@@ -1838,7 +1844,6 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     its files in the pack only (no entry of their own, no position tables). Every rerun
     equals a fresh run."""
     from ailint.engine import cache as cache_mod
-    from ailint.engine import tracking
     from test_catalogue import ISVC, RUNTIME
 
     monkeypatch.setattr(cache_mod, "FILE_ENTRIES_UP_TO", 0)  # the first run: the pack only
@@ -1855,14 +1860,7 @@ def test_a_comment_added_at_the_end_reruns_only_its_own_calls_unless_another_poi
     assert first == _lint(paths, None)
     assert any(f["code"] == "SRV004" and f["file"].endswith("runtime.yaml") for f in first["findings"])
     ran = _bundle_calls(monkeypatch)
-    stood: list[bool] = []
-    real = tracking._own_calls_stand
-
-    def recording(*args: object) -> bool:
-        stood.append(real(*args))  # type: ignore[arg-type]
-        return stood[-1]
-
-    monkeypatch.setattr(tracking, "_own_calls_stand", recording)
+    stood = _own_calls_answers(monkeypatch)
     for name, others_run in (("pdb.yaml", False), ("isvc.yaml", False), ("runtime.yaml", True), ("pdb.yaml", False)):
         ran.clear()
         stood.clear()

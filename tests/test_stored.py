@@ -18,21 +18,11 @@ from ailint.engine import stored
 from ailint.engine.cache import file_out
 from ailint.engine.load import load_text
 from conftest import ROOT
+from test_cli import BAD
 
-STREAM = """apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  annotations:
-    ailint.io/ignore: "GPU002: reviewed"
-spec:
-  containers:
-    - name: c
-      image: vllm/vllm-openai:v0.9.2
-      resources:
-        requests:
-          nvidia.com/gpu: 1
----
+STREAM = (
+    BAD.replace("  name: p\n", '  name: p\n  annotations:\n    ailint.io/ignore: "GPU002: reviewed"\n')
+    + """---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: d, annotations: {ailint.io/ignore: "  "}}
@@ -48,6 +38,7 @@ items:
   - {apiVersion: v1, kind: ConfigMap, metadata: {name: a, annotations: {ailint.io/ignore: SEC}}}
   - {apiVersion: batch/v1, kind: Job, metadata: {name: b}}
 """
+)
 
 
 def _parsed(text: str = STREAM) -> tuple[list[K8sObject], tuple]:
