@@ -263,7 +263,7 @@ def test_report_failing_midway_leaves_the_output_file_as_it_was(tmp_path, monkey
     out = tmp_path / "report.json"
     out.write_text("the previous report\n")
 
-    def broken(f, sources):
+    def broken(*args):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(rep, "finding_dict", broken)

@@ -555,10 +555,9 @@ def file_in(
     if source is not None:
         source.template_paths = dict(template_paths)
         if packed:
-            from ailint.engine.stored import annotated, stored_objects
-
-            fr.objects = stored_objects(source, objs, tables)
-            fr.annotated = annotated(objs)
+            stored = _stored or _stored_module()
+            fr.objects = stored.stored_objects(source, objs, tables)
+            fr.annotated = stored.annotated(objs)
         else:
             fr.objects = [
                 K8sObject(source, d, data, LazyPositions(tables[n], 0), tuple(base), tpl)
@@ -583,6 +582,17 @@ def _bounded_spilled_source() -> Any:
 
     _spilled_source = spilled_source
     return spilled_source
+
+
+_stored: Any = None  # `ailint.engine.stored`, imported by the first `file_in` of a packed entry
+
+
+def _stored_module() -> Any:
+    global _stored
+    from ailint.engine import stored
+
+    _stored = stored
+    return stored
 
 
 def without_tables(entry: tuple[Any, ...]) -> tuple[Any, ...]:

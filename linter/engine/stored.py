@@ -74,11 +74,18 @@ def packed_objects(objs: Any) -> Any:
     an ignore annotation). Already packed: as it is."""
     if not isinstance(objs, list):
         return objs
+    datas = [o[1] for o in objs]
+    rows = [(doc, n, base, tpl, *identity_of(data), _carries_ignore(data)) for doc, data, n, base, tpl in objs]
+    return (marshal.dumps(datas), rows)
+
+
+def _carries_ignore(data: dict[str, Any]) -> bool:
+    """`suppress.carries_ignore`, imported once (the suppressions import the rule registry)."""
+    global _carries_ignore
     from ailint.engine.suppress import carries_ignore
 
-    datas = [o[1] for o in objs]
-    rows = [(doc, n, base, tpl, *identity_of(data), carries_ignore(data)) for doc, data, n, base, tpl in objs]
-    return (marshal.dumps(datas), rows)
+    _carries_ignore = carries_ignore  # type: ignore[assignment]
+    return carries_ignore(data)
 
 
 def unpacked_objects(objs: Any) -> list[tuple[Any, ...]]:
