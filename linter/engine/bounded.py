@@ -55,8 +55,9 @@ class _TextRef:
         self.starts: bytes | None = None  # the line-start table, when the cache kept it
 
 
-def _crc(text: str) -> int:
-    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+def _crc(text: str, start: int = 0) -> int:
+    """The CRC of `text` (its UTF-8 bytes), continued from `start` (the CRC of what precedes it)."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"), start)
 
 
 def text_ref(text: str) -> tuple[int, int]:
@@ -84,9 +85,8 @@ def text_ref_and_head(text: str) -> tuple[int, int, tuple[int, int]]:
     """`text_ref(text)` with the (length, CRC) of its head (`head_length`), from one encoding
     of the text."""
     n = head_length(text)
-    crc = zlib.crc32(text[:n].encode("utf-8", "surrogatepass"))
-    whole = zlib.crc32(text[n:].encode("utf-8", "surrogatepass"), crc) if n < len(text) else crc
-    return whole, len(text), (n, crc)
+    crc = _crc(text[:n])
+    return _crc(text[n:], crc) if n < len(text) else crc, len(text), (n, crc)
 
 
 def spilled_source(path: str, display: str, crc: int, length: int, starts: bytes | None = None) -> SpilledSource:

@@ -584,7 +584,7 @@ def _bounded_spilled_source() -> Any:
     return spilled_source
 
 
-_stored: Any = None  # `ailint.engine.stored`, imported by the first `file_in` of a packed entry
+_stored: Any = None  # `ailint.engine.stored`, imported where a pack entry is first read or made
 
 
 def _stored_module() -> Any:
@@ -737,9 +737,7 @@ class RunCache:
             try:
                 entry = file_out(fr, tables=False, facts=facts)
                 if facts:  # (not bounded: the pack's form, its data in a blob, made here too)
-                    from ailint.engine.stored import packed_objects
-
-                    entry = (*entry[:2], packed_objects(entry[2]), *entry[3:])
+                    entry = (_stored or _stored_module()).packed_entry(entry)
                 fr.pack_entry = entry
             except (TypeError, ValueError, AttributeError):
                 pass  # (not kept: parsed again next time)
@@ -809,12 +807,8 @@ class RunCache:
     def store_pack(self, entries: dict[str, tuple[bytes, Any]]) -> None:
         """Keep `entries` as the pack, each file's objects' data in a blob of its own, read
         when first asked for (`ailint.engine.stored`)."""
-        from ailint.engine.stored import packed_objects
-
-        self.store.put(
-            self.pack_key,
-            {d: (k, (*e[:2], packed_objects(e[2]), *e[3:])) for d, (k, e) in entries.items()},
-        )
+        packed_entry = (_stored or _stored_module()).packed_entry
+        self.store.put(self.pack_key, {d: (k, packed_entry(e)) for d, (k, e) in entries.items()})
 
     # a bounded run's pack: no entry may hold a large run whole, so its entries are kept in
     # segments of SEGMENT_FILES files, and an index says which segment holds which file

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ailint.core.model import K8sObject, SourceFile, identity_of
 from ailint.core.tables import LazyPositions
+from ailint.engine.suppress import carries_ignore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +68,12 @@ class StoredObject(K8sObject):
         _DATA.__set__(self, value)
 
 
+def packed_entry(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A file entry (`cache.file_out`) as the pack keeps it: its objects packed
+    (`packed_objects`)."""
+    return (*entry[:2], packed_objects(entry[2]), *entry[3:])
+
+
 def packed_objects(objs: Any) -> Any:
     """A file entry's objects (`cache.file_out`: (document, data, table, base, template)
     each) as the pack keeps them: `(blob, rows)`, the data of all in one marshalled blob and
@@ -75,17 +82,8 @@ def packed_objects(objs: Any) -> Any:
     if not isinstance(objs, list):
         return objs
     datas = [o[1] for o in objs]
-    rows = [(doc, n, base, tpl, *identity_of(data), _carries_ignore(data)) for doc, data, n, base, tpl in objs]
+    rows = [(doc, n, base, tpl, *identity_of(data), carries_ignore(data)) for doc, data, n, base, tpl in objs]
     return (marshal.dumps(datas), rows)
-
-
-def _carries_ignore(data: dict[str, Any]) -> bool:
-    """`suppress.carries_ignore`, imported once (the suppressions import the rule registry)."""
-    global _carries_ignore
-    from ailint.engine.suppress import carries_ignore
-
-    _carries_ignore = carries_ignore  # type: ignore[assignment]
-    return carries_ignore(data)
 
 
 def unpacked_objects(objs: Any) -> list[tuple[Any, ...]]:

@@ -120,16 +120,21 @@ def _node_lines(lines: list[str], j: int) -> range:
     return range(j + 1, end + 1)
 
 
+def _ignore_value(data: dict[str, Any]) -> str | None:
+    """An object's `ailint.io/ignore` annotation, when it is a string not blank."""
+    value = annotations_of(data).get(IGNORE_ANNOTATION)
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def carries_ignore(data: dict[str, Any]) -> bool:
     """Whether an object's data has an `ailint.io/ignore` annotation (a string not blank)."""
-    value = annotations_of(data).get(IGNORE_ANNOTATION)
-    return isinstance(value, str) and bool(value.strip())
+    return _ignore_value(data) is not None
 
 
 def annotation_suppressions(obj: K8sObject) -> list[Suppression]:
-    if not carries_ignore(obj.data):
+    value = _ignore_value(obj.data)
+    if value is None:
         return []
-    value = obj.annotations[IGNORE_ANNOTATION]
     codes_part = value.split(":", 1)[0] if ":" in value else value
     codes = _split_codes(codes_part)
     span = obj.span(("metadata", "annotations", IGNORE_ANNOTATION))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from ailint import __version__
 from ailint.core.model import Finding, Severity
 from ailint.report.common import edit_region, json_pointer, redact_result
+from ailint.report.explain import severity_reason  # (light: `re` and the model; each row reads it)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,14 +21,7 @@ if TYPE_CHECKING:
 KEPT = True
 
 
-def finding_dict(f: Finding, sources: dict, reason_of: Callable[[Finding], str | None] | None = None) -> dict[str, Any]:
-    """A finding's row; `reason_of` is `report.explain.severity_reason`, passed in by a
-    caller that makes many rows (an import statement a row was a millisecond of a corpus
-    report)."""
-    if reason_of is None:
-        from ailint.report.explain import severity_reason
-
-        reason_of = severity_reason
+def finding_dict(f: Finding, sources: dict) -> dict[str, Any]:
     ref = f.object_ref
     obj = None
     if ref is not None:
@@ -52,7 +46,7 @@ def finding_dict(f: Finding, sources: dict, reason_of: Callable[[Finding], str |
         "code": f.code,
         "name": f.name,
         "severity": f.severity.value,
-        "severity_reason": reason_of(f),
+        "severity_reason": severity_reason(f),
         "message": f.message,
         "file": f.file,
         "line": f.span.line,
@@ -89,15 +83,10 @@ def render_chunks(result: Any, **_: Any) -> Iterator[str]:
     for f in result.findings:
         by_sev[f.severity.value] += 1
     sources = result.sources
-    reason_of: Callable[[Finding], str | None] | None = None
-    if result.findings:
-        from ailint.report.explain import severity_reason
-
-        reason_of = severity_reason
     doc = {
         "tool": {"name": "ailint", "version": __version__},
         "files": Rows(result.files, lambda fs: {"path": fs.path, "documents": fs.documents, "objects": fs.objects}),
-        "findings": Rows(result.findings, lambda f: finding_dict(f, sources, reason_of)),
+        "findings": Rows(result.findings, lambda f: finding_dict(f, sources)),
         "summary": {
             "files": len(result.files),
             "objects": result.object_count,
